@@ -1,0 +1,37 @@
+# toolhostd's build. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN := bin/toolhostd
+GOTESTFLAGS ?=
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: help build test bench check deps fmt clean
+
+help: ## list the targets
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+deps: node_modules/.package-lock.json ## install the pinned npm packages and Go modules
+	$(GO) mod download
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build: ## build bin/toolhostd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
+
+test: deps ## run the whole test suite (race detector on)
+	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...
+
+bench: deps ## run the benchmarks and print a table of medians and ratios
+	$(GO) run ./internal/benchtable -- $(GO) test -run '^$$' -bench . -benchtime 1s -count 5 ./...
+
+check: ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean: ## remove build outputs
+	rm -rf bin

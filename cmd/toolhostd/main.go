@@ -1,0 +1,6 @@
+// Command toolhostd hosts WebAssembly agents against MCP toolings.
+package main
+
+import "os"
+
+func main() { os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr)) }

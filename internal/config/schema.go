@@ -1,0 +1,88 @@
+// Package config owns toolhostd's TOML configuration: the schema, strict
+// decoding (unknown keys are errors), defaults, validation that reports every
+// problem with file:line:col and the key path, and the expansion of
+// `${env:NAME}` and `${file:/path}` secrets at the moment they are used.
+package config
+
+import "time"
+
+// Config is one parsed and validated toolhostd.toml.
+type Config struct {
+	Version int                 `toml:"version"`
+	Host    Host                `toml:"host"`
+	Tooling map[string]*Tooling `toml:"tooling"`
+	Agent   map[string]*Agent   `toml:"agent"`
+
+	// Path is the file the config was read from ("" when parsed from bytes
+	// without a name).
+	Path string `toml:"-"`
+}
+
+// Host is the [host] table.
+type Host struct {
+	LogLevel  string `toml:"log_level"`  // debug|info|warn|error
+	LogFormat string `toml:"log_format"` // console|json
+	CacheDir  string `toml:"cache_dir"`  // default $XDG_CACHE_HOME/toolhostd
+}
+
+// Tooling is one [tooling.<name>] table. String values that may hold
+// secrets (env, headers, args, url) keep their `${env:...}` / `${file:...}`
+// references; call Expand at use.
+type Tooling struct {
+	Name string `toml:"-"` // the <name> of [tooling.<name>]
+
+	Kind               string            `toml:"kind"`      // "mcp"
+	Transport          string            `toml:"transport"` // stdio|http|sse
+	Command            string            `toml:"command"`
+	Args               []string          `toml:"args"`
+	Env                map[string]string `toml:"env"`
+	Cwd                string            `toml:"cwd"`
+	URL                string            `toml:"url"`
+	Headers            map[string]string `toml:"headers"`
+	ConnectTimeout     Duration          `toml:"connect_timeout"`
+	CallTimeout        Duration          `toml:"call_timeout"`
+	MaxConcurrentCalls int               `toml:"max_concurrent_calls"`
+	Restart            Restart           `toml:"restart"`
+}
+
+// Restart is a tooling's session restart policy.
+type Restart struct {
+	InitialBackoff Duration `toml:"initial_backoff"`
+	MaxBackoff     Duration `toml:"max_backoff"`
+	HealthyAfter   Duration `toml:"healthy_after"`
+}
+
+// Agent is one [agent.<name>] table (used by `toolhostd serve`).
+type Agent struct {
+	Name string `toml:"-"`
+
+	Component      string            `toml:"component"`
+	Toolings       []string          `toml:"toolings"`
+	Input          string            `toml:"input"`
+	Env            map[string]string `toml:"env"`
+	Restart        string            `toml:"restart"` // never|on-failure|always
+	RestartBackoff Backoff           `toml:"restart_backoff"`
+	InboxCapacity  int               `toml:"inbox_capacity"`
+	Limits         Limits            `toml:"limits"`
+	StopGrace      Duration          `toml:"stop_grace"`
+}
+
+// Backoff is an initial and a maximum delay.
+type Backoff struct {
+	Initial Duration `toml:"initial"`
+	Max     Duration `toml:"max"`
+}
+
+// Limits bound one agent's store; zero means unlimited.
+type Limits struct {
+	Memory     ByteSize `toml:"memory"`
+	Fuel       uint64   `toml:"fuel"`
+	RunTimeout Duration `toml:"run_timeout"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("250ms").
+type Duration struct{ time.Duration }
+
+// ByteSize is a size in bytes written as an integer or with a unit
+// ("256MiB", "1GB", "4096").
+type ByteSize uint64
