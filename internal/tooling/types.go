@@ -87,4 +87,10 @@ type Tooling interface {
 	Unsubscribe(ctx context.Context, uri string) error
 	// SetObserver installs the receiver of server notifications (nil: none).
 	SetObserver(o Observer)
+	// Serve keeps the tooling's session alive until ctx ends: connect,
+	// reconnect with backoff, re-subscribe. It is a suture.Service; it
+	// returns suture.ErrDoNotRestart for a config it can never run.
+	// Operations made while no session is up wait for one, at most the
+	// tooling's connect timeout, then fail with unavailable.
+	Serve(ctx context.Context) error
 }
