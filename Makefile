@@ -7,7 +7,7 @@ GOTESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build test bench check deps fmt clean
+.PHONY: help build test bench check deps agents clean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,6 +18,14 @@ deps: node_modules/.package-lock.json ## install the pinned npm packages and Go 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
+
+AGENTS := $(patsubst examples/agents/%.js,build/agents/%.wasm,$(wildcard examples/agents/*.js))
+
+agents: $(AGENTS) ## build the example JS agents into build/agents/ (componentize-js)
+
+build/agents/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
+	@mkdir -p $(@D)
+	node_modules/.bin/componentize-js $< --wit wit --world-name agent -d http fetch-event -o $@
 
 build: ## build bin/toolhostd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd

@@ -1,0 +1,50 @@
+// fanout: queues N calls with call-tool, queues one slow call and cancels it,
+// then collects every result from the inbox by UUID. Input (JSON, optional):
+// {"tooling", "tool", "arguments", "n", "slow": {"tool", "arguments"}}.
+import { get } from 'toolhost:agent/tooling@0.1.0';
+import { recv } from 'toolhost:agent/inbox@0.1.0';
+import { write } from 'toolhost:agent/log@0.1.0';
+
+const defaults = {
+  tooling: 'everything',
+  tool: 'echo',
+  arguments: { message: 'fan' },
+  n: 10,
+  slow: { tool: 'trigger-long-running-operation', arguments: { duration: 60, steps: 1 } },
+};
+
+export function run(input) {
+  const o = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
+  const t = get(o.tooling);
+  const waiting = new Map();
+  for (let i = 0; i < o.n; i++) {
+    const args = { ...o.arguments, message: `${o.arguments.message ?? ''}#${i}` };
+    waiting.set(t.callTool(o.tool, JSON.stringify(args)), i);
+  }
+  let cancelled = 'none';
+  if (o.slow) {
+    const slow = t.callTool(o.slow.tool, JSON.stringify(o.slow.arguments ?? {}));
+    const openBefore = t.isOpen(slow);
+    const ok = t.cancel(slow);
+    cancelled = `open=${openBefore} cancel=${ok} open-after=${t.isOpen(slow)}`;
+  }
+  let results = 0;
+  let errors = 0;
+  while (waiting.size > 0) {
+    const env = recv(30000);
+    if (env === undefined) {
+      throw `timed out with ${waiting.size} results missing`;
+    }
+    if (env.event.tag === 'shutdown') {
+      throw `shut down with ${waiting.size} results missing`;
+    }
+    if (!waiting.has(env.id)) {
+      throw `unexpected envelope ${env.id} (${env.event.tag})`;
+    }
+    waiting.delete(env.id);
+    if (env.event.tag === 'tool-result') results++;
+    else errors++;
+  }
+  write('info', `fanout: ${results} results, ${errors} errors`);
+  return `calls=${o.n} results=${results} errors=${errors} slow: ${cancelled}`;
+}
