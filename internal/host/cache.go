@@ -1,0 +1,150 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+)
+
+// cacheMagic ends every cache entry, followed by nothing: the trailer is
+// magic(4) | crc32c of the payload(4) | payload length(8), little endian.
+const (
+	cacheMagic      = "THC1"
+	cacheTrailerLen = 16
+	cacheExt        = ".cwasm"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CompileCache stores serialized compiled components on disk, keyed by the
+// component's bytes and the engine's settings. An entry whose trailer or
+// checksum does not match is reported as a miss and removed: the artifact is
+// recompiled, never trusted.
+type CompileCache struct {
+	dir string
+
+	hits, misses, corrupt atomic.Int64
+}
+
+// CacheStats counts lookups since the cache was opened.
+type CacheStats struct {
+	Hits, Misses, Corrupt int64
+}
+
+// OpenCompileCache opens (creating with mode 0700) the cache under dir.
+func OpenCompileCache(dir string) (*CompileCache, error) {
+	if dir == "" {
+		return nil, errors.New("compile cache: no directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("compile cache: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("compile cache: %w", err)
+	}
+	return &CompileCache{dir: dir}, nil
+}
+
+// Dir is the cache's directory.
+func (c *CompileCache) Dir() string { return c.dir }
+
+// Stats returns the hit, miss and corrupt-entry counters.
+func (c *CompileCache) Stats() CacheStats {
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Corrupt: c.corrupt.Load()}
+}
+
+// Key derives the entry name for a component's bytes compiled under an
+// engine fingerprint (wasmtime version and every setting that changes code).
+func (c *CompileCache) Key(component []byte, fingerprint string) string {
+	h := sha256.New()
+	h.Write([]byte(fingerprint))
+	h.Write([]byte{0})
+	h.Write(component)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (c *CompileCache) path(key string) string { return filepath.Join(c.dir, key+cacheExt) }
+
+// Get returns the payload stored under key. A missing entry is a miss; a
+// damaged one (short, wrong trailer, wrong checksum) is removed and counted
+// as corrupt and as a miss.
+func (c *CompileCache) Get(key string) ([]byte, bool) {
+	data, err := os.ReadFile(c.path(key))
+	if err != nil {
+		c.misses.Add(1)
+		return nil, false
+	}
+	payload, ok := unwrapEntry(data)
+	if !ok {
+		c.Invalidate(key)
+		c.misses.Add(1)
+		return nil, false
+	}
+	c.hits.Add(1)
+	return payload, true
+}
+
+// Invalidate removes key's entry and counts it as corrupt; callers use it
+// when a payload that passed its checksum is still refused by wasmtime (a
+// foreign or outdated artifact).
+func (c *CompileCache) Invalidate(key string) {
+	c.corrupt.Add(1)
+	if err := os.Remove(c.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+}
+
+// Put stores payload under key atomically (temporary file, fsync, rename).
+func (c *CompileCache) Put(key string, payload []byte) error {
+	f, err := os.CreateTemp(c.dir, key+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("compile cache: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	var trailer [cacheTrailerLen]byte
+	copy(trailer[:4], cacheMagic)
+	binary.LittleEndian.PutUint32(trailer[4:8], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint64(trailer[8:], uint64(len(payload)))
+	_, err = f.Write(payload)
+	if err == nil {
+		_, err = f.Write(trailer[:])
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.path(key))
+	}
+	if err != nil {
+		return fmt.Errorf("compile cache: %w", err)
+	}
+	return nil
+}
+
+// unwrapEntry checks an entry's trailer and checksum and returns its payload.
+func unwrapEntry(data []byte) ([]byte, bool) {
+	if len(data) < cacheTrailerLen {
+		return nil, false
+	}
+	n := len(data) - cacheTrailerLen
+	tr := data[n:]
+	if string(tr[:4]) != cacheMagic || binary.LittleEndian.Uint64(tr[8:]) != uint64(n) {
+		return nil, false
+	}
+	payload := data[:n]
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(tr[4:8]) {
+		return nil, false
+	}
+	return payload, true
+}
