@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+)
+
+// loadConfig resolves the config file (--config, $TOOLHOSTD_CONFIG,
+// ./toolhostd.toml, /etc/toolhostd/toolhostd.toml) and loads it. Every error
+// exits with exitUsage; a config.Errors lists each problem on its own line.
+func loadConfig(opts *globalOptions) (*config.Config, error) {
+	path, err := config.Resolve(opts.configPath)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	return c, nil
+}
+
+// newLogger builds a zap logger writing to w in h.LogFormat ("console" or
+// "json"; default console) at h.LogLevel (debug|info|warn|error; default
+// info).
+func newLogger(h config.Host, w io.Writer) (*zap.Logger, error) {
+	level := zapcore.InfoLevel
+	if h.LogLevel != "" {
+		if err := level.UnmarshalText([]byte(h.LogLevel)); err != nil {
+			return nil, fmt.Errorf("log level %q: %w", h.LogLevel, err)
+		}
+	}
+	var enc zapcore.Encoder
+	switch h.LogFormat {
+	case "", "console":
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	case "json":
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	default:
+		return nil, fmt.Errorf("log format %q: want console or json", h.LogFormat)
+	}
+	ws := zapcore.AddSync(w)
+	if f, ok := w.(*os.File); ok {
+		ws = zapcore.Lock(f)
+	}
+	return zap.New(zapcore.NewCore(enc, ws, level), zap.ErrorOutput(ws)), nil
+}
