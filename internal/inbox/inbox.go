@@ -1,0 +1,406 @@
+// Package inbox is the per-agent queue of the guest contract's inbox
+// interface: envelopes in arrival order, a capacity shared by open calls and
+// undelivered envelopes (a call is refused rather than a result dropped),
+// in-place coalescing of resource updates per subscription, dropping of
+// undelivered envelopes on cancel and unsubscribe, and the shutdown
+// envelope after which nothing more is delivered.
+//
+// Ids come in two kinds. A call id is reserved (Reserve) when the call is
+// made, which takes one unit of capacity; Deliver fills the reservation with
+// the call's one envelope; Cancel releases the reservation or drops the
+// undelivered envelope. A stream id (a subscription) is opened (OpenStream);
+// Update enqueues or coalesces its updates; EndStream appends a final event
+// and ends it; CloseStream ends it and drops what is undelivered. Every
+// operation is atomic under one mutex, so a cancel or unsubscribe that
+// returns true is never followed by a delivery of that id.
+//
+// An Inbox has no goroutine: Recv waits on a notification channel.
+package inbox
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultCapacity is the capacity New uses when given zero or less.
+const DefaultCapacity = 1024
+
+// compactAfter is the number of consumed slots at the front of the queue
+// after which the queue is compacted when they are at least half of it.
+const compactAfter = 256
+
+type entryKind uint8
+
+const (
+	kindCall     entryKind = iota // the result of a reserved call
+	kindUpdate                    // a coalescing update of an open stream
+	kindOther                     // a stream's final event
+	kindShutdown                  // the shutdown envelope
+)
+
+type entry struct {
+	env  Envelope
+	kind entryKind
+	dead bool // dropped by Cancel or CloseStream; skipped by recv
+}
+
+// Inbox is one agent's queue. All methods are safe for concurrent use.
+type Inbox struct {
+	capacity int
+	notify   chan struct{} // one token: something may be ready
+	done     chan struct{} // closed by Shutdown
+
+	mu        sync.Mutex
+	queue     []*entry // queue[head:] are undelivered (some dead)
+	head      int
+	live      int                 // undelivered, not dead
+	byID      map[string]*entry   // undelivered call results and stream updates
+	reserved  map[string]struct{} // open calls
+	streams   map[string]struct{} // open subscriptions
+	shutdown  bool                // the shutdown envelope is enqueued
+	finished  bool                // the shutdown envelope was delivered
+	coalesced uint64
+	delivered uint64
+}
+
+// New returns an empty inbox holding at most capacity open calls plus
+// undelivered envelopes (DefaultCapacity if capacity <= 0).
+func New(capacity int) *Inbox {
+	if capacity <= 0 {
+		capacity = DefaultCapacity
+	}
+	return &Inbox{
+		capacity: capacity,
+		notify:   make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		byID:     make(map[string]*entry),
+		reserved: make(map[string]struct{}),
+		streams:  make(map[string]struct{}),
+	}
+}
+
+// Capacity is the inbox's capacity.
+func (q *Inbox) Capacity() int { return q.capacity }
+
+// Reserve takes one unit of capacity for the call id, whose one envelope
+// Deliver will put. ErrFull when open calls plus undelivered envelopes
+// already reach the capacity, ErrShutdown after Shutdown, ErrDuplicate when
+// id is in use (reserved, an open stream, or with an undelivered result or
+// update).
+func (q *Inbox) Reserve(id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.shutdown:
+		return ErrShutdown
+	case len(q.reserved)+q.live >= q.capacity:
+		return ErrFull
+	}
+	if q.inUseLocked(id) {
+		return ErrDuplicate
+	}
+	q.reserved[id] = struct{}{}
+	return nil
+}
+
+// Reserved reports whether the call id is reserved: made and neither
+// delivered nor cancelled (the contract's is-open).
+func (q *Inbox) Reserved(id string) bool {
+	q.mu.Lock()
+	_, ok := q.reserved[id]
+	q.mu.Unlock()
+	return ok
+}
+
+// Deliver fills the reservation of the call id with its envelope, at the
+// end of the queue. It returns false, dropping ev, when id is not reserved
+// (cancelled, or never reserved) or the inbox is shut down.
+func (q *Inbox) Deliver(id string, ev Event) bool {
+	q.mu.Lock()
+	if _, ok := q.reserved[id]; !ok {
+		q.mu.Unlock()
+		return false
+	}
+	delete(q.reserved, id)
+	if q.shutdown {
+		q.mu.Unlock()
+		return false
+	}
+	e := &entry{env: Envelope{ID: id, Event: ev}, kind: kindCall}
+	q.byID[id] = e
+	q.pushLocked(e)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// Cancel ends the call id: it releases its reservation, or drops its
+// envelope if that is still undelivered. It returns whether it did either;
+// afterwards no envelope with id is delivered.
+func (q *Inbox) Cancel(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.reserved[id]; ok {
+		delete(q.reserved, id)
+		return true
+	}
+	if e, ok := q.byID[id]; ok && e.kind == kindCall {
+		q.dropLocked(e)
+		return true
+	}
+	return false
+}
+
+// OpenStream opens the subscription id so that Update may deliver to it.
+// Streams take no capacity: their updates coalesce, so each holds at most
+// one undelivered update. ErrShutdown after Shutdown, ErrDuplicate when id
+// is in use.
+func (q *Inbox) OpenStream(id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return ErrShutdown
+	}
+	if q.inUseLocked(id) {
+		return ErrDuplicate
+	}
+	q.streams[id] = struct{}{}
+	return nil
+}
+
+// Update delivers a ResourceUpdated or ResourceListUpdated event for the
+// open stream id. While an earlier update of id is undelivered, ev replaces
+// its payload in place, keeping its queue position (counted in Coalesced).
+// It returns false, dropping ev, when the stream is not open.
+func (q *Inbox) Update(id string, ev Event) bool {
+	q.mu.Lock()
+	if _, ok := q.streams[id]; !ok || q.shutdown {
+		q.mu.Unlock()
+		return false
+	}
+	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
+		e.env.Event = ev
+		q.coalesced++
+		q.mu.Unlock()
+		return true
+	}
+	kind := kindUpdate
+	if !isUpdate(ev) {
+		kind = kindOther
+	}
+	e := &entry{env: Envelope{ID: id, Event: ev}, kind: kind}
+	if kind == kindUpdate {
+		q.byID[id] = e
+	}
+	q.pushLocked(e)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// EndStream ends the open stream id with one last envelope carrying ev
+// (an Error when its re-subscription failed), after any undelivered update
+// of it. It returns false, dropping ev, when the stream is not open.
+func (q *Inbox) EndStream(id string, ev Event) bool {
+	q.mu.Lock()
+	if _, ok := q.streams[id]; !ok {
+		q.mu.Unlock()
+		return false
+	}
+	delete(q.streams, id)
+	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
+		delete(q.byID, id) // still delivered, no longer coalescing
+	}
+	if q.shutdown {
+		q.mu.Unlock()
+		return false
+	}
+	q.pushLocked(&entry{env: Envelope{ID: id, Event: ev}, kind: kindOther})
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// CloseStream ends the open stream id and drops its undelivered update. It
+// returns whether the stream was open; afterwards no envelope with id is
+// delivered.
+func (q *Inbox) CloseStream(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.streams[id]; !ok {
+		return false
+	}
+	delete(q.streams, id)
+	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
+		q.dropLocked(e)
+	}
+	return true
+}
+
+// Shutdown enqueues the one shutdown envelope (id ShutdownID) and refuses
+// every later reservation and delivery. Once it has been received, Recv and
+// TryRecv return none at once. It returns false if already shut down.
+func (q *Inbox) Shutdown() bool {
+	q.mu.Lock()
+	if q.shutdown {
+		q.mu.Unlock()
+		return false
+	}
+	q.shutdown = true
+	clear(q.reserved)
+	clear(q.streams)
+	q.pushLocked(&entry{env: Envelope{ID: ShutdownID, Event: Shutdown{}}, kind: kindShutdown})
+	q.mu.Unlock()
+	close(q.done)
+	q.signal()
+	return true
+}
+
+// Done is closed when Shutdown is called.
+func (q *Inbox) Done() <-chan struct{} { return q.done }
+
+// Pending counts the undelivered envelopes.
+func (q *Inbox) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.live
+}
+
+// Stats are an inbox's counters.
+type Stats struct {
+	// Coalesced counts updates that replaced an undelivered one in place.
+	Coalesced uint64
+	// Delivered counts envelopes returned by Recv and TryRecv.
+	Delivered uint64
+	// Pending counts undelivered envelopes; Open counts reserved calls.
+	Pending, Open int
+}
+
+// Stats returns the inbox's counters.
+func (q *Inbox) Stats() Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return Stats{Coalesced: q.coalesced, Delivered: q.delivered, Pending: q.live, Open: len(q.reserved)}
+}
+
+// TryRecv returns the next envelope without waiting.
+func (q *Inbox) TryRecv() (Envelope, bool) {
+	q.mu.Lock()
+	env, ok := q.popLocked()
+	more := q.live > 0
+	q.mu.Unlock()
+	if ok && more {
+		q.signal() // pass the wake-up on to another waiter
+	}
+	return env, ok
+}
+
+// Recv returns the next envelope, waiting up to *timeout (nil: until one
+// arrives or ctx ends). It returns none at once once the shutdown envelope
+// has been received.
+func (q *Inbox) Recv(ctx context.Context, timeout *time.Duration) (Envelope, bool) {
+	var expired <-chan time.Time
+	for {
+		q.mu.Lock()
+		if q.finished {
+			q.mu.Unlock()
+			return Envelope{}, false
+		}
+		env, ok := q.popLocked()
+		more := q.live > 0
+		q.mu.Unlock()
+		if ok {
+			if more {
+				q.signal()
+			}
+			return env, true
+		}
+		if expired == nil && timeout != nil {
+			if *timeout <= 0 {
+				return Envelope{}, false
+			}
+			t := time.NewTimer(*timeout)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-q.notify:
+		case <-expired:
+			return q.TryRecv()
+		case <-ctx.Done():
+			return Envelope{}, false
+		}
+	}
+}
+
+// inUseLocked reports an id that is reserved, open as a stream, or has an
+// undelivered call result or coalescing update.
+func (q *Inbox) inUseLocked(id string) bool {
+	if _, ok := q.reserved[id]; ok {
+		return true
+	}
+	if _, ok := q.streams[id]; ok {
+		return true
+	}
+	_, ok := q.byID[id]
+	return ok
+}
+
+func (q *Inbox) signal() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *Inbox) pushLocked(e *entry) {
+	q.queue = append(q.queue, e)
+	q.live++
+}
+
+func (q *Inbox) dropLocked(e *entry) {
+	delete(q.byID, e.env.ID)
+	e.dead = true
+	e.env = Envelope{}
+	q.live--
+}
+
+func (q *Inbox) popLocked() (Envelope, bool) {
+	if q.finished {
+		return Envelope{}, false
+	}
+	for q.head < len(q.queue) {
+		e := q.queue[q.head]
+		q.queue[q.head] = nil
+		q.head++
+		if e.dead {
+			continue
+		}
+		q.live--
+		if (e.kind == kindCall || e.kind == kindUpdate) && q.byID[e.env.ID] == e {
+			delete(q.byID, e.env.ID)
+		}
+		if e.kind == kindShutdown {
+			q.finished = true
+		}
+		q.delivered++
+		q.compactLocked()
+		return e.env, true
+	}
+	q.compactLocked()
+	return Envelope{}, false
+}
+
+func (q *Inbox) compactLocked() {
+	switch {
+	case q.head == len(q.queue):
+		q.queue = q.queue[:0]
+		q.head = 0
+	case q.head >= compactAfter && q.head*2 >= len(q.queue):
+		n := copy(q.queue, q.queue[q.head:])
+		clear(q.queue[n:])
+		q.queue = q.queue[:n]
+		q.head = 0
+	}
+}
