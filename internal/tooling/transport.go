@@ -1,0 +1,248 @@
+package tooling
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhostd/toolhostd/internal/config"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Transport names of the config's `transport` key.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// Dialer makes the go-sdk transport for one connection attempt. The mcp kind
+// builds one from the config; WithDialer replaces it (tests, embedding).
+type Dialer func(ctx context.Context) (mcp.Transport, error)
+
+// dialed is one connection attempt's transport and what it leaves behind.
+type dialed struct {
+	transport mcp.Transport
+	// kill ends the server at once (stdio: SIGKILL to its process group);
+	// nil when there is nothing to kill.
+	kill func()
+	// cleanup runs once the session is closed.
+	cleanup func()
+}
+
+// errPermanent marks a config the mcp kind can never run.
+var errPermanent = errors.New("unusable tooling config")
+
+// checkConfig reports a config Serve can never run.
+func checkConfig(cfg *config.Tooling) error {
+	if cfg.Kind != "" && cfg.Kind != KindMCP {
+		return fmt.Errorf("%w: unknown kind %q", errPermanent, cfg.Kind)
+	}
+	switch cfg.Transport {
+	case TransportStdio, "":
+		if cfg.Command == "" {
+			return fmt.Errorf("%w: transport stdio needs a command", errPermanent)
+		}
+	case TransportHTTP, TransportSSE:
+		if cfg.URL == "" {
+			return fmt.Errorf("%w: transport %s needs a url", errPermanent, cfg.Transport)
+		}
+	default:
+		return fmt.Errorf("%w: unknown transport %q", errPermanent, cfg.Transport)
+	}
+	return nil
+}
+
+// dial builds the transport the config describes. Secret references are
+// expanded here, at use; their values are never logged.
+func (m *MCP) dial() (*dialed, error) {
+	cfg := m.cfg
+	switch cfg.Transport {
+	case TransportStdio, "":
+		return m.dialStdio()
+	case TransportHTTP, TransportSSE:
+		u, err := expand(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("url: %w", err)
+		}
+		h := make(http.Header, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			ev, err := expand(v)
+			if err != nil {
+				return nil, fmt.Errorf("header %s: %w", k, err)
+			}
+			h.Set(k, ev)
+		}
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h}}
+		d := &dialed{cleanup: base.CloseIdleConnections}
+		if cfg.Transport == TransportHTTP {
+			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
+		} else {
+			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client}
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: unknown transport %q", errPermanent, cfg.Transport)
+}
+
+func (m *MCP) dialStdio() (*dialed, error) {
+	cfg := m.cfg
+	command, err := expand(cfg.Command)
+	if err != nil {
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	args := make([]string, len(cfg.Args))
+	for i, a := range cfg.Args {
+		if args[i], err = expand(a); err != nil {
+			return nil, fmt.Errorf("args[%d]: %w", i, err)
+		}
+	}
+	env := os.Environ()
+	keys := make([]string, 0, len(cfg.Env))
+	for k := range cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := expand(cfg.Env[k])
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	cmd := exec.Command(command, args...)
+	cmd.Env = env
+	cmd.Dir = cfg.Cwd
+	stderr := &lineLogger{log: m.log.Named("stderr")}
+	cmd.Stderr = stderr
+	// Bound the wait for the stderr copy when a grandchild keeps it open.
+	cmd.WaitDelay = time.Second
+	// Own process group, so that killing the server kills what it spawned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return &dialed{
+		transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.terminate},
+		kill: func() {
+			if cmd.Process != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		},
+		cleanup: stderr.flush,
+	}, nil
+}
+
+// headerRoundTripper sets the configured headers on every request.
+type headerRoundTripper struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, vs := range t.headers {
+			r.Header[k] = append([]string(nil), vs...)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// lineLogger writes a server's stderr to the log, one entry a line.
+type lineLogger struct {
+	log *zap.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxStderrLine = 64 << 10
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > maxStderrLine {
+				l.emit(l.buf)
+				l.buf = l.buf[:0]
+			}
+			return len(p), nil
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineLogger) emit(line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	if len(line) == 0 {
+		return
+	}
+	l.log.Info("server stderr", zap.ByteString("line", line))
+}
+
+func (l *lineLogger) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.emit(l.buf)
+	l.buf = nil
+}
+
+// slogToZap lets go-sdk's slog logging reach the zap log.
+type slogToZap struct {
+	log   *zap.Logger
+	attrs []zap.Field
+}
+
+func (h *slogToZap) Enabled(_ context.Context, l slog.Level) bool {
+	return h.log.Core().Enabled(zapLevel(l))
+}
+
+func (h *slogToZap) Handle(_ context.Context, r slog.Record) error {
+	fields := append([]zap.Field(nil), h.attrs...)
+	r.Attrs(func(a slog.Attr) bool {
+		fields = append(fields, zap.Any(a.Key, a.Value.Any()))
+		return true
+	})
+	if ce := h.log.Check(zapLevel(r.Level), r.Message); ce != nil {
+		ce.Write(fields...)
+	}
+	return nil
+}
+
+func (h *slogToZap) WithAttrs(as []slog.Attr) slog.Handler {
+	n := &slogToZap{log: h.log, attrs: append([]zap.Field(nil), h.attrs...)}
+	for _, a := range as {
+		n.attrs = append(n.attrs, zap.Any(a.Key, a.Value.Any()))
+	}
+	return n
+}
+
+func (h *slogToZap) WithGroup(name string) slog.Handler {
+	return &slogToZap{log: h.log.Named(name), attrs: h.attrs}
+}
+
+func zapLevel(l slog.Level) zapcore.Level {
+	switch {
+	case l >= slog.LevelError:
+		return zapcore.ErrorLevel
+	case l >= slog.LevelWarn:
+		return zapcore.WarnLevel
+	case l >= slog.LevelInfo:
+		// go-sdk's info messages are per-request chatter.
+		return zapcore.DebugLevel
+	}
+	return zapcore.DebugLevel
+}
