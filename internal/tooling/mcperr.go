@@ -2,7 +2,6 @@ package tooling
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -72,12 +71,9 @@ func mapError(caller, opCtx context.Context, op string, err error) *Error {
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, mcp.ErrSessionMissing):
 		return Errorf(CodeUnavailable, "%s: %v", op, err)
 	}
-	var se *json.SyntaxError
-	var ue *json.UnmarshalTypeError
-	if errors.As(err, &se) || errors.As(err, &ue) {
-		return Errorf(CodeProtocol, "%s: bad result from server: %v", op, err)
-	}
-	// What remains are transport failures (broken pipe, HTTP errors).
+	// What remains are transport failures: a broken pipe, an HTTP error, a
+	// stream that stopped being JSON-RPC (go-sdk reports garbage on stdout
+	// and an undecodable result alike, as a JSON error; both end up here).
 	return Errorf(CodeUnavailable, "%s: %v", op, err)
 }
 
