@@ -51,7 +51,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, dir: baseDir(name)}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
-		return nil, Errors{d.tomlError(err)}
+		return nil, Errors{d.tomlError(data, err)}
 	}
 	ix, err := buildIndex(data)
 	if err != nil { // toml.Unmarshal accepted the document: should not happen
@@ -116,14 +116,33 @@ func (d *decoder) errAt(path []string, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: p.line, Col: p.col, Key: displayPath(path), Msg: fmt.Sprintf(format, args...)})
 }
 
-func (d *decoder) tomlError(err error) *Error {
+// tomlError converts go-toml's error. Its key is relative to the table open
+// at the error; when the document parses (a semantic error such as a
+// duplicate key) the table headers make it a full path.
+func (d *decoder) tomlError(data []byte, err error) *Error {
 	e := &Error{File: d.file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		e.Line, e.Col = de.Position()
-		e.Key = displayPath(de.Key())
+		key := []string(de.Key())
+		if ix, perr := buildIndex(data); perr == nil && len(key) > 0 {
+			key = ix.qualify(e.Line, key)
+		}
+		e.Key = displayPath(key)
 	}
 	return e
+}
+
+// erred reports whether an error about path (or inside it) was recorded
+// since the since'th error.
+func (d *decoder) erred(path []string, since int) bool {
+	key := displayPath(path)
+	for _, e := range d.errs[since:] {
+		if e.Key == key || strings.HasPrefix(e.Key, key+".") || strings.HasPrefix(e.Key, key+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func child(path []string, k string) []string {
@@ -454,6 +473,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		d.errAt(path, "invalid tooling name: use 1 to 64 letters, digits, '-' and '_'")
 	}
 	t := &Tooling{Name: name}
+	n0 := len(d.errs)
 	var restartSet bool
 	d.fields(path, m, handlers{
 		"kind": func(p []string, v any) {
@@ -526,13 +546,33 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			t.Restart.MaxBackoff.Duration, t.Restart.InitialBackoff.Duration)
 	}
 
-	// Transport: stdio runs command; http and sse connect to url.
+	// Transport: stdio runs command; http and sse connect to url. A key
+	// that already has an error is not reported again as missing.
 	_, transportSet := m["transport"]
+	missing := func(k, msg string, args ...any) {
+		if d.erred(child(path, k), n0) {
+			return
+		}
+		if _, present := m[k]; present {
+			d.errAt(child(path, k), "must not be empty")
+			return
+		}
+		d.errAt(child(path, k), msg, args...)
+	}
 	switch {
 	case !transportSet && t.Command != "" && t.URL != "":
 		d.errAt(child(path, "url"), "both command and url are set: a tooling runs a command (stdio) or connects to a url (http, sse), not both")
 	case !transportSet && t.Command == "" && t.URL == "":
-		d.errAt(path, "set command (for a stdio server) or url (for an http or sse server)")
+		_, hasCmd := m["command"]
+		_, hasURL := m["url"]
+		switch {
+		case hasCmd:
+			missing("command", "")
+		case hasURL:
+			missing("url", "")
+		default:
+			d.errAt(path, "set command (for a stdio server) or url (for an http or sse server)")
+		}
 	case !transportSet && t.Command != "":
 		t.Transport = "stdio"
 	case !transportSet:
@@ -541,7 +581,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 	switch t.Transport {
 	case "stdio":
 		if t.Command == "" {
-			d.errAt(child(path, "command"), "missing (transport stdio runs a command)")
+			missing("command", "missing (transport stdio runs a command)")
 		}
 		if t.URL != "" && transportSet {
 			d.errAt(child(path, "url"), "not used by transport stdio")
@@ -551,7 +591,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		}
 	case "http", "sse":
 		if t.URL == "" {
-			d.errAt(child(path, "url"), "missing (transport %s connects to a url)", t.Transport)
+			missing("url", "missing (transport %s connects to a url)", t.Transport)
 		} else if !HasRefs(t.URL) {
 			if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				d.errAt(child(path, "url"), "invalid url: want http:// or https:// and a host")
@@ -560,8 +600,8 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		if t.Command != "" && transportSet {
 			d.errAt(child(path, "command"), "not used by transport %s", t.Transport)
 		}
-		for _, k := range []string{"args", "env", "cwd"} {
-			if _, ok := m[k]; ok {
+		for k, set := range map[string]bool{"args": len(t.Args) > 0, "env": len(t.Env) > 0, "cwd": t.Cwd != ""} {
+			if set {
 				d.errAt(child(path, k), "only used by transport stdio")
 			}
 		}

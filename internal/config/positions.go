@@ -18,6 +18,29 @@ type index struct {
 	data      []byte
 	lineStart []int
 	at        map[string]pos
+	headers   []header // every table header, in document order
+}
+
+// header is a [table] or [[array table]] line and the path it opens.
+type header struct {
+	line int
+	path []string
+}
+
+// qualify turns a key relative to the table open at line into a full path.
+// A key on a header line is already full.
+func (ix *index) qualify(line int, key []string) []string {
+	var prefix []string
+	for _, h := range ix.headers {
+		if h.line == line {
+			return key
+		}
+		if h.line > line {
+			break
+		}
+		prefix = h.path
+	}
+	return append(append([]string(nil), prefix...), key...)
 }
 
 // pathKey is the index key of a path: parts joined with NUL (key parts may
@@ -79,8 +102,8 @@ func buildIndex(data []byte) (*index, error) {
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			parts, nodes := keyOf(e.Key())
-			header := ix.headerPos(nodes[0])
-			ix.record(parts, header)
+			hp := ix.headerPos(nodes[0])
+			ix.record(parts, hp)
 			for i := range parts {
 				ix.record(parts[:i+1], ix.nodePos(nodes[i]))
 			}
@@ -90,8 +113,9 @@ func buildIndex(data []byte) (*index, error) {
 				n := arrayTables[k]
 				arrayTables[k] = n + 1
 				prefix = append(append([]string(nil), parts...), elem(n))
-				ix.record(prefix, header)
+				ix.record(prefix, hp)
 			}
+			ix.headers = append(ix.headers, header{line: hp.line, path: prefix})
 		case unstable.KeyValue:
 			ix.keyValue(prefix, e)
 		}
@@ -160,11 +184,10 @@ func (ix *index) nodePos(n *unstable.Node) pos { return ix.offsetPos(int(n.Raw.O
 // headerPos is the position of the '[' (or '[[') before a header's first key.
 func (ix *index) headerPos(first *unstable.Node) pos {
 	off := int(first.Raw.Offset)
-	for off > 0 {
-		c := ix.data[off-1]
-		if c != ' ' && c != '\t' && c != '[' {
-			break
-		}
+	for off > 0 && (ix.data[off-1] == ' ' || ix.data[off-1] == '\t') {
+		off--
+	}
+	for n := 0; n < 2 && off > 0 && ix.data[off-1] == '['; n++ {
 		off--
 	}
 	return ix.offsetPos(off)

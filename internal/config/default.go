@@ -1,0 +1,64 @@
+package config
+
+// defaultConfig is the example printed by `toolhostd config default`. A test
+// parses it and checks that the values it shows for defaulted keys are the
+// defaults Parse fills in, so the two cannot drift apart.
+const defaultConfig = `# toolhostd.toml: toolhostd's configuration (TOML, https://toml.io).
+#
+# toolhostd looks for it at --config, then $TOOLHOSTD_CONFIG, then
+# ./toolhostd.toml, then /etc/toolhostd/toolhostd.toml. Unknown keys are
+# errors; "toolhostd config validate" lists every problem with file:line:col.
+# Relative paths (cwd, component, cache_dir) are relative to this file's
+# directory. Durations are Go durations: "250ms", "10s", "1m30s".
+#
+# Secrets: in args, env, url and headers, "${env:NAME}" is replaced by the
+# environment variable NAME and "${file:/abs/path}" by the file's content
+# (one trailing newline dropped), when the value is used, never at load and
+# never in logs. Write "$${" for a literal "${".
+
+version = 1                     # required; the only version is 1
+
+[host]
+log_level = "info"              # debug | info | warn | error
+log_format = "console"          # console | json
+# cache_dir = "/var/cache/toolhostd"   # default: $XDG_CACHE_HOME/toolhostd, else ~/.cache/toolhostd
+
+# One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
+# An "mcpServers" entry ports key for key: command, args, env, or url, headers.
+[tooling.everything]
+kind = "mcp"                    # the only kind
+transport = "stdio"             # stdio | http | sse; default stdio when command is set, http when url is
+command = "node"                # stdio: the program (looked up in $PATH)
+args = ["node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"]
+env = { LOG_LEVEL = "info" }    # stdio: added to toolhostd's environment
+cwd = "."                       # stdio: working directory; default: toolhostd's own
+connect_timeout = "10s"         # start (or connect) and MCP initialize
+call_timeout = "60s"            # one tools/call, resources/read, ...
+max_concurrent_calls = 16       # in-flight calls on the session; more wait in a queue
+restart = { initial_backoff = "250ms", max_backoff = "30s", healthy_after = "60s" }
+                                # reconnect with exponential backoff (with jitter) from initial to
+                                # max; a session up for healthy_after resets the backoff
+
+# An MCP server over streamable HTTP (or transport = "sse" for the older
+# HTTP+SSE protocol): url instead of command; headers instead of args/env/cwd.
+# [tooling.remote]
+# url = "https://mcp.example.com/mcp"        # http:// or https://
+# headers = { Authorization = "Bearer ${env:REMOTE_TOKEN}" }
+
+# One [agent.<name>] per agent run by "toolhostd serve".
+[agent.watcher]
+component = "agents/watch.wasm" # the WebAssembly component (required)
+toolings = ["everything"]       # grants: the toolings the agent may get; each names a [tooling.X]
+input = "demo://resource/static/document/features.md"   # passed to the agent's run; optional
+env = { MODE = "prod" }         # the agent's environment (WASI)
+restart = "on-failure"          # never | on-failure | always
+restart_backoff = { initial = "1s", max = "1m" }
+inbox_capacity = 1024           # envelopes queued for the agent before producers wait
+limits = { memory = "256MiB", fuel = 0, run_timeout = "0s" }   # 0 = unlimited; memory is
+                                # an integer (bytes) or "512KiB", "256MiB", "1GB", ...
+stop_grace = "10s"              # on stop, time to return before the agent is interrupted
+`
+
+// Default returns the commented example config printed by
+// `toolhostd config default`. It parses without error.
+func Default() string { return defaultConfig }
