@@ -55,6 +55,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitUsage, err) })
 	root.AddCommand(
 		newVersionCmd(),
+		newConfigCmd(),
 	)
 	return root
 }
