@@ -33,9 +33,9 @@ func TestResolve(t *testing.T) {
 	t.Chdir(work)
 
 	type step struct {
-		name                string
-		flag, env           string
-		local, system       bool
+		name                 string
+		flag, env            string
+		local, system        bool
 		want, wantErr, tried string
 	}
 	for _, tc := range []step{
