@@ -575,6 +575,8 @@ func (m *MCP) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotif
 
 // ---- supervision ----
 
+var errConnectTimeout = errors.New("connect timeout")
+
 // Serve keeps a session up until ctx ends: connect (bounded by the connect
 // timeout), watch it (liveness pings), and after it ends reconnect with
 // exponential backoff and jitter, re-subscribing every live subscription.
@@ -642,11 +644,23 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	if d.cleanup != nil {
 		defer d.cleanup()
 	}
-	cctx, ccancel := context.WithTimeout(ctx, m.connectTimeout)
-	cs, err := m.client.Connect(cctx, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
-	ccancel()
+	// The context given to Connect must outlive the handshake: go-sdk's SSE
+	// transport ties its event stream to it. The connect timeout cancels
+	// it only while Connect runs.
+	life, endLife := context.WithCancelCause(ctx)
+	defer endLife(nil)
+	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
+	if !timer.Stop() && err == nil {
+		_ = cs.Close()
+		err = context.Cause(life)
+	}
 	if err != nil {
-		err = fmt.Errorf("connecting: %w", err)
+		if errors.Is(context.Cause(life), errConnectTimeout) {
+			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
+		} else {
+			err = fmt.Errorf("connecting: %w", err)
+		}
 		m.setLastErr(err)
 		return 0, err
 	}
