@@ -1,0 +1,336 @@
+package pump
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Agent is one agent's view of the hub: its inbox and the tables of the
+// calls and subscriptions it made, by handle. Call and subscription ids are
+// the agent's: is-open, cancel and unsubscribe look them up across its
+// handles (unsubscribe only on a handle of the same tooling).
+type Agent struct {
+	hub    *Hub
+	name   string
+	in     *inbox.Inbox
+	grants func(string) bool
+	log    *zap.Logger
+	ctx    context.Context // ends at Close; parent of every call
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	calls   map[string]*call // open calls (async and blocking)
+	subs    map[string]*sub  // live subscriptions
+	handles map[*Handle]struct{}
+}
+
+// Handle is one tooling.get result: the WIT tooling resource.
+type Handle struct {
+	a  *Agent
+	rt *runtime
+
+	// guarded by a.mu
+	closed bool
+	calls  map[string]*call
+	subs   map[string]*sub
+}
+
+// Name is the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// Inbox is the agent's inbox.
+func (a *Agent) Inbox() *inbox.Inbox { return a.in }
+
+// Close is agent exit: every call it made is cancelled and every
+// subscription ended; later operations fail with cancelled. Shutting the
+// inbox down is the host's job. Close is idempotent.
+func (a *Agent) Close() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.closed = true
+	hs := make([]*Handle, 0, len(a.handles))
+	for hd := range a.handles {
+		hs = append(hs, hd)
+	}
+	a.mu.Unlock()
+	for _, hd := range hs {
+		hd.Close()
+	}
+	a.cancel()
+}
+
+// Close is the handle's drop: it cancels the calls and ends the
+// subscriptions made through it. Results already enqueued stay. Close is
+// idempotent.
+func (h *Handle) Close() {
+	a := h.a
+	a.mu.Lock()
+	if h.closed {
+		a.mu.Unlock()
+		return
+	}
+	h.closed = true
+	calls := make([]*call, 0, len(h.calls))
+	for id, c := range h.calls {
+		calls = append(calls, c)
+		delete(a.calls, id)
+	}
+	subs := make([]*sub, 0, len(h.subs))
+	for id, s := range h.subs {
+		subs = append(subs, s)
+		delete(a.subs, id)
+	}
+	clear(h.calls)
+	clear(h.subs)
+	delete(a.handles, h)
+	a.mu.Unlock()
+	for _, c := range calls {
+		if !c.blocking {
+			a.in.Cancel(c.id)
+		}
+		c.cancel()
+	}
+	for _, s := range subs {
+		h.rt.pump.unsubscribe(s)
+	}
+}
+
+// Kind is the tooling's implementation, e.g. "mcp".
+func (h *Handle) Kind() string { return h.rt.t.Kind() }
+
+// Name is the tooling's configured name.
+func (h *Handle) Name() string { return h.rt.name }
+
+func (h *Handle) usable() *tooling.Error {
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	switch {
+	case h.a.closed:
+		return errAgentClosed()
+	case h.closed:
+		return errHandleClosed()
+	}
+	return nil
+}
+
+// ListTools returns every tool of the tooling.
+func (h *Handle) ListTools(ctx context.Context) ([]tooling.Tool, error) {
+	if err := h.usable(); err != nil {
+		return nil, err
+	}
+	ts, err := h.rt.t.ListTools(ctx)
+	if err != nil {
+		return nil, tooling.AsError(err)
+	}
+	return ts, nil
+}
+
+// ListResources returns every resource of the tooling.
+func (h *Handle) ListResources(ctx context.Context) ([]tooling.ResourceInfo, error) {
+	if err := h.usable(); err != nil {
+		return nil, err
+	}
+	rs, err := h.rt.t.ListResources(ctx)
+	if err != nil {
+		return nil, tooling.AsError(err)
+	}
+	return rs, nil
+}
+
+// ReadResource reads uri now.
+func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.ResourceContent, error) {
+	if err := h.usable(); err != nil {
+		return tooling.ResourceContent{}, err
+	}
+	rc, err := h.rt.t.ReadResource(ctx, uri)
+	if err != nil {
+		return tooling.ResourceContent{}, tooling.AsError(err)
+	}
+	return rc, nil
+}
+
+// CallTool queues a call of tool name and returns its id at once. Exactly
+// one envelope with that id follows in the agent's inbox unless the call is
+// cancelled first. invalid-argument when args is not a JSON object, busy
+// when the inbox has no room for the result.
+func (h *Handle) CallTool(name, args string) (string, error) {
+	if err := validArgs(name, args); err != nil {
+		return "", err
+	}
+	c, err := h.newCall(name, args, false)
+	if err != nil {
+		return "", err
+	}
+	h.rt.queue.push(c)
+	return c.id, nil
+}
+
+// IsOpen reports whether the call id is open: made and neither enqueued
+// nor cancelled.
+func (h *Handle) IsOpen(id string) bool { return h.a.in.Reserved(id) }
+
+// Cancel cancels the call id: true if it was open (the MCP request is
+// cancelled) or its envelope still undelivered (the envelope is dropped);
+// after true no envelope with id is ever received.
+func (h *Handle) Cancel(id string) bool {
+	a := h.a
+	a.mu.Lock()
+	c := a.calls[id]
+	if c != nil {
+		if c.blocking {
+			c = nil // not a call-tool id
+		} else {
+			delete(a.calls, id)
+			delete(c.h.calls, id)
+		}
+	}
+	a.mu.Unlock()
+	ok := a.in.Cancel(id)
+	if c != nil {
+		c.cancel()
+		if ok {
+			c.log().Debug("call cancelled")
+		}
+	}
+	return ok
+}
+
+// CallToolBlocking runs the same path as CallTool and waits for the
+// result: timeout after the tooling's call timeout, cancelled when ctx
+// ends, the agent closes or its inbox shuts down.
+func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooling.ToolResult, error) {
+	if err := validArgs(name, args); err != nil {
+		return tooling.ToolResult{}, err
+	}
+	select {
+	case <-h.a.in.Done():
+		return tooling.ToolResult{}, errAgentClosed()
+	default:
+	}
+	c, err := h.newCall(name, args, true)
+	if err != nil {
+		return tooling.ToolResult{}, err
+	}
+	h.rt.queue.push(c)
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		c.cancel()
+		return tooling.ToolResult{}, tooling.Errorf(tooling.CodeCancelled, "tools/call %q: %v", name, ctx.Err())
+	case <-h.a.in.Done():
+		c.cancel()
+		return tooling.ToolResult{}, errAgentClosed()
+	}
+	if c.err != nil {
+		return tooling.ToolResult{}, c.err
+	}
+	return c.res, nil
+}
+
+// SubscribeResourceList subscribes to the resource list: every later
+// list change yields one resource-list-updated envelope with the returned
+// id.
+func (h *Handle) SubscribeResourceList() (string, error) {
+	s, err := h.newSub("", true)
+	if err != nil {
+		return "", err
+	}
+	if err := h.rt.pump.subscribeList(s); err != nil {
+		return "", err
+	}
+	return h.register(s)
+}
+
+// SubscribeResource subscribes to uri's updates: every later update yields
+// one resource-updated envelope with the returned id. The first subscriber
+// of a uri (across agents) makes the MCP subscription, so ctx bounds that
+// request; unsupported when the server lacks resources.subscribe.
+func (h *Handle) SubscribeResource(ctx context.Context, uri string) (string, error) {
+	s, err := h.newSub(uri, false)
+	if err != nil {
+		return "", err
+	}
+	if err := h.rt.pump.subscribe(ctx, s); err != nil {
+		return "", err
+	}
+	return h.register(s)
+}
+
+// UnsubscribeResourceList ends the resource-list subscription id: true if
+// it ended a live one; afterwards no envelope with id is received.
+func (h *Handle) UnsubscribeResourceList(id string) bool { return h.unsubscribe(id, true) }
+
+// UnsubscribeResource ends the resource subscription id: true if it ended
+// a live one; afterwards no envelope with id is received.
+func (h *Handle) UnsubscribeResource(id string) bool { return h.unsubscribe(id, false) }
+
+func (h *Handle) unsubscribe(id string, list bool) bool {
+	a := h.a
+	a.mu.Lock()
+	s := a.subs[id]
+	if s == nil || s.list != list || s.h.rt != h.rt {
+		a.mu.Unlock()
+		return false
+	}
+	delete(a.subs, id)
+	delete(s.h.subs, id)
+	a.mu.Unlock()
+	return h.rt.pump.unsubscribe(s)
+}
+
+func (h *Handle) newSub(uri string, list bool) (*sub, error) {
+	if err := h.usable(); err != nil {
+		return nil, err
+	}
+	return &sub{id: newID(), a: h.a, h: h, uri: uri, list: list}, nil
+}
+
+// register enters a subscription the pump accepted into the tables, or
+// ends it if the handle or agent closed meanwhile.
+func (h *Handle) register(s *sub) (string, error) {
+	a := h.a
+	a.mu.Lock()
+	if err := func() *tooling.Error {
+		switch {
+		case a.closed:
+			return errAgentClosed()
+		case h.closed:
+			return errHandleClosed()
+		}
+		return nil
+	}(); err != nil {
+		a.mu.Unlock()
+		h.rt.pump.unsubscribe(s)
+		return "", err
+	}
+	a.subs[s.id] = s
+	h.subs[s.id] = s
+	a.mu.Unlock()
+	h.rt.log.Debug("subscribed", zap.String("agent", a.name), zap.String("sub_id", s.id), zap.String("uri", s.uri), zap.Bool("list", s.list))
+	return s.id, nil
+}
+
+// validArgs checks that args is one JSON object.
+func validArgs(name, args string) *tooling.Error {
+	if name == "" {
+		return tooling.Errorf(tooling.CodeInvalidArgument, "empty tool name")
+	}
+	i := 0
+	for i < len(args) && (args[i] == ' ' || args[i] == '\t' || args[i] == '\n' || args[i] == '\r') {
+		i++
+	}
+	if i == len(args) || args[i] != '{' || !json.Valid([]byte(args)) {
+		return tooling.Errorf(tooling.CodeInvalidArgument, "tools/call %q: arguments must be a JSON object", name)
+	}
+	return nil
+}

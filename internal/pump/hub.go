@@ -1,0 +1,196 @@
+// Package pump runs what sits between agents and their toolings: the call
+// workers behind call-tool (queued calls, at most max_concurrent_calls
+// running per tooling, per-call timeouts, is-open and cancel), the resource
+// pumps behind the subscriptions (one MCP subscription per uri however many
+// agents subscribe, one read per update fanned out to every subscriber's
+// inbox), the per-agent tables of calls and subscriptions that make handle
+// drop and agent exit cancel everything they made, and the supervisor tree
+// that keeps each tooling's session, workers and pump running.
+//
+// Nothing here knows about WebAssembly: the host's WIT functions call the
+// methods of Agent and Handle one to one.
+package pump
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Defaults for Limits fields left at zero (the config's defaults).
+const (
+	DefaultMaxConcurrentCalls = 16
+	DefaultCallTimeout        = 60 * time.Second
+)
+
+// unsubscribeTimeout bounds the MCP resources/unsubscribe made when the last
+// subscriber of a uri goes (the caller does not wait on the server for more).
+const unsubscribeTimeout = 5 * time.Second
+
+// Limits are one tooling's call limits.
+type Limits struct {
+	// MaxConcurrentCalls is how many calls run at once (the rest queue).
+	MaxConcurrentCalls int
+	// CallTimeout bounds a call from call-tool to its result, queueing
+	// included.
+	CallTimeout time.Duration
+}
+
+// Entry is one tooling the hub serves.
+type Entry struct {
+	Tooling tooling.Tooling
+	Limits  Limits
+}
+
+// LimitsFrom takes the limits out of a [tooling.<name>] config.
+func LimitsFrom(c *config.Tooling) Limits {
+	if c == nil {
+		return Limits{}
+	}
+	return Limits{MaxConcurrentCalls: c.MaxConcurrentCalls, CallTimeout: c.CallTimeout.Duration}
+}
+
+// EntriesFrom pairs every tooling of reg with the limits of its config.
+func EntriesFrom(reg *tooling.Registry, cfgs map[string]*config.Tooling) []Entry {
+	var out []Entry
+	for _, name := range reg.Names() {
+		t, _ := reg.Get(name)
+		out = append(out, Entry{Tooling: t, Limits: LimitsFrom(cfgs[name])})
+	}
+	return out
+}
+
+// Hub serves a fixed set of toolings to any number of agents.
+type Hub struct {
+	log   *zap.Logger
+	rts   map[string]*runtime
+	names []string
+}
+
+// runtime is everything the hub keeps for one tooling.
+type runtime struct {
+	t      tooling.Tooling
+	name   string
+	limits Limits
+	log    *zap.Logger
+	queue  *callQueue
+	pump   *resPump
+}
+
+// NewHub makes the hub for entries and installs its resource pump as each
+// tooling's observer. Nothing runs until Serve; calls made before then
+// queue (and time out as usual).
+func NewHub(entries []Entry, log *zap.Logger) *Hub {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("pump")
+	h := &Hub{log: log, rts: make(map[string]*runtime, len(entries))}
+	for _, e := range entries {
+		lim := e.Limits
+		if lim.MaxConcurrentCalls <= 0 {
+			lim.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+		}
+		if lim.CallTimeout <= 0 {
+			lim.CallTimeout = DefaultCallTimeout
+		}
+		name := e.Tooling.Name()
+		rl := log.With(zap.String("tooling", name))
+		rt := &runtime{t: e.Tooling, name: name, limits: lim, log: rl, queue: newCallQueue()}
+		rt.pump = newResPump(rt)
+		e.Tooling.SetObserver(rt.pump)
+		h.rts[name] = rt
+		h.names = append(h.names, name)
+	}
+	sort.Strings(h.names)
+	return h
+}
+
+// Names returns the served toolings' names, sorted.
+func (h *Hub) Names() []string { return append([]string(nil), h.names...) }
+
+// Serve runs the supervisor tree until ctx ends: a root with one
+// sub-supervisor per tooling holding its session (Tooling.Serve), its call
+// workers and its resource pump. A tooling's failures restart only its own
+// services, never its siblings'.
+func (h *Hub) Serve(ctx context.Context) error {
+	hook := func(e suture.Event) {
+		h.log.Warn("supervisor event", zap.String("event", e.String()))
+	}
+	root := suture.New("pump", suture.Spec{EventHook: hook})
+	for _, name := range h.names {
+		rt := h.rts[name]
+		sup := suture.New("tooling/"+name, suture.Spec{EventHook: hook})
+		sup.Add(sessionService{rt.t})
+		sup.Add(&workers{rt: rt})
+		sup.Add(rt.pump)
+		root.Add(sup)
+	}
+	err := root.Serve(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// sessionService runs a tooling's Serve under its supervisor.
+type sessionService struct{ t tooling.Tooling }
+
+func (s sessionService) Serve(ctx context.Context) error { return s.t.Serve(ctx) }
+func (s sessionService) String() string                  { return "session/" + s.t.Name() }
+
+// NewAgent registers an agent: in is its inbox (the host owns it and its
+// shutdown), grants reports the toolings it may get (nil: all).
+func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string) bool) *Agent {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Agent{
+		hub:     h,
+		name:    name,
+		in:      in,
+		grants:  grants,
+		log:     h.log.With(zap.String("agent", name)),
+		ctx:     ctx,
+		cancel:  cancel,
+		calls:   make(map[string]*call),
+		subs:    make(map[string]*sub),
+		handles: make(map[*Handle]struct{}),
+	}
+}
+
+// Get returns a new handle on the tooling called name: not-found when there
+// is none, denied when the agent was not granted it, cancelled after Close.
+func (a *Agent) Get(name string) (*Handle, error) {
+	rt, ok := a.hub.rts[name]
+	if !ok {
+		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
+	}
+	if a.grants != nil && !a.grants(name) {
+		return nil, tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
+	}
+	hd := &Handle{a: a, rt: rt, calls: make(map[string]*call), subs: make(map[string]*sub)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errAgentClosed()
+	}
+	a.handles[hd] = struct{}{}
+	return hd, nil
+}
+
+func errAgentClosed() *tooling.Error {
+	return tooling.Errorf(tooling.CodeCancelled, "the agent is stopping")
+}
+
+func errHandleClosed() *tooling.Error {
+	return tooling.Errorf(tooling.CodeCancelled, "the tooling handle was dropped")
+}
+
+func (rt *runtime) String() string { return fmt.Sprintf("tooling %q", rt.name) }

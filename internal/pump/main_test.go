@@ -1,0 +1,290 @@
+package pump_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// server is a real go-sdk MCP server, run in-process over in-memory
+// transports, with the tools and resources the tests need and counters of
+// what it saw.
+type server struct {
+	srv *mcp.Server
+
+	slowStarted   chan string // the slow tool began (its "tag" argument)
+	slowCancelled chan string // the slow tool saw its request cancelled
+	release       chan struct{}
+
+	subscribes   sync.Map // uri -> *atomic.Int64
+	unsubscribes sync.Map // uri -> *atomic.Int64
+	reads        atomic.Int64
+	failSubs     atomic.Bool // SubscribeHandler fails
+
+	readGate    atomic.Pointer[chan struct{}] // when set, reads wait on it
+	readStarted chan string
+
+	mu      sync.Mutex
+	content map[string]string
+}
+
+type echoIn struct {
+	Text string `json:"text,omitempty"`
+	Tag  string `json:"tag,omitempty"`
+}
+
+func counter(m *sync.Map, key string) *atomic.Int64 {
+	v, _ := m.LoadOrStore(key, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+func newServer() *server {
+	s := &server{
+		slowStarted:   make(chan string, 1024),
+		slowCancelled: make(chan string, 1024),
+		release:       make(chan struct{}),
+		readStarted:   make(chan string, 1024),
+		content:       map[string]string{},
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "pump-test", Version: "1.0.0"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			if s.failSubs.Load() {
+				return errors.New("subscriptions are off")
+			}
+			counter(&s.subscribes, req.Params.URI).Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			counter(&s.unsubscribes, req.Params.URI).Add(1)
+			return nil
+		},
+	})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "echo", Description: "echoes text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "fail", Description: "a tool error"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "slow", Description: "blocks until cancelled or released"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			s.slowStarted <- in.Tag
+			select {
+			case <-ctx.Done():
+				s.slowCancelled <- in.Tag
+				return nil, nil, ctx.Err()
+			case <-s.release:
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released " + in.Tag}}}, nil, nil
+			}
+		})
+	for i := range 3 {
+		s.addResource(fmt.Sprintf("test://r%d", i), "v0")
+	}
+	return s
+}
+
+// addResource adds (or replaces) a text resource; the server then sends
+// notifications/resources/list_changed.
+func (s *server) addResource(uri, text string) {
+	s.setContent(uri, text)
+	s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			s.reads.Add(1)
+			if g := s.readGate.Load(); g != nil {
+				s.readStarted <- req.Params.URI
+				select {
+				case <-*g:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			s.mu.Lock()
+			text := s.content[req.Params.URI]
+			s.mu.Unlock()
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+		})
+}
+
+func (s *server) setContent(uri, text string) {
+	s.mu.Lock()
+	s.content[uri] = text
+	s.mu.Unlock()
+}
+
+// update changes uri's content and notifies its subscribers.
+func (s *server) update(t testing.TB, uri, text string) {
+	t.Helper()
+	s.setContent(uri, text)
+	if err := s.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dropSessions closes every server session: the tooling reconnects.
+func (s *server) dropSessions() {
+	for ss := range s.srv.Sessions() {
+		ss.Close()
+	}
+}
+
+func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
+
+// env is a hub serving one real mcp tooling connected to a server.
+type env struct {
+	srv *server
+	mcp *tooling.MCP
+	hub *pump.Hub
+}
+
+type envOptions struct {
+	limits pump.Limits
+	log    *zap.Logger
+}
+
+func newEnv(t testing.TB, o envOptions) *env {
+	t.Helper()
+	s := newServer()
+	log := o.log
+	if log == nil {
+		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
+	}
+	cfg := &config.Tooling{
+		Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
+		ConnectTimeout:     cfgDur(5 * time.Second),
+		CallTimeout:        cfgDur(30 * time.Second),
+		MaxConcurrentCalls: 64,
+		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+	}
+	if o.limits.MaxConcurrentCalls > 0 {
+		cfg.MaxConcurrentCalls = o.limits.MaxConcurrentCalls
+	}
+	m, err := tooling.NewMCP(cfg, log, tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := o.limits
+	if lim.MaxConcurrentCalls == 0 {
+		lim.MaxConcurrentCalls = cfg.MaxConcurrentCalls
+	}
+	hub := pump.NewHub([]pump.Entry{{Tooling: m, Limits: lim}}, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hub.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("Hub.Serve did not return after cancel")
+		}
+	})
+	eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
+	return &env{srv: s, mcp: m, hub: hub}
+}
+
+// agent makes an agent with its own inbox and a handle on the tooling.
+func (e *env) agent(t testing.TB, name string, capacity int) (*pump.Agent, *pump.Handle, *inbox.Inbox) {
+	t.Helper()
+	in := inbox.New(capacity)
+	a := e.hub.NewAgent(name, in, nil)
+	t.Cleanup(a.Close)
+	h, err := a.Get("mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, h, in
+}
+
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func recvCh[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// recv waits up to 10s for the next envelope.
+func recv(t testing.TB, in *inbox.Inbox) inbox.Envelope {
+	t.Helper()
+	env, ok := in.Recv(context.Background(), dur(10*time.Second))
+	if !ok {
+		t.Fatal("no envelope within 10s")
+	}
+	return env
+}
+
+// quiet asserts that nothing arrives within d.
+func quiet(t testing.TB, in *inbox.Inbox, d time.Duration) {
+	t.Helper()
+	if env, ok := in.Recv(context.Background(), &d); ok {
+		t.Fatalf("unexpected envelope %+v", env)
+	}
+}
+
+func codeOf(t testing.TB, err error) tooling.ErrorCode {
+	t.Helper()
+	var te *tooling.Error
+	if !errors.As(err, &te) {
+		t.Fatalf("error %v (%T) is not a *tooling.Error", err, err)
+	}
+	return te.Code
+}
+
+// resultText is the text of the first content of a tool-result value.
+func resultText(t testing.TB, r tooling.ToolResult) (string, bool) {
+	t.Helper()
+	var v struct {
+		Content []struct {
+			Text string `json:"text,omitempty"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal([]byte(r.Value), &v); err != nil {
+		t.Fatalf("tool-result value %q: %v", r.Value, err)
+	}
+	if len(v.Content) == 0 {
+		t.Fatalf("tool-result value %q has no content", r.Value)
+	}
+	return v.Content[0].Text, v.IsError
+}

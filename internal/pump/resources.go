@@ -1,0 +1,365 @@
+package pump
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// sub is one subscription: to a uri, or to the resource list.
+type sub struct {
+	id   string
+	a    *Agent
+	h    *Handle
+	uri  string
+	list bool
+
+	ended bool // guarded by resPump.mu: unsubscribed or failed
+}
+
+// uriState is the shared state of every subscription to one uri.
+type uriState struct {
+	uri string
+	// op serialises the MCP subscribe and unsubscribe of this uri.
+	op sync.Mutex
+
+	// guarded by resPump.mu
+	refs    int             // subscribers, including ones mid-subscribe
+	subs    map[string]*sub // live subscribers by id
+	active  bool            // the MCP subscription is made
+	reading bool            // a read (or its fan-out) is in flight
+	dirty   bool            // an update came during the read
+}
+
+// resPump is a tooling's resource pump: the refcounted MCP subscriptions,
+// and the reads and fan-out that follow the server's notifications. It is
+// the tooling's Observer and a suture service (the reads run under it).
+type resPump struct {
+	rt   *runtime
+	wake chan struct{}
+
+	mu          sync.Mutex
+	uris        map[string]*uriState
+	pending     []*uriState // reads to start
+	listSubs    map[string]*sub
+	listPending bool // a list fetch to start
+	listReading bool
+	listDirty   bool
+}
+
+func newResPump(rt *runtime) *resPump {
+	return &resPump{
+		rt:       rt,
+		wake:     make(chan struct{}, 1),
+		uris:     make(map[string]*uriState),
+		listSubs: make(map[string]*sub),
+	}
+}
+
+func (p *resPump) String() string { return "resources/" + p.rt.name }
+
+func (p *resPump) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func subscribeErr(err error) error {
+	if errors.Is(err, inbox.ErrShutdown) {
+		return errAgentClosed()
+	}
+	return tooling.Errorf(tooling.CodeInternal, "opening the subscription: %v", err)
+}
+
+// subscribe makes s live: on the first subscriber of its uri, the MCP
+// subscription is made (its failure, e.g. unsupported, is returned).
+func (p *resPump) subscribe(ctx context.Context, s *sub) error {
+	if err := s.a.in.OpenStream(s.id); err != nil {
+		return subscribeErr(err)
+	}
+	p.mu.Lock()
+	u := p.uris[s.uri]
+	if u == nil {
+		u = &uriState{uri: s.uri, subs: make(map[string]*sub)}
+		p.uris[s.uri] = u
+	}
+	u.refs++
+	p.mu.Unlock()
+
+	u.op.Lock()
+	defer u.op.Unlock()
+	p.mu.Lock()
+	active := u.active
+	p.mu.Unlock()
+	if !active {
+		if err := p.rt.t.Subscribe(ctx, s.uri); err != nil {
+			p.mu.Lock()
+			u.refs--
+			if u.refs == 0 && p.uris[s.uri] == u {
+				delete(p.uris, s.uri)
+			}
+			p.mu.Unlock()
+			s.a.in.CloseStream(s.id)
+			return tooling.AsError(err)
+		}
+		p.rt.log.Debug("mcp subscription made", zap.String("uri", s.uri))
+	}
+	p.mu.Lock()
+	u.active = true
+	u.subs[s.id] = s
+	p.mu.Unlock()
+	return nil
+}
+
+// subscribeList makes the resource-list subscription s live.
+func (p *resPump) subscribeList(s *sub) error {
+	if err := s.a.in.OpenStream(s.id); err != nil {
+		return subscribeErr(err)
+	}
+	p.mu.Lock()
+	p.listSubs[s.id] = s
+	p.mu.Unlock()
+	return nil
+}
+
+// unsubscribe ends s and drops its undelivered update; after the last
+// subscriber of a uri the MCP subscription is withdrawn. It returns whether
+// s was live.
+func (p *resPump) unsubscribe(s *sub) bool {
+	p.mu.Lock()
+	if s.ended {
+		p.mu.Unlock()
+		return false
+	}
+	s.ended = true
+	var u *uriState
+	last := false
+	if s.list {
+		delete(p.listSubs, s.id)
+	} else if u = p.uris[s.uri]; u != nil && u.subs[s.id] == s {
+		delete(u.subs, s.id)
+		u.refs--
+		last = u.refs == 0
+	}
+	p.mu.Unlock()
+	live := s.a.in.CloseStream(s.id)
+	if last {
+		p.release(u)
+	}
+	p.rt.log.Debug("unsubscribed", zap.String("agent", s.a.name), zap.String("sub_id", s.id), zap.String("uri", s.uri))
+	return live
+}
+
+// release withdraws the MCP subscription of u if nobody subscribes anymore.
+func (p *resPump) release(u *uriState) {
+	u.op.Lock()
+	defer u.op.Unlock()
+	p.mu.Lock()
+	if u.refs > 0 {
+		p.mu.Unlock()
+		return
+	}
+	wasActive := u.active
+	u.active = false
+	p.mu.Unlock()
+	if wasActive {
+		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		err := p.rt.t.Unsubscribe(ctx, u.uri)
+		cancel()
+		if err != nil {
+			p.rt.log.Warn("mcp unsubscribe failed", zap.String("uri", u.uri), zap.Error(err))
+		} else {
+			p.rt.log.Debug("mcp subscription withdrawn", zap.String("uri", u.uri))
+		}
+	}
+	p.mu.Lock()
+	if u.refs == 0 && p.uris[u.uri] == u {
+		delete(p.uris, u.uri)
+	}
+	p.mu.Unlock()
+}
+
+// ResourceUpdated is the tooling's notifications/resources/updated: one
+// read, fanned out; while a read of uri is in flight further updates
+// collapse into one more read.
+func (p *resPump) ResourceUpdated(uri string) {
+	p.mu.Lock()
+	u := p.uris[uri]
+	if u == nil || len(u.subs) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if u.reading {
+		u.dirty = true
+		p.mu.Unlock()
+		return
+	}
+	u.reading = true
+	p.pending = append(p.pending, u)
+	p.mu.Unlock()
+	p.kick()
+}
+
+// ResourceListChanged is the tooling's notifications/resources/list_changed:
+// one fetch of the full list, fanned out; changes during a fetch collapse
+// into one more fetch.
+func (p *resPump) ResourceListChanged() {
+	p.mu.Lock()
+	if len(p.listSubs) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if p.listReading {
+		p.listDirty = true
+		p.mu.Unlock()
+		return
+	}
+	p.listReading = true
+	p.listPending = true
+	p.mu.Unlock()
+	p.kick()
+}
+
+// ResubscribeFailed ends every subscription to uri with one error envelope
+// each. It runs on the tooling's goroutine and only takes the pump's lock.
+func (p *resPump) ResubscribeFailed(uri string, err error) {
+	herr := tooling.AsError(err)
+	if herr.Code == tooling.CodeInternal {
+		herr = tooling.Errorf(tooling.CodeUnavailable, "re-subscribing to %q after a reconnect failed: %s", uri, herr.Message)
+	}
+	p.mu.Lock()
+	u := p.uris[uri]
+	if u == nil {
+		p.mu.Unlock()
+		return
+	}
+	ended := make([]*sub, 0, len(u.subs))
+	for id, s := range u.subs {
+		s.ended = true
+		ended = append(ended, s)
+		delete(u.subs, id)
+		u.refs--
+	}
+	u.active = false // the tooling dropped it
+	p.mu.Unlock()
+	for _, s := range ended {
+		s.a.in.EndStream(s.id, inbox.Error{Err: *herr})
+		s.a.mu.Lock()
+		delete(s.a.subs, s.id)
+		delete(s.h.subs, s.id)
+		s.a.mu.Unlock()
+		p.rt.log.Warn("subscription ended: re-subscription failed", zap.String("agent", s.a.name), zap.String("sub_id", s.id), zap.String("uri", uri), zap.Error(err))
+	}
+}
+
+// Serve starts the reads and list fetches the notifications ask for and
+// waits for them when ctx ends.
+func (p *resPump) Serve(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	p.kick() // work noted before a restart
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.wake:
+		}
+		p.mu.Lock()
+		work := p.pending
+		p.pending = nil
+		list := p.listPending
+		p.listPending = false
+		p.mu.Unlock()
+		for _, u := range work {
+			wg.Go(func() { p.readLoop(ctx, u) })
+		}
+		if list {
+			wg.Go(func() { p.listLoop(ctx) })
+		}
+	}
+}
+
+// readLoop reads u and fans the content out, again while updates came in
+// during the read.
+func (p *resPump) readLoop(ctx context.Context, u *uriState) {
+	var subs []*sub
+	for {
+		p.mu.Lock()
+		u.dirty = false
+		p.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
+		rc, err := p.rt.t.ReadResource(rctx, u.uri)
+		cancel()
+		if err != nil {
+			p.rt.log.Warn("reading an updated resource failed", zap.String("uri", u.uri), zap.Error(err))
+		} else {
+			subs = p.fanout(u, inbox.ResourceUpdated{Content: rc}, subs[:0])
+		}
+		p.mu.Lock()
+		again := u.dirty && len(u.subs) > 0 && ctx.Err() == nil
+		if !again {
+			u.reading, u.dirty = false, false
+		}
+		p.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// fanout puts ev into the inbox of every live subscriber of u under the
+// subscriber's id (the inbox coalesces). buf is reused for the snapshot.
+func (p *resPump) fanout(u *uriState, ev inbox.Event, buf []*sub) []*sub {
+	p.mu.Lock()
+	for _, s := range u.subs {
+		buf = append(buf, s)
+	}
+	p.mu.Unlock()
+	for _, s := range buf {
+		s.a.in.Update(s.id, ev)
+	}
+	return buf
+}
+
+// listLoop fetches the resource list and fans it out, again while changes
+// came in during the fetch.
+func (p *resPump) listLoop(ctx context.Context) {
+	var subs []*sub
+	for {
+		p.mu.Lock()
+		p.listDirty = false
+		p.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
+		list, err := p.rt.t.ListResources(rctx)
+		cancel()
+		if err != nil {
+			p.rt.log.Warn("fetching the changed resource list failed", zap.Error(err))
+		} else {
+			ev := inbox.ResourceListUpdated{Resources: list}
+			subs = subs[:0]
+			p.mu.Lock()
+			for _, s := range p.listSubs {
+				subs = append(subs, s)
+			}
+			p.mu.Unlock()
+			for _, s := range subs {
+				s.a.in.Update(s.id, ev)
+			}
+		}
+		p.mu.Lock()
+		again := p.listDirty && len(p.listSubs) > 0 && ctx.Err() == nil
+		if !again {
+			p.listReading, p.listDirty = false, false
+		}
+		p.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
