@@ -1,3 +1,32 @@
 // Package wasmtime is toolhostd's cgo binding to the component-model C API of
 // the wasmtime library bundled with wasmtime-go. It holds no project logic.
+//
+// wasmtime-go's Go API has no component model, but its static libwasmtime.a
+// has the whole C API. This package declares the subset it uses in capi.h
+// (checked against the real headers by TestHeaderLayout) and blank-imports
+// wasmtime-go so that its link flags bring the library in.
+//
+// The objects mirror wasmtime's: an Engine compiles Components; a Linker
+// holds host functions, host resources and WASI p2 and instantiates a
+// Component into a Store; an Instance hands out Funcs; Func.Call takes and
+// returns Vals, the Go form of every WIT value.
+//
+// Threads: an Engine, Component, Linker (once populated) and ResourceType may
+// be shared by any number of goroutines. A Store and everything obtained from
+// it (Instance, Func, ResourceAny, the Caller passed to host functions) must
+// be used by one goroutine at a time; Engine.IncrementEpoch may be called
+// from any goroutine.
+//
+// Lifetimes: every wrapper has an idempotent Close. Closing an Engine,
+// Component or Linker does not invalidate Stores or Instances made from them
+// (wasmtime reference-counts them internally). Closing a Store invalidates
+// its Instances, Funcs and ResourceAnys. Using a closed object returns
+// ErrClosed where the method returns an error and panics with a clear
+// message otherwise; it never reaches C.
+//
+// Callbacks: host functions, resource destructors and WASI output writers
+// are reached from C through a cgo.Handle, never a Go pointer. A host
+// function that returns an error or panics makes the guest trap; the Call
+// that was running returns a *Trap whose Cause is that error (or a
+// *PanicError).
 package wasmtime

@@ -1,0 +1,143 @@
+package wasmtime
+
+// #include <stdlib.h>
+// #include "capi.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime/cgo"
+	"runtime/debug"
+	"unsafe"
+)
+
+// Functions called from shims.c. They receive cgo.Handle values, never Go
+// pointers, and never let a panic unwind into C.
+
+//export goHostFuncCall
+func goHostFuncCall(fnH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, args *cval, nargs C.size_t, results *cval, nresults C.size_t) *C.wasmtime_error_t {
+	hf := cgo.Handle(fnH).Value().(*hostFunc)
+	s := cgo.Handle(storeH).Value().(*Store)
+	return s.runHostFunc(hf, ctx, cvals(args, int(nargs)), cvals(results, int(nresults)))
+}
+
+func (s *Store) runHostFunc(hf *hostFunc, ctx *C.wasmtime_context_t, cargs, cres []cval) *C.wasmtime_error_t {
+	base := len(s.vals)
+	n := len(cargs) + len(cres)
+	if cap(s.vals)-base < n {
+		grown := make([]Val, base, 2*cap(s.vals)+n)
+		copy(grown, s.vals)
+		s.vals = grown
+	}
+	s.vals = s.vals[:base+n]
+	args := s.vals[base : base+len(cargs) : base+len(cargs)]
+	results := s.vals[base+len(cargs) : base+n : base+n]
+	borrowBase := len(s.borrows)
+	defer func() {
+		clear(s.vals[base : base+n])
+		s.vals = s.vals[:base]
+		s.releaseBorrows(borrowBase)
+	}()
+
+	for i := range cargs {
+		v, err := s.fromC(ctx, &cargs[i], true)
+		if err != nil {
+			return s.hostError(hf.name, fmt.Errorf("argument %d: %w", i, err))
+		}
+		args[i] = v
+	}
+	if err := s.invoke(hf, args, results); err != nil {
+		return s.hostError(hf.name, err)
+	}
+	for i, r := range results {
+		if r == nil {
+			return s.hostError(hf.name, fmt.Errorf("host function %s did not set result %d", hf.name, i))
+		}
+		if err := s.toC(ctx, r, &cres[i]); err != nil {
+			return s.hostError(hf.name, fmt.Errorf("host function %s: result: %w", hf.name, err))
+		}
+	}
+	return nil
+}
+
+func (s *Store) invoke(hf *hostFunc, args, results []Val) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Func: hf.name, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return hf.fn(&s.caller, args, results)
+}
+
+// releaseBorrows ends the guest borrows received since mark.
+func (s *Store) releaseBorrows(mark int) {
+	for _, r := range s.borrows[mark:] {
+		if r.ptr != nil {
+			if cerr := C.wasmtime_component_resource_any_drop(s.ctx, r.ptr); cerr != nil {
+				C.wasmtime_error_delete(cerr)
+			}
+			r.free()
+		}
+	}
+	clear(s.borrows[mark:])
+	s.borrows = s.borrows[:mark]
+}
+
+// hostError records err as the cause of the coming trap and returns the C
+// error handed to wasmtime.
+func (s *Store) hostError(name string, err error) *C.wasmtime_error_t {
+	s.cause = err
+	var pe *PanicError
+	msg := err.Error()
+	if !errors.As(err, &pe) {
+		msg = "host function " + name + ": " + msg
+	}
+	cmsg := C.CString(msg)
+	defer C.free(unsafe.Pointer(cmsg))
+	return C.wasmtime_error_new(cmsg)
+}
+
+//export goResourceDtor
+func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t) *C.wasmtime_error_t {
+	rd := cgo.Handle(resH).Value().(*resourceDef)
+	s := cgo.Handle(storeH).Value().(*Store)
+	if rd.dtor == nil {
+		return nil
+	}
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &PanicError{Func: "destructor of " + rd.name, Value: p, Stack: debug.Stack()}
+			}
+		}()
+		return rd.dtor(&s.caller, uint32(rep))
+	}()
+	if err != nil {
+		return s.hostError("destructor of "+rd.name, err)
+	}
+	return nil
+}
+
+//export goWrite
+func goWrite(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (written C.ptrdiff_t) {
+	w := cgo.Handle(h).Value().(*writer)
+	defer func() {
+		if recover() != nil {
+			written = -1
+		}
+	}()
+	if n == 0 {
+		return 0
+	}
+	m, err := w.w.Write(unsafe.Slice((*byte)(buf), int(n)))
+	if err != nil && m == 0 {
+		return -1
+	}
+	return C.ptrdiff_t(m)
+}
+
+//export goHandleDelete
+func goHandleDelete(h C.uintptr_t) {
+	cgo.Handle(h).Delete()
+}
