@@ -129,12 +129,15 @@ func validEnvName(s string) bool {
 	return true
 }
 
-// Expanded returns a copy of t with the references in Args, Env values, URL
-// and Headers values resolved. Call it when starting or connecting the
+// Expanded returns a copy of t with the references in Command, Args, Env
+// values, URL and Headers values resolved. Call it when starting or connecting the
 // tooling; never log its result.
 func (t *Tooling) Expanded() (*Tooling, error) {
 	c := *t
 	var err error
+	if c.Command, err = Expand(t.Command); err != nil {
+		return nil, fmt.Errorf("tooling %s: command: %w", t.Name, err)
+	}
 	if c.URL, err = Expand(t.URL); err != nil {
 		return nil, fmt.Errorf("tooling %s: url: %w", t.Name, err)
 	}

@@ -128,7 +128,7 @@ func TestExpanded(t *testing.T) {
 	t.Setenv("TH_TOKEN", "tok")
 	t.Setenv("TH_HOST", "example.com")
 	tl := &Tooling{
-		Name: "r", Command: "c", URL: "https://${env:TH_HOST}/mcp",
+		Name: "r", Command: "/opt/${env:TH_TOKEN}/bin", URL: "https://${env:TH_HOST}/mcp",
 		Args:    []string{"--token", "${env:TH_TOKEN}", "$${literal}"},
 		Env:     map[string]string{"T": "${env:TH_TOKEN}"},
 		Headers: map[string]string{"Authorization": "Bearer ${env:TH_TOKEN}"},
@@ -137,7 +137,7 @@ func TestExpanded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x.URL != "https://example.com/mcp" || x.Args[1] != "tok" || x.Args[2] != "${literal}" || x.Env["T"] != "tok" || x.Headers["Authorization"] != "Bearer tok" {
+	if x.Command != "/opt/tok/bin" || x.URL != "https://example.com/mcp" || x.Args[1] != "tok" || x.Args[2] != "${literal}" || x.Env["T"] != "tok" || x.Headers["Authorization"] != "Bearer tok" {
 		t.Errorf("Expanded = %+v", x)
 	}
 	if tl.Args[1] != "${env:TH_TOKEN}" || tl.Env["T"] != "${env:TH_TOKEN}" || tl.URL != "https://${env:TH_HOST}/mcp" {

@@ -236,7 +236,7 @@ func (d *decoder) asRefString(path []string, v any) (string, bool) {
 func (d *decoder) asPlainString(path []string, v any) (string, bool) {
 	s, ok := d.asString(path, v)
 	if ok && HasRefs(s) {
-		d.errAt(path, "${...} references are not expanded here (only in args, env, url and headers); write $${ for a literal ${")
+		d.errAt(path, "${...} references are not expanded here (only in command, args, env, url and headers); write $${ for a literal ${")
 		return "", false
 	}
 	return s, ok
@@ -483,7 +483,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			t.Transport, _ = d.asEnum(p, v, "stdio", "http", "sse")
 		},
 		"command": func(p []string, v any) {
-			t.Command, _ = d.asPlainString(p, v)
+			t.Command, _ = d.asRefString(p, v)
 		},
 		"args": func(p []string, v any) {
 			t.Args, _ = d.asStrings(p, v, func(p []string, s string) bool {
