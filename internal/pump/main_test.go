@@ -55,7 +55,7 @@ func counter(m *sync.Map, key string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-func newServer() *server {
+func newServer(subscribable bool) *server {
 	s := &server{
 		slowStarted:   make(chan string, 1024),
 		slowCancelled: make(chan string, 1024),
@@ -63,19 +63,21 @@ func newServer() *server {
 		readStarted:   make(chan string, 1024),
 		content:       map[string]string{},
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "pump-test", Version: "1.0.0"}, &mcp.ServerOptions{
-		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+	opts := &mcp.ServerOptions{}
+	if subscribable {
+		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
 			if s.failSubs.Load() {
 				return errors.New("subscriptions are off")
 			}
 			counter(&s.subscribes, req.Params.URI).Add(1)
 			return nil
-		},
-		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+		}
+		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
 			counter(&s.unsubscribes, req.Params.URI).Add(1)
 			return nil
-		},
-	})
+		}
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "pump-test", Version: "1.0.0"}, opts)
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "echo", Description: "echoes text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
@@ -155,13 +157,14 @@ type env struct {
 }
 
 type envOptions struct {
-	limits pump.Limits
-	log    *zap.Logger
+	limits      pump.Limits
+	log         *zap.Logger
+	noSubscribe bool // the server lacks resources.subscribe
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	s := newServer()
+	s := newServer(!o.noSubscribe)
 	log := o.log
 	if log == nil {
 		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
