@@ -82,7 +82,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	// A call whose context ends while still queued completes from here.
 	c.stopAfter = context.AfterFunc(c.ctx, func() {
 		if c.state.CompareAndSwap(stateQueued, stateFinished) {
-			c.finish(tooling.ToolResult{}, c.ctx.Err())
+			c.finish(tooling.ToolResult{}, c.ctx.Err(), false)
 		}
 	})
 	return c, nil
@@ -99,7 +99,7 @@ func (c *call) run() {
 	}
 	res, err := c.callTool()
 	c.state.Store(stateFinished)
-	c.finish(res, err)
+	c.finish(res, err, true)
 }
 
 // callTool makes the MCP call; a panic in the tooling fails the call with
@@ -115,9 +115,13 @@ func (c *call) callTool() (res tooling.ToolResult, err error) {
 }
 
 // finish completes the call once: the blocking caller is woken, or the
-// envelope fills the call's reserved inbox slot (unless cancelled).
-func (c *call) finish(res tooling.ToolResult, err error) {
-	c.stopAfter()
+// envelope fills the call's reserved inbox slot (unless cancelled). A
+// worker unregisters the expiry hook (stop); the hook itself must not read
+// it.
+func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
+	if stop {
+		c.stopAfter()
+	}
 	var herr *tooling.Error
 	if err != nil {
 		herr = c.errorFor(err)
