@@ -56,6 +56,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newConfigCmd(),
+		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
 	)
 	return root
 }
