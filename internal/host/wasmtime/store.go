@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/cgo"
 	"sort"
+	"sync"
 	"unsafe"
 )
 
@@ -62,6 +63,9 @@ type Store struct {
 	funcs   []*Func
 	anys    map[*ResourceAny]struct{}
 	borrows []*ResourceAny // guest borrows received by the running host function
+
+	intrMu sync.Mutex     // guards intr against Interrupt racing Close
+	intr   unsafe.Pointer // C interrupt flag (interrupt.go), owned by wasmtime
 }
 
 // NewStore creates a store with a WASI context, limits and data.
@@ -246,6 +250,7 @@ func (s *Store) Close() error {
 	for r := range s.anys {
 		r.free()
 	}
+	s.closeInterrupt()
 	C.wasmtime_store_delete(s.ptr) // runs the data finalizer: deletes the handle
 	s.ptr, s.ctx = nil, nil
 	for _, f := range s.funcs {
