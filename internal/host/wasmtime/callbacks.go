@@ -52,10 +52,10 @@ func (s *Store) runHostFunc(hf *hostFunc, ctx *C.wasmtime_context_t, cargs, cres
 	}
 	for i, r := range results {
 		if r == nil {
-			return s.hostError(hf.name, fmt.Errorf("host function %s did not set result %d", hf.name, i))
+			return s.hostError(hf.name, fmt.Errorf("result %d not set", i))
 		}
 		if err := s.toC(ctx, r, &cres[i]); err != nil {
-			return s.hostError(hf.name, fmt.Errorf("host function %s: result: %w", hf.name, err))
+			return s.hostError(hf.name, fmt.Errorf("result: %w", err))
 		}
 	}
 	return nil
@@ -87,13 +87,12 @@ func (s *Store) releaseBorrows(mark int) {
 // hostError records err as the cause of the coming trap and returns the C
 // error handed to wasmtime.
 func (s *Store) hostError(name string, err error) *C.wasmtime_error_t {
-	s.cause = err
 	var pe *PanicError
-	msg := err.Error()
 	if !errors.As(err, &pe) {
-		msg = "host function " + name + ": " + msg
+		err = fmt.Errorf("host function %s: %w", name, err)
 	}
-	cmsg := C.CString(msg)
+	s.cause = err
+	cmsg := C.CString(err.Error())
 	defer C.free(unsafe.Pointer(cmsg))
 	return C.wasmtime_error_new(cmsg)
 }
@@ -114,7 +113,7 @@ func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.u
 		return rd.dtor(&s.caller, uint32(rep))
 	}()
 	if err != nil {
-		return s.hostError("destructor of "+rd.name, err)
+		return s.hostError("resource destructor "+rd.name, err)
 	}
 	return nil
 }

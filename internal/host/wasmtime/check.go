@@ -154,6 +154,9 @@ func checkVal(t *Type, v Val) error {
 	case TypeOwn, TypeBorrow:
 		switch x := v.(type) {
 		case ResourceHost:
+			if !x.Owned {
+				return errBorrowToGuest
+			}
 			if x.Owned != (t.Kind == TypeOwn) {
 				return fmt.Errorf("resource ownership mismatch: owned=%v for %s", x.Owned, t)
 			}
@@ -175,4 +178,89 @@ func checkPayload(t *Type, v Val) error {
 		return nil
 	}
 	return checkVal(t, v)
+}
+
+// spendOwned frees the *ResourceAny handles that v passed at own<T>
+// positions of t: the guest owns those resources now.
+func spendOwned(t *Type, v Val) {
+	if t == nil || v == nil {
+		return
+	}
+	switch t.Kind {
+	case TypeOwn:
+		if r, ok := v.(*ResourceAny); ok {
+			r.free()
+		}
+	case TypeList:
+		if x, ok := v.(List); ok && hasOwn(t.Elem) {
+			for _, e := range x {
+				spendOwned(t.Elem, e)
+			}
+		}
+	case TypeTuple:
+		if x, ok := v.(Tuple); ok {
+			for i, e := range x {
+				spendOwned(t.Types[i], e)
+			}
+		}
+	case TypeRecord:
+		if x, ok := v.(Record); ok {
+			for i, f := range x {
+				spendOwned(t.Fields[i].Type, f.Val)
+			}
+		}
+	case TypeVariant:
+		if x, ok := v.(Variant); ok {
+			for _, c := range t.Cases {
+				if c.Name == x.Case {
+					spendOwned(c.Payload, x.Payload)
+				}
+			}
+		}
+	case TypeOption:
+		if x, ok := v.(Option); ok {
+			spendOwned(t.Elem, x.Some)
+		}
+	case TypeResult:
+		if x, ok := v.(Result); ok {
+			if x.Err {
+				spendOwned(t.Err, x.Payload)
+			} else {
+				spendOwned(t.Ok, x.Payload)
+			}
+		}
+	}
+}
+
+func hasOwn(t *Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind {
+	case TypeOwn:
+		return true
+	case TypeList, TypeOption:
+		return hasOwn(t.Elem)
+	case TypeResult:
+		return hasOwn(t.Ok) || hasOwn(t.Err)
+	case TypeTuple:
+		for _, e := range t.Types {
+			if hasOwn(e) {
+				return true
+			}
+		}
+	case TypeRecord:
+		for _, f := range t.Fields {
+			if hasOwn(f.Type) {
+				return true
+			}
+		}
+	case TypeVariant:
+		for _, c := range t.Cases {
+			if hasOwn(c.Payload) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -23,7 +23,10 @@ type (
 	cany    = C.wasmtime_component_resource_any_t
 )
 
-var errNilVal = errors.New("nil Val")
+var (
+	errNilVal        = errors.New("nil Val")
+	errBorrowToGuest = errors.New("a borrowed host resource cannot be passed to the guest (unsupported by wasmtime's C API); pass an owned one")
+)
 
 // setName validates s (wasmtime aborts on invalid UTF-8) and copies it.
 func setName(out *cname, s string) error {
@@ -189,6 +192,11 @@ func (s *Store) toC(ctx *C.wasmtime_context_t, v Val, dst *cval) error {
 			}
 		}
 	case ResourceHost:
+		if !x.Owned {
+			// wasmtime 39 aborts the process (resources.rs unwrap) when a
+			// host borrow is converted with no guest call in progress.
+			return errBorrowToGuest
+		}
 		h := C.wasmtime_component_resource_host_new(C.bool(x.Owned), C.uint32_t(x.Rep), C.uint32_t(x.Type))
 		var a *cany
 		cerr := C.wasmtime_component_resource_host_to_any(ctx, h, &a)
@@ -207,10 +215,6 @@ func (s *Store) toC(ctx *C.wasmtime_context_t, v Val, dst *cval) error {
 		}
 		*(**cany)(p) = C.wasmtime_component_resource_any_clone(x.ptr)
 		dst.kind = C.WASMTIME_COMPONENT_RESOURCE
-		if x.owned {
-			// The guest takes ownership; this handle is spent.
-			x.free()
-		}
 	case nil:
 		return errNilVal
 	default:

@@ -113,11 +113,24 @@ type Trap struct {
 }
 
 func (t *Trap) Error() string {
-	msg := t.Message
-	if t.Cause != nil {
-		return "wasmtime: " + t.Cause.Error() + ": " + firstLine(msg)
+	var b strings.Builder
+	b.WriteString("wasmtime: ")
+	switch {
+	case t.Cause != nil:
+		b.WriteString(t.Cause.Error())
+	case t.Code != TrapUnknown:
+		b.WriteString("wasm trap: ")
+		b.WriteString(t.Code.String())
+	default:
+		b.WriteString(t.Message)
+		return b.String()
 	}
-	return "wasmtime: " + msg
+	if len(t.Backtrace) > 0 {
+		b.WriteString(" (in ")
+		b.WriteString(t.Backtrace[0].String())
+		b.WriteString(")")
+	}
+	return b.String()
 }
 
 // Unwrap returns the host-side cause, so errors.Is/As see it.

@@ -56,6 +56,9 @@ func (i *Instance) Func(names ...string) (*Func, error) {
 	f.typ = convertFuncType(ft)
 	C.wasmtime_component_func_type_delete(ft)
 	f.nparams = len(f.typ.Params)
+	for _, p := range f.typ.Params {
+		f.hasOwn = f.hasOwn || hasOwn(p.Type)
+	}
 	if f.typ.Result != nil {
 		f.nresults = 1
 	}
@@ -75,6 +78,7 @@ type Func struct {
 	nresults   int
 	buf        *cval // C memory: nparams+nresults zeroed values, reused
 	busy       bool  // buf is in use by a call in progress (re-entrance)
+	hasOwn     bool  // a parameter type contains own<T>
 }
 
 // Type returns the function's signature.
@@ -144,7 +148,13 @@ func (f *Func) Call(args ...Val) (Val, error) {
 	cerr := C.th_func_call(f.fn, s.ctx, argp, C.size_t(f.nparams), resp, C.size_t(f.nresults), f.postFailed)
 	s.depth--
 	deleteVals(argv)
-	// A borrow handed to the guest has ended with the call.
+	if f.hasOwn {
+		// Lowering moved owned guest resources into the guest, even if the
+		// call then failed.
+		for i, a := range args {
+			spendOwned(f.typ.Params[i].Type, a)
+		}
+	}
 	if cerr != nil {
 		if *f.postFailed != 0 {
 			deleteVals(resv)
