@@ -57,6 +57,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(),
 		newConfigCmd(),
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
+		newRunCmd(opts),
 	)
 	return root
 }

@@ -5,6 +5,10 @@
 // against the real headers by TestHeaderLayout (layout.go + layout_test.go).
 //
 // Declarations only: this file is included by files with //export functions.
+//
+// Type definitions and constants are guarded by TH_REAL_HEADERS so that the
+// header test can include this file after the real headers: the compiler
+// then checks every function prototype here against wasmtime's.
 
 #ifndef TOOLHOST_WASMTIME_CAPI_H
 #define TOOLHOST_WASMTIME_CAPI_H
@@ -13,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifndef TH_REAL_HEADERS
 // ---- wasm.h -----------------------------------------------------------------
 
 typedef char byte_t;
@@ -25,11 +30,13 @@ typedef struct wasm_byte_vec_t {
   wasm_byte_t *data;
 } wasm_byte_vec_t;
 typedef wasm_byte_vec_t wasm_name_t;
+#endif
 
 void wasm_byte_vec_new_empty(wasm_byte_vec_t *out);
 void wasm_byte_vec_new_uninitialized(wasm_byte_vec_t *out, size_t);
 void wasm_byte_vec_new(wasm_byte_vec_t *out, size_t, const wasm_byte_t[]);
 void wasm_byte_vec_delete(wasm_byte_vec_t *);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasm_config_t wasm_config_t;
 typedef struct wasm_engine_t wasm_engine_t;
@@ -40,6 +47,7 @@ typedef struct wasm_frame_vec_t {
   size_t size;
   wasm_frame_t **data;
 } wasm_frame_vec_t;
+#endif
 void wasm_frame_vec_delete(wasm_frame_vec_t *);
 
 wasm_config_t *wasm_config_new(void);
@@ -50,10 +58,12 @@ void wasm_engine_delete(wasm_engine_t *);
 uint32_t wasm_frame_func_index(const wasm_frame_t *);
 size_t wasm_frame_func_offset(const wasm_frame_t *);
 size_t wasm_frame_module_offset(const wasm_frame_t *);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/error.h, trap.h ----------------------------------------------
 
 typedef struct wasmtime_error wasmtime_error_t;
+#endif
 wasmtime_error_t *wasmtime_error_new(const char *);
 void wasmtime_error_delete(wasmtime_error_t *error);
 void wasmtime_error_message(const wasmtime_error_t *error, wasm_name_t *message);
@@ -62,6 +72,7 @@ void wasmtime_error_wasm_trace(const wasmtime_error_t *, wasm_frame_vec_t *out);
 
 const wasm_name_t *wasmtime_frame_func_name(const wasm_frame_t *);
 const wasm_name_t *wasmtime_frame_module_name(const wasm_frame_t *);
+#ifndef TH_REAL_HEADERS
 
 typedef uint8_t wasmtime_trap_code_t;
 enum wasmtime_trap_code_enum {
@@ -96,6 +107,7 @@ enum wasmtime_opt_level_enum {
   WASMTIME_OPT_LEVEL_SPEED,
   WASMTIME_OPT_LEVEL_SPEED_AND_SIZE,
 };
+#endif
 
 void wasmtime_config_consume_fuel_set(wasm_config_t *, bool);
 void wasmtime_config_epoch_interruption_set(wasm_config_t *, bool);
@@ -104,10 +116,12 @@ void wasmtime_config_cranelift_opt_level_set(wasm_config_t *, wasmtime_opt_level
 void wasmtime_config_wasm_component_model_set(wasm_config_t *, bool);
 
 void wasmtime_engine_increment_epoch(wasm_engine_t *engine);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasi.h -------------------------------------------------------------------
 
 typedef struct wasi_config_t wasi_config_t;
+#endif
 void wasi_config_delete(wasi_config_t *);
 wasi_config_t *wasi_config_new(void);
 bool wasi_config_set_argv(wasi_config_t *config, size_t argc, const char *argv[]);
@@ -119,6 +133,7 @@ void wasi_config_set_stdout_custom(wasi_config_t *config,
 void wasi_config_set_stderr_custom(wasi_config_t *config,
                                    ptrdiff_t (*callback)(void *, const unsigned char *, size_t),
                                    void *data, void (*finalizer)(void *));
+#ifndef TH_REAL_HEADERS
 typedef size_t wasi_dir_perms;
 typedef size_t wasi_file_perms;
 enum wasi_dir_perms_flags {
@@ -129,14 +144,17 @@ enum wasi_file_perms_flags {
   WASMTIME_WASI_FILE_PERMS_READ = 1,
   WASMTIME_WASI_FILE_PERMS_WRITE = 2,
 };
+#endif
 bool wasi_config_preopen_dir(wasi_config_t *config, const char *host_path,
                              const char *guest_path, wasi_dir_perms dir_perms,
                              wasi_file_perms file_perms);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/store.h -------------------------------------------------------
 
 typedef struct wasmtime_store wasmtime_store_t;
 typedef struct wasmtime_context wasmtime_context_t;
+#endif
 wasmtime_store_t *wasmtime_store_new(wasm_engine_t *engine, void *data,
                                      void (*finalizer)(void *));
 wasmtime_context_t *wasmtime_store_context(wasmtime_store_t *store);
@@ -152,15 +170,18 @@ wasmtime_error_t *wasmtime_context_set_wasi(wasmtime_context_t *context,
                                             wasi_config_t *wasi);
 void wasmtime_context_set_epoch_deadline(wasmtime_context_t *context,
                                          uint64_t ticks_beyond_current);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/component/types/*.h -------------------------------------------
 
 typedef struct wasmtime_module_type wasmtime_module_type_t;
 typedef struct wasmtime_component_resource_type wasmtime_component_resource_type_t;
+#endif
 wasmtime_component_resource_type_t *wasmtime_component_resource_type_new_host(uint32_t ty);
 bool wasmtime_component_resource_type_equal(const wasmtime_component_resource_type_t *a,
                                             const wasmtime_component_resource_type_t *b);
 void wasmtime_component_resource_type_delete(wasmtime_component_resource_type_t *resource);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_list_type wasmtime_component_list_type_t;
 typedef struct wasmtime_component_record_type wasmtime_component_record_type_t;
@@ -220,6 +241,7 @@ typedef struct wasmtime_component_valtype_t {
   wasmtime_component_valtype_kind_t kind;
   wasmtime_component_valtype_union_t of;
 } wasmtime_component_valtype_t;
+#endif
 
 void wasmtime_component_valtype_delete(wasmtime_component_valtype_t *ptr);
 void wasmtime_component_list_type_element(const wasmtime_component_list_type_t *ty,
@@ -252,8 +274,10 @@ size_t wasmtime_component_flags_type_names_count(const wasmtime_component_flags_
 bool wasmtime_component_flags_type_names_nth(const wasmtime_component_flags_type_t *ty,
                                              size_t nth, const char **name_ret,
                                              size_t *name_len_ret);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_func_type_t wasmtime_component_func_type_t;
+#endif
 void wasmtime_component_func_type_delete(wasmtime_component_func_type_t *ty);
 size_t wasmtime_component_func_type_param_count(const wasmtime_component_func_type_t *ty);
 bool wasmtime_component_func_type_param_nth(const wasmtime_component_func_type_t *ty,
@@ -262,17 +286,21 @@ bool wasmtime_component_func_type_param_nth(const wasmtime_component_func_type_t
                                             wasmtime_component_valtype_t *type_ret);
 bool wasmtime_component_func_type_result(const wasmtime_component_func_type_t *ty,
                                          wasmtime_component_valtype_t *type_ret);
+#ifndef TH_REAL_HEADERS
 
 struct wasmtime_component_item_t;
 typedef struct wasmtime_component_instance_type wasmtime_component_instance_type_t;
+#endif
 size_t wasmtime_component_instance_type_export_count(const wasmtime_component_instance_type_t *ty,
                                                      const wasm_engine_t *engine);
 bool wasmtime_component_instance_type_export_nth(const wasmtime_component_instance_type_t *ty,
                                                  const wasm_engine_t *engine, size_t nth,
                                                  const char **name_ret, size_t *name_len_ret,
                                                  struct wasmtime_component_item_t *type_ret);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_type_t wasmtime_component_type_t;
+#endif
 void wasmtime_component_type_delete(wasmtime_component_type_t *ty);
 size_t wasmtime_component_type_import_count(const wasmtime_component_type_t *ty,
                                             const wasm_engine_t *engine);
@@ -286,6 +314,7 @@ bool wasmtime_component_type_export_nth(const wasmtime_component_type_t *ty,
                                         const wasm_engine_t *engine, size_t nth,
                                         const char **name_ret, size_t *name_len_ret,
                                         struct wasmtime_component_item_t *type_ret);
+#ifndef TH_REAL_HEADERS
 
 #define WASMTIME_COMPONENT_ITEM_COMPONENT 0
 #define WASMTIME_COMPONENT_ITEM_COMPONENT_INSTANCE 1
@@ -310,11 +339,14 @@ typedef struct wasmtime_component_item_t {
   wasmtime_component_item_kind_t kind;
   wasmtime_component_item_union_t of;
 } wasmtime_component_item_t;
+#endif
 void wasmtime_component_item_delete(wasmtime_component_item_t *ptr);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/component/component.h -----------------------------------------
 
 typedef struct wasmtime_component_t wasmtime_component_t;
+#endif
 wasmtime_error_t *wasmtime_component_new(const wasm_engine_t *engine, const uint8_t *buf,
                                          size_t len, wasmtime_component_t **component_out);
 wasmtime_error_t *wasmtime_component_serialize(const wasmtime_component_t *component,
@@ -327,21 +359,27 @@ wasmtime_error_t *wasmtime_component_deserialize_file(const wasm_engine_t *engin
                                                       wasmtime_component_t **component_out);
 wasmtime_component_type_t *wasmtime_component_type(const wasmtime_component_t *component);
 void wasmtime_component_delete(wasmtime_component_t *component);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_export_index_t wasmtime_component_export_index_t;
+#endif
 void wasmtime_component_export_index_delete(wasmtime_component_export_index_t *export_index);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/component/val.h -------------------------------------------------
 
 typedef struct wasmtime_component_resource_any wasmtime_component_resource_any_t;
+#endif
 wasmtime_component_resource_any_t *
 wasmtime_component_resource_any_clone(const wasmtime_component_resource_any_t *resource);
 bool wasmtime_component_resource_any_owned(const wasmtime_component_resource_any_t *resource);
 wasmtime_error_t *wasmtime_component_resource_any_drop(
     wasmtime_context_t *ctx, const wasmtime_component_resource_any_t *resource);
 void wasmtime_component_resource_any_delete(wasmtime_component_resource_any_t *resource);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_resource_host wasmtime_component_resource_host_t;
+#endif
 wasmtime_component_resource_host_t *wasmtime_component_resource_host_new(bool owned,
                                                                          uint32_t rep,
                                                                          uint32_t ty);
@@ -355,6 +393,7 @@ wasmtime_error_t *wasmtime_component_resource_any_to_host(
 wasmtime_error_t *wasmtime_component_resource_host_to_any(
     wasmtime_context_t *ctx, const wasmtime_component_resource_host_t *resource,
     wasmtime_component_resource_any_t **ret);
+#ifndef TH_REAL_HEADERS
 
 typedef uint8_t wasmtime_component_valkind_t;
 #define WASMTIME_COMPONENT_BOOL 0
@@ -387,29 +426,37 @@ typedef struct wasmtime_component_vallist {
   size_t size;
   struct wasmtime_component_val *data;
 } wasmtime_component_vallist_t;
+#endif
 void wasmtime_component_vallist_new_uninit(wasmtime_component_vallist_t *out, size_t size);
 void wasmtime_component_vallist_new_empty(wasmtime_component_vallist_t *out);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_valrecord {
   size_t size;
   struct wasmtime_component_valrecord_entry *data;
 } wasmtime_component_valrecord_t;
+#endif
 void wasmtime_component_valrecord_new_uninit(wasmtime_component_valrecord_t *out, size_t size);
 void wasmtime_component_valrecord_new_empty(wasmtime_component_valrecord_t *out);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_valtuple {
   size_t size;
   struct wasmtime_component_val *data;
 } wasmtime_component_valtuple_t;
+#endif
 void wasmtime_component_valtuple_new_uninit(wasmtime_component_valtuple_t *out, size_t size);
 void wasmtime_component_valtuple_new_empty(wasmtime_component_valtuple_t *out);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_valflags {
   size_t size;
   wasm_name_t *data;
 } wasmtime_component_valflags_t;
+#endif
 void wasmtime_component_valflags_new_uninit(wasmtime_component_valflags_t *out, size_t size);
 void wasmtime_component_valflags_new_empty(wasmtime_component_valflags_t *out);
+#ifndef TH_REAL_HEADERS
 
 typedef struct {
   wasm_name_t discriminant;
@@ -455,10 +502,12 @@ typedef struct wasmtime_component_valrecord_entry {
   wasm_name_t name;
   wasmtime_component_val_t val;
 } wasmtime_component_valrecord_entry_t;
+#endif
 
 wasmtime_component_val_t *wasmtime_component_val_new(wasmtime_component_val_t *val);
 void wasmtime_component_val_free(wasmtime_component_val_t *ptr);
 void wasmtime_component_val_delete(wasmtime_component_val_t *value);
+#ifndef TH_REAL_HEADERS
 
 // ---- wasmtime/component/func.h, instance.h, linker.h ------------------------
 
@@ -469,6 +518,7 @@ typedef struct wasmtime_component_func {
   };
   uint32_t __private2;
 } wasmtime_component_func_t;
+#endif
 
 wasmtime_component_func_type_t *wasmtime_component_func_type(const wasmtime_component_func_t *func,
                                                              wasmtime_context_t *context);
@@ -480,11 +530,13 @@ wasmtime_error_t *wasmtime_component_func_call(const wasmtime_component_func_t *
                                                size_t results_size);
 wasmtime_error_t *wasmtime_component_func_post_return(const wasmtime_component_func_t *func,
                                                       wasmtime_context_t *context);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_instance {
   uint64_t store_id;
   uint32_t __private;
 } wasmtime_component_instance_t;
+#endif
 
 wasmtime_component_export_index_t *wasmtime_component_instance_get_export_index(
     const wasmtime_component_instance_t *instance, wasmtime_context_t *context,
@@ -494,9 +546,11 @@ bool wasmtime_component_instance_get_func(const wasmtime_component_instance_t *i
                                           wasmtime_context_t *context,
                                           const wasmtime_component_export_index_t *export_index,
                                           wasmtime_component_func_t *func_out);
+#ifndef TH_REAL_HEADERS
 
 typedef struct wasmtime_component_linker_t wasmtime_component_linker_t;
 typedef struct wasmtime_component_linker_instance_t wasmtime_component_linker_instance_t;
+#endif
 wasmtime_component_linker_t *wasmtime_component_linker_new(const wasm_engine_t *engine);
 wasmtime_component_linker_instance_t *
 wasmtime_component_linker_root(wasmtime_component_linker_t *linker);
@@ -511,18 +565,22 @@ void wasmtime_component_linker_delete(wasmtime_component_linker_t *linker);
 wasmtime_error_t *wasmtime_component_linker_instance_add_instance(
     wasmtime_component_linker_instance_t *linker_instance, const char *name, size_t name_len,
     wasmtime_component_linker_instance_t **linker_instance_out);
+#ifndef TH_REAL_HEADERS
 
 typedef wasmtime_error_t *(*wasmtime_component_func_callback_t)(
     void *, wasmtime_context_t *, const wasmtime_component_func_type_t *,
     wasmtime_component_val_t *, size_t, wasmtime_component_val_t *, size_t);
+#endif
 wasmtime_error_t *wasmtime_component_linker_instance_add_func(
     wasmtime_component_linker_instance_t *linker_instance, const char *name, size_t name_len,
     wasmtime_component_func_callback_t callback, void *data, void (*finalizer)(void *));
 wasmtime_error_t *wasmtime_component_linker_add_wasip2(wasmtime_component_linker_t *linker);
+#ifndef TH_REAL_HEADERS
 
 typedef wasmtime_error_t *(*wasmtime_component_resource_destructor_t)(void *,
                                                                       wasmtime_context_t *,
                                                                       uint32_t);
+#endif
 wasmtime_error_t *wasmtime_component_linker_instance_add_resource(
     wasmtime_component_linker_instance_t *linker_instance, const char *name, size_t name_len,
     const wasmtime_component_resource_type_t *resource,

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+type runOptions struct {
+	input     string
+	inputFile string
+	grants    []string
+	timeout   time.Duration
+	env       []string
+	grace     time.Duration
+}
+
+func newRunCmd(g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run AGENT.wasm",
+		Short: "Run one agent against the configured toolings and print its output",
+		Long: `Run loads an agent component, connects the configured toolings, calls the
+agent's run(input) and prints its ok string on stdout.
+
+Exit status: 0 when run returns ok; 1 when it returns err (the message goes
+to stderr); 2 for a trap, a load or a host failure; 64 for a usage or config
+error. Without a config the agent runs with no toolings; without --grant it
+is granted every configured tooling. SIGINT or SIGTERM give the agent its
+shutdown envelope and the grace period, then stop it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAgent(cmd, g, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.input, "input", "", "the agent's input string")
+	f.StringVar(&o.inputFile, "input-file", "", "read the agent's input from a file (- for stdin)")
+	f.StringArrayVar(&o.grants, "grant", nil, "grant only this tooling (repeatable; default: all configured)")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
+	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
+	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
+	cmd.MarkFlagsMutuallyExclusive("input", "input-file")
+	return cmd
+}
+
+// runAgent is `toolhostd run`.
+func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) error {
+	cfg, err := optionalConfig(g)
+	if err != nil {
+		return err
+	}
+	input, env, grants, err := o.resolve(cmd, cfg)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	log, err := newLogger(cfg.Host, cmd.ErrOrStderr())
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	defer log.Sync() //nolint:errcheck // stderr
+
+	reg, err := tooling.NewRegistry(cfg.Tooling, log)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	hub := pump.NewHub(pump.EntriesFrom(reg, cfg.Tooling), log)
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
+	h, err := host.New(host.Options{CacheDir: cfg.CacheDir(), Log: log}, hub)
+	if err != nil {
+		return withExit(exitHost, err)
+	}
+	defer h.Close()
+	prog, err := h.LoadFile(path)
+	if err != nil {
+		return withExit(exitHost, err)
+	}
+	defer prog.Close()
+
+	agent := h.Start(prog, host.AgentConfig{
+		Name:       agentName(path),
+		Grants:     grants,
+		Env:        env,
+		RunTimeout: o.timeout,
+		StopGrace:  o.grace,
+	}, input)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case s := <-sigs:
+		log.Info("stopping the agent", zap.String("signal", s.String()), zap.Duration("grace", o.grace))
+		agent.Stop()
+	case <-agent.Done():
+	}
+	out, err := agent.Wait()
+	var runErr *host.RunError
+	switch {
+	case err == nil:
+		fmt.Fprintln(cmd.OutOrStdout(), out)
+		return nil
+	case errors.As(err, &runErr):
+		return withExit(exitFailure, err)
+	default:
+		return withExit(exitHost, err)
+	}
+}
+
+// optionalConfig loads the config if one is named or found; with none, an
+// empty config (no toolings, defaults) is used.
+func optionalConfig(g *globalOptions) (*config.Config, error) {
+	cfg, err := loadConfig(g)
+	if err == nil {
+		return cfg, nil
+	}
+	if g.configPath == "" && os.Getenv("TOOLHOSTD_CONFIG") == "" && errors.Is(err, config.ErrNoConfig) {
+		return config.Parse("", []byte("version = 1\n"))
+	}
+	return nil, err
+}
+
+// resolve checks the flags against the config.
+func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, map[string]string, func(string) bool, error) {
+	input := o.input
+	if o.inputFile != "" {
+		var b []byte
+		var err error
+		if o.inputFile == "-" {
+			b, err = io.ReadAll(cmd.InOrStdin())
+		} else {
+			b, err = os.ReadFile(o.inputFile)
+		}
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("--input-file: %w", err)
+		}
+		input = string(b)
+	}
+	env := map[string]string{}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return "", nil, nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	var grants func(string) bool
+	if len(o.grants) > 0 {
+		set := map[string]bool{}
+		for _, n := range o.grants {
+			if _, ok := cfg.Tooling[n]; !ok {
+				return "", nil, nil, fmt.Errorf("--grant %q: no [tooling.%s] in the config", n, n)
+			}
+			set[n] = true
+		}
+		grants = func(n string) bool { return set[n] }
+	}
+	return input, env, grants, nil
+}
+
+// agentName is the file name without its extension.
+func agentName(path string) string {
+	base := path[strings.LastIndexByte(path, '/')+1:]
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		base = base[:i]
+	}
+	return base
+}

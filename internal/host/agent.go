@@ -1,0 +1,218 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/pump"
+)
+
+// AgentConfig is what one agent run is allowed and given.
+type AgentConfig struct {
+	// Name identifies the agent in logs and is its WASI argv[0].
+	Name string
+	// Grants reports whether the agent may get a tooling; nil grants all.
+	Grants func(tooling string) bool
+	// Env is the guest's WASI environment (nothing is inherited).
+	Env map[string]string
+	// InboxCapacity bounds open calls plus undelivered envelopes (default 1024).
+	InboxCapacity int
+	// MemoryLimit caps each linear memory in bytes; 0: unlimited.
+	MemoryLimit uint64
+	// Fuel bounds the guest's work when the host meters fuel; 0: unlimited.
+	Fuel uint64
+	// RunTimeout bounds run; 0: unlimited.
+	RunTimeout time.Duration
+	// StopGrace is how long a stopped agent has to return from run after
+	// its shutdown envelope before it is interrupted.
+	StopGrace time.Duration
+}
+
+// RunError is the err of the guest's run: its own failure message.
+type RunError struct{ Message string }
+
+func (e *RunError) Error() string { return e.Message }
+
+// Agent is one running instance of a Program.
+type Agent struct {
+	name string
+	cfg  AgentConfig
+	in   *inbox.Inbox
+	log  *zap.Logger
+
+	stopping   context.Context
+	stop       context.CancelFunc
+	killed     context.Context
+	kill       context.CancelFunc
+	stopOnce   sync.Once
+	interrupts atomic.Pointer[wt.Store] // set while the guest may run
+	reason     atomic.Pointer[error]    // why the host interrupted it
+
+	done chan struct{}
+	out  string
+	err  error
+}
+
+// Start instantiates p in a new store and calls run(input) on a goroutine
+// that owns the store. Wait returns the outcome; Stop ends it early.
+func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
+	if cfg.InboxCapacity <= 0 {
+		cfg.InboxCapacity = 1024
+	}
+	a := &Agent{
+		name: cfg.Name,
+		cfg:  cfg,
+		in:   inbox.New(cfg.InboxCapacity),
+		log:  h.log.Named("agent").With(zap.String("agent", cfg.Name)),
+		done: make(chan struct{}),
+	}
+	a.stopping, a.stop = context.WithCancel(context.Background())
+	a.killed, a.kill = context.WithCancel(context.Background())
+	go a.main(h, p, input)
+	return a
+}
+
+// Name is the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// Inbox is the agent's inbox.
+func (a *Agent) Inbox() *inbox.Inbox { return a.in }
+
+// Done is closed when the agent has ended and released everything it made.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
+// Wait blocks until the agent ends and returns run's ok string, or an error:
+// *RunError for run's err, ErrInterrupted (wrapping the trap) when the host
+// stopped it, a *wasmtime.Trap for a trap, or a load or host failure.
+func (a *Agent) Wait() (string, error) {
+	<-a.done
+	return a.out, a.err
+}
+
+// Stop asks the agent to stop: it gets the shutdown envelope and blocking
+// tooling operations fail with cancelled; after StopGrace it is interrupted.
+// Stop returns at once; Wait for the end.
+func (a *Agent) Stop() {
+	a.stopOnce.Do(func() {
+		a.in.Shutdown()
+		a.stop()
+		if a.cfg.StopGrace <= 0 {
+			a.interrupt(fmt.Errorf("%w: stopped", ErrInterrupted))
+			return
+		}
+		t := time.AfterFunc(a.cfg.StopGrace, func() {
+			a.interrupt(fmt.Errorf("%w: did not return within the stop grace of %v", ErrInterrupted, a.cfg.StopGrace))
+		})
+		go func() { <-a.done; t.Stop() }()
+	})
+}
+
+// interrupt makes a running guest trap at the next epoch tick and wakes any
+// host call it waits in. The first reason wins.
+func (a *Agent) interrupt(reason error) {
+	a.reason.CompareAndSwap(nil, &reason)
+	a.stop()
+	a.kill()
+	if s := a.interrupts.Load(); s != nil {
+		s.Interrupt()
+	}
+}
+
+func (a *Agent) main(h *Host, p *Program, input string) {
+	defer close(a.done)
+	st := &agentState{
+		name:     a.name,
+		pa:       h.hub.NewAgent(a.name, a.in, a.cfg.Grants),
+		in:       a.in,
+		log:      a.log,
+		stopping: a.stopping,
+		killed:   a.killed,
+		handles:  make(map[uint32]*pump.Handle),
+	}
+	stdout := newLineLogger(a.log, "stdout")
+	stderr := newLineLogger(a.log, "stderr")
+	defer func() {
+		st.closeHandles()
+		st.pa.Close()
+		a.in.Shutdown()
+		stdout.Flush()
+		stderr.Flush()
+		a.stop()
+		a.kill()
+	}()
+	start := time.Now()
+	a.out, a.err = a.run(h, p, st, input, stdout, stderr)
+	if a.err != nil {
+		a.log.Warn("agent failed", zap.Duration("duration", time.Since(start)), zap.Error(a.err))
+	} else {
+		a.log.Info("agent finished", zap.Duration("duration", time.Since(start)))
+	}
+}
+
+func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, stderr *lineLogger) (string, error) {
+	store, err := wt.NewStore(h.engine, wt.StoreConfig{
+		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
+		MemoryLimit: a.cfg.MemoryLimit,
+		Fuel:        a.cfg.Fuel,
+		Data:        st,
+	})
+	if err != nil {
+		return "", fmt.Errorf("create store: %w", err)
+	}
+	defer store.Close()
+	if err := store.EnableInterrupt(); err != nil {
+		return "", err
+	}
+	a.interrupts.Store(store)
+	defer a.interrupts.Store(nil)
+	if r := a.reason.Load(); r != nil { // stopped before the store existed
+		return "", *r
+	}
+	if a.cfg.RunTimeout > 0 {
+		t := time.AfterFunc(a.cfg.RunTimeout, func() {
+			a.interrupt(fmt.Errorf("%w: run timeout of %v exceeded", ErrInterrupted, a.cfg.RunTimeout))
+		})
+		defer t.Stop()
+	}
+	inst, err := p.linker.Instantiate(store, p.comp)
+	if err != nil {
+		return "", a.explain(fmt.Errorf("instantiate: %w", err))
+	}
+	run, err := inst.Func("run")
+	if err != nil {
+		return "", err
+	}
+	v, err := run.Call(wt.String(input))
+	if err != nil {
+		return "", a.explain(err)
+	}
+	res, ok := v.(wt.Result)
+	if !ok {
+		return "", fmt.Errorf("run returned %v, not a result", v)
+	}
+	s, _ := res.Payload.(wt.String)
+	if res.Err {
+		return "", &RunError{Message: string(s)}
+	}
+	return string(s), nil
+}
+
+// explain attaches the host's reason to a failure it caused.
+func (a *Agent) explain(err error) error {
+	if r := a.reason.Load(); r != nil {
+		return fmt.Errorf("%w (%v)", *r, err)
+	}
+	var exit *wt.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("agent called exit(%d) instead of returning from run", exit.Status)
+	}
+	return err
+}

@@ -1,0 +1,15 @@
+package host
+
+import "errors"
+
+// Sentinel errors callers test for.
+var (
+	// ErrBadComponent marks a component that does not fit the agent world.
+	ErrBadComponent = errors.New("not a toolhost:agent component")
+	// ErrInterrupted marks an agent stopped by the host (shutdown grace
+	// exceeded, run timeout) while it was running guest code.
+	ErrInterrupted = errors.New("agent interrupted")
+	// ErrUnprovidedImport is the trap of a call to an import the host does
+	// not provide.
+	ErrUnprovidedImport = errors.New("the agent called an import toolhostd does not provide")
+)

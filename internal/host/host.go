@@ -1,0 +1,300 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/pump"
+)
+
+// Options configure a Host.
+type Options struct {
+	// CacheDir holds compiled components; "" disables the compile cache.
+	CacheDir string
+	// Fuel makes the engine meter fuel, so that agents can have a fuel limit.
+	// It slows guests down; enable it only when some agent sets one.
+	Fuel bool
+	// EpochTick is how often the engine's epoch advances: the bound on how
+	// long a spinning guest runs after it is interrupted. Default 10ms.
+	EpochTick time.Duration
+	// Log receives the host's and the agents' log lines.
+	Log *zap.Logger
+}
+
+// Host runs agents on one wasmtime engine against one pump hub.
+type Host struct {
+	engine *wt.Engine
+	cache  *CompileCache
+	hub    *pump.Hub
+	log    *zap.Logger
+	fp     string
+
+	stopTicker context.CancelFunc
+	ticker     sync.WaitGroup
+	closeOnce  sync.Once
+}
+
+// New creates a host: its engine, its compile cache and its epoch ticker.
+// Close releases them.
+func New(opts Options, hub *pump.Hub) (*Host, error) {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.EpochTick <= 0 {
+		opts.EpochTick = 10 * time.Millisecond
+	}
+	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true}
+	eng, err := wt.NewEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{
+		engine: eng,
+		hub:    hub,
+		log:    opts.Log.Named("host"),
+		fp:     fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
+	}
+	if opts.CacheDir != "" {
+		if h.cache, err = OpenCompileCache(opts.CacheDir); err != nil {
+			eng.Close()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopTicker = cancel
+	h.ticker.Add(1)
+	go h.tick(ctx, opts.EpochTick)
+	return h, nil
+}
+
+// tick advances the engine's epoch until ctx ends.
+func (h *Host) tick(ctx context.Context, every time.Duration) {
+	defer h.ticker.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.engine.IncrementEpoch()
+		}
+	}
+}
+
+// Cache is the compile cache, or nil when disabled.
+func (h *Host) Cache() *CompileCache { return h.cache }
+
+// Close stops the ticker and releases the engine. Programs and agents must
+// be closed first.
+func (h *Host) Close() error {
+	var err error
+	h.closeOnce.Do(func() {
+		h.stopTicker()
+		h.ticker.Wait()
+		err = h.engine.Close()
+	})
+	return err
+}
+
+// Program is a loaded agent component: compiled, checked against the
+// contract, and linked with the host's imports. Many agents may run one
+// Program at once.
+type Program struct {
+	Name   string
+	comp   *wt.Component
+	linker *wt.Linker
+}
+
+// Close releases the program.
+func (p *Program) Close() error {
+	return errors.Join(p.linker.Close(), p.comp.Close())
+}
+
+// LoadFile loads the component at path (see Load).
+func (h *Host) LoadFile(path string) (*Program, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load agent: %w", err)
+	}
+	return h.Load(path, b)
+}
+
+// Load compiles (or takes from the compile cache) a component and checks
+// that it exports `run: func(string) -> result<string, string>`. Imports
+// the host does not provide are defined as traps: the agent fails only if
+// it calls one.
+func (h *Host) Load(name string, component []byte) (*Program, error) {
+	start := time.Now()
+	comp, cached, err := h.compile(component)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
+	if err := checkExports(comp); err != nil {
+		comp.Close()
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
+	l, err := h.link(comp)
+	if err != nil {
+		comp.Close()
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
+	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", cached), zap.Duration("duration", time.Since(start)))
+	return &Program{Name: name, comp: comp, linker: l}, nil
+}
+
+// compile returns the compiled component, from the cache when it has a
+// sound entry; a refused entry is dropped and recompiled.
+func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
+	if h.cache == nil {
+		c, err := wt.NewComponent(h.engine, component)
+		return c, false, err
+	}
+	key := h.cache.Key(component, h.fp)
+	if art, ok := h.cache.Get(key); ok {
+		c, err := wt.DeserializeComponent(h.engine, art)
+		if err == nil {
+			return c, true, nil
+		}
+		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
+		h.cache.Invalidate(key)
+	}
+	c, err := wt.NewComponent(h.engine, component)
+	if err != nil {
+		return nil, false, err
+	}
+	art, err := c.Serialize()
+	if err == nil {
+		err = h.cache.Put(key, art)
+	}
+	if err != nil {
+		h.log.Warn("compile cache not written", zap.Error(err))
+	}
+	return c, false, nil
+}
+
+// checkExports refuses a component without the contract's run export.
+func checkExports(c *wt.Component) error {
+	exports, err := c.Exports()
+	if err != nil {
+		return err
+	}
+	for _, it := range exports {
+		if it.Name != "run" {
+			continue
+		}
+		if it.Kind != wt.ItemFunc || it.Func == nil {
+			return fmt.Errorf("%w: export `run` is a %s, want func(input: string) -> result<string, string>", ErrBadComponent, it.Kind)
+		}
+		if !isRunType(it.Func) {
+			return fmt.Errorf("%w: export `run` has type %s, want func(input: string) -> result<string, string>", ErrBadComponent, it.Func)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: no export `run: func(input: string) -> result<string, string>` (the toolhost:agent world)", ErrBadComponent)
+}
+
+func isRunType(f *wt.FuncType) bool {
+	isString := func(t *wt.Type) bool { return t != nil && t.Kind == wt.TypeString }
+	r := f.Result
+	return len(f.Params) == 1 && isString(f.Params[0].Type) &&
+		r != nil && r.Kind == wt.TypeResult && isString(r.Ok) && isString(r.Err)
+}
+
+// link builds the component's linker: WASI p2, toolhost:agent, and traps
+// for every other import.
+func (h *Host) link(c *wt.Component) (*wt.Linker, error) {
+	l, err := wt.NewLinker(h.engine)
+	if err != nil {
+		return nil, err
+	}
+	err = l.AddWASIP2()
+	if err == nil {
+		err = defineImports(l)
+	}
+	if err == nil {
+		err = defineUnprovided(l, c)
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// wasiPackages are the WASI p2 packages wasmtime's AddWASIP2 provides.
+var wasiPackages = map[string]bool{"cli": true, "io": true, "clocks": true, "random": true, "filesystem": true, "sockets": true}
+
+// provided reports whether an import is defined by AddWASIP2 or by
+// defineImports.
+func provided(name string) bool {
+	switch name {
+	case ifaceTypes, ifaceTooling, ifaceInbox, ifaceLog:
+		return true
+	}
+	if rest, ok := strings.CutPrefix(name, "wasi:"); ok {
+		pkg, _, _ := strings.Cut(rest, "/")
+		return wasiPackages[pkg]
+	}
+	return false
+}
+
+// unprovidedType tags the stand-in resources of imports the host does not
+// provide; one type for all, so that types shared between such interfaces
+// stay equal.
+const unprovidedType uint32 = 0xFFFF_FFFF
+
+// defineUnprovided defines every import of c that the host does not provide
+// (wasi:http, say) with functions that trap when called, so that a
+// component which only mentions them still runs. wasmtime's own
+// define-unknown-imports-as-traps cannot be used: it redefines instances the
+// linker already has.
+func defineUnprovided(l *wt.Linker, c *wt.Component) error {
+	imports, err := c.Imports()
+	if err != nil {
+		return err
+	}
+	root := l.Root()
+	for _, it := range imports {
+		if provided(it.Name) {
+			continue
+		}
+		if err := defineStub(root, it, it.Name); err != nil {
+			return fmt.Errorf("stub import %s: %w", it.Name, err)
+		}
+	}
+	return nil
+}
+
+func defineStub(li *wt.LinkerInstance, it wt.Item, qualified string) error {
+	switch it.Kind {
+	case wt.ItemFunc:
+		return li.AddFunc(it.Name, func(*wt.Caller, []wt.Val, []wt.Val) error {
+			return fmt.Errorf("%w: %s", ErrUnprovidedImport, qualified)
+		})
+	case wt.ItemResource:
+		return li.AddResource(it.Name, unprovidedType, nil)
+	case wt.ItemInstance:
+		inner, err := li.Instance(it.Name)
+		if err != nil {
+			return err
+		}
+		for _, ex := range it.Exports {
+			if err := defineStub(inner, ex, qualified+"#"+ex.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	case wt.ItemType:
+		return nil
+	}
+	return fmt.Errorf("%w: cannot stand in for a %s import", ErrBadComponent, it.Kind)
+}

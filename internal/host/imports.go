@@ -1,0 +1,338 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/pump"
+)
+
+// The WIT interfaces of toolhost:agent@0.1.0 the host provides.
+const (
+	ifaceTypes   = "toolhost:agent/types@0.1.0"
+	ifaceTooling = "toolhost:agent/tooling@0.1.0"
+	ifaceInbox   = "toolhost:agent/inbox@0.1.0"
+	ifaceLog     = "toolhost:agent/log@0.1.0"
+
+	// toolingType tags the host resource type of tooling handles.
+	toolingType uint32 = 1
+)
+
+// agentState is a store's data: what the host functions of one agent need.
+// It is used only on the agent's goroutine, like the store.
+type agentState struct {
+	name string
+	pa   *pump.Agent
+	in   *inbox.Inbox
+	log  *zap.Logger
+	// stopping ends when the host asks the agent to stop: blocking tooling
+	// operations then fail with cancelled.
+	stopping context.Context
+	// killed ends at the hard stop: a waiting recv returns none.
+	killed context.Context
+
+	handles map[uint32]*pump.Handle
+	next    uint32
+}
+
+// closeHandles drops every handle the guest still holds.
+func (st *agentState) closeHandles() {
+	for rep, h := range st.handles {
+		h.Close()
+		delete(st.handles, rep)
+	}
+}
+
+func stateOf(c *wt.Caller) *agentState { return c.Data().(*agentState) }
+
+// errBadArgs is a host-side defect or a guest built against another WIT:
+// the call traps.
+var errBadArgs = errors.New("arguments do not match toolhost:agent@0.1.0")
+
+func argString(args []wt.Val, i int) (string, error) {
+	if i < len(args) {
+		if s, ok := args[i].(wt.String); ok {
+			return string(s), nil
+		}
+	}
+	return "", fmt.Errorf("%w: argument %d is not a string", errBadArgs, i)
+}
+
+// handleArg resolves the `self` borrow of a tooling method.
+func (st *agentState) handleArg(args []wt.Val) (*pump.Handle, error) {
+	if len(args) > 0 {
+		if r, ok := args[0].(wt.ResourceHost); ok && r.Type == toolingType {
+			if h, ok := st.handles[r.Rep]; ok {
+				return h, nil
+			}
+			return nil, fmt.Errorf("unknown tooling handle %d", r.Rep)
+		}
+	}
+	return nil, fmt.Errorf("%w: self is not a tooling handle", errBadArgs)
+}
+
+// method adapts a tooling method body to a HostFunc.
+func method(body func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+	return func(c *wt.Caller, args []wt.Val, results []wt.Val) error {
+		st := stateOf(c)
+		h, err := st.handleArg(args)
+		if err != nil {
+			return err
+		}
+		v, err := body(st, h, args[1:])
+		if err != nil {
+			return err
+		}
+		results[0] = v
+		return nil
+	}
+}
+
+// defineImports puts toolhost:agent@0.1.0 into l.
+func defineImports(l *wt.Linker) error {
+	root := l.Root()
+	if _, err := root.Instance(ifaceTypes); err != nil {
+		return err
+	}
+	if err := defineTooling(root); err != nil {
+		return err
+	}
+	if err := defineInbox(root); err != nil {
+		return err
+	}
+	return defineLog(root)
+}
+
+func defineTooling(root *wt.LinkerInstance) error {
+	li, err := root.Instance(ifaceTooling)
+	if err != nil {
+		return err
+	}
+	dtor := func(c *wt.Caller, rep uint32) error {
+		st := stateOf(c)
+		if h, ok := st.handles[rep]; ok {
+			h.Close()
+			delete(st.handles, rep)
+		}
+		return nil
+	}
+	if err := li.AddResource("tooling", toolingType, dtor); err != nil {
+		return err
+	}
+	funcs := map[string]wt.HostFunc{
+		"get": func(c *wt.Caller, args []wt.Val, results []wt.Val) error {
+			st := stateOf(c)
+			name, err := argString(args, 0)
+			if err != nil {
+				return err
+			}
+			h, err := st.pa.Get(name)
+			if err != nil {
+				results[0] = errResult(err)
+				return nil
+			}
+			st.next++
+			st.handles[st.next] = h
+			results[0] = wt.Ok(wt.ResourceHost{Type: toolingType, Rep: st.next, Owned: true})
+			return nil
+		},
+		"[method]tooling.kind": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+			return wt.String(h.Kind()), nil
+		}),
+		"[method]tooling.name": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+			return wt.String(h.Name()), nil
+		}),
+		"[method]tooling.list-tools": method(func(st *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+			ts, err := h.ListTools(st.stopping)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(toolList(ts)), nil
+		}),
+		"[method]tooling.call-tool": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			name, args2, err := twoStrings(args)
+			if err != nil {
+				return nil, err
+			}
+			id, err := h.CallTool(name, args2)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(wt.String(id)), nil
+		}),
+		"[method]tooling.is-open": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			id, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			return wt.Bool(h.IsOpen(id)), nil
+		}),
+		"[method]tooling.cancel": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			id, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			return wt.Bool(h.Cancel(id)), nil
+		}),
+		"[method]tooling.call-tool-blocking": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			name, args2, err := twoStrings(args)
+			if err != nil {
+				return nil, err
+			}
+			res, err := h.CallToolBlocking(st.stopping, name, args2)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(toolResultVal(res)), nil
+		}),
+		"[method]tooling.list-resources": method(func(st *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+			rs, err := h.ListResources(st.stopping)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(resourceInfoList(rs)), nil
+		}),
+		"[method]tooling.read-resource": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			uri, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			c, err := h.ReadResource(st.stopping, uri)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(resourceContentVal(c)), nil
+		}),
+		"[method]tooling.subscribe-resource-list": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+			id, err := h.SubscribeResourceList()
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(wt.String(id)), nil
+		}),
+		"[method]tooling.unsubscribe-resource-list": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			id, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			return wt.Bool(h.UnsubscribeResourceList(id)), nil
+		}),
+		"[method]tooling.subscribe-resource": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			uri, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			id, err := h.SubscribeResource(st.stopping, uri)
+			if err != nil {
+				return errResult(err), nil
+			}
+			return wt.Ok(wt.String(id)), nil
+		}),
+		"[method]tooling.unsubscribe-resource": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+			id, err := argString(args, 0)
+			if err != nil {
+				return nil, err
+			}
+			return wt.Bool(h.UnsubscribeResource(id)), nil
+		}),
+	}
+	return addFuncs(li, funcs)
+}
+
+func twoStrings(args []wt.Val) (string, string, error) {
+	a, err := argString(args, 0)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := argString(args, 1)
+	return a, b, err
+}
+
+func defineInbox(root *wt.LinkerInstance) error {
+	li, err := root.Instance(ifaceInbox)
+	if err != nil {
+		return err
+	}
+	return addFuncs(li, map[string]wt.HostFunc{
+		"recv": func(c *wt.Caller, args []wt.Val, results []wt.Val) error {
+			st := stateOf(c)
+			var timeout *time.Duration
+			if len(args) != 1 {
+				return fmt.Errorf("%w: recv takes one argument", errBadArgs)
+			}
+			opt, ok := args[0].(wt.Option)
+			if !ok {
+				return fmt.Errorf("%w: recv's timeout is not an option", errBadArgs)
+			}
+			if opt.Some != nil {
+				ms, ok := opt.Some.(wt.U32)
+				if !ok {
+					return fmt.Errorf("%w: recv's timeout is not a u32", errBadArgs)
+				}
+				d := time.Duration(ms) * time.Millisecond
+				timeout = &d
+			}
+			env, got := st.in.Recv(st.killed, timeout)
+			v, err := envelopeOption(env, got)
+			results[0] = v
+			return err
+		},
+		"try-recv": func(c *wt.Caller, _ []wt.Val, results []wt.Val) error {
+			env, got := stateOf(c).in.TryRecv()
+			v, err := envelopeOption(env, got)
+			results[0] = v
+			return err
+		},
+		"pending": func(c *wt.Caller, _ []wt.Val, results []wt.Val) error {
+			results[0] = wt.U32(stateOf(c).in.Pending())
+			return nil
+		},
+	})
+}
+
+var logLevels = map[wt.Enum]zapcore.Level{
+	"debug": zapcore.DebugLevel,
+	"info":  zapcore.InfoLevel,
+	"warn":  zapcore.WarnLevel,
+	"error": zapcore.ErrorLevel,
+}
+
+func defineLog(root *wt.LinkerInstance) error {
+	li, err := root.Instance(ifaceLog)
+	if err != nil {
+		return err
+	}
+	return li.AddFunc("write", func(c *wt.Caller, args []wt.Val, _ []wt.Val) error {
+		if len(args) != 2 {
+			return fmt.Errorf("%w: log.write takes two arguments", errBadArgs)
+		}
+		lvl, ok := logLevels[args[0].(wt.Enum)]
+		if !ok {
+			return fmt.Errorf("%w: unknown log level %v", errBadArgs, args[0])
+		}
+		msg, err := argString(args, 1)
+		if err != nil {
+			return err
+		}
+		if ce := stateOf(c).log.Check(lvl, msg); ce != nil {
+			ce.Write()
+		}
+		return nil
+	})
+}
+
+func addFuncs(li *wt.LinkerInstance, funcs map[string]wt.HostFunc) error {
+	for name, fn := range funcs {
+		if err := li.AddFunc(name, fn); err != nil {
+			return fmt.Errorf("define %s: %w", name, err)
+		}
+	}
+	return nil
+}
