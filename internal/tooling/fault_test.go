@@ -1,6 +1,7 @@
 package tooling_test
 
 import (
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,6 +53,24 @@ func serverPID(t *testing.T, m *tooling.MCP) int {
 		return err == nil
 	})
 	return pid
+}
+
+// stopProcess sends SIGSTOP to pid and waits until the kernel reports it
+// stopped (a group stop is not instantaneous on a loaded machine).
+func stopProcess(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the server to be stopped", func() bool {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		i := strings.LastIndexByte(string(data), ')')
+		return i > 0 && i+2 < len(data) && data[i+2] == 'T'
+	})
 }
 
 // blockingCall starts the "block" tool and waits until it is in flight.
@@ -113,9 +132,7 @@ func TestSubprocessStoppedFailsLiveness(t *testing.T) {
 	waitConnected(t, m)
 	pid1 := serverPID(t, m)
 	errc := blockingCall(t, m, "block")
-	if err := syscall.Kill(pid1, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, pid1)
 	t.Cleanup(func() { _ = syscall.Kill(pid1, syscall.SIGKILL) })
 	err := recv(t, errc, 10*time.Second, "the in-flight call to fail")
 	wantCode(t, err, tooling.CodeUnavailable)
@@ -134,9 +151,7 @@ func TestSubprocessStoppedCallTimesOut(t *testing.T) {
 	serve(t, m)
 	waitConnected(t, m)
 	pid := serverPID(t, m)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, pid)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	errc := make(chan error, 1)
 	go func() {

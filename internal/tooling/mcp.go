@@ -270,6 +270,13 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 	}
 }
 
+// notSentError is a request go-sdk refused to send, or the server refused
+// to run, because the connection was closing: it ran nowhere, so it may be
+// made again on the next session.
+type notSentError struct{ err *Error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+
 // run makes one request on s, bounded by ctx, the call timeout and the
 // life of s, and maps its error.
 func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Context, *mcp.ClientSession) error) error {
@@ -281,19 +288,36 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 	defer tcancel()
 	m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
-	if err := f(tctx, s.cs); err != nil {
-		return mapError(ctx, tctx, op, err)
+	err := f(tctx, s.cs)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
+		// The connection is closing: this session is done, whether or not
+		// its reader has noticed yet.
+		m.endSession(s, err)
+		return &notSentError{mapError(ctx, tctx, op, err)}
+	}
+	return mapError(ctx, tctx, op, err)
 }
 
-// do is acquire then run.
+// do is acquire then run; a request that was not sent because the session
+// was closing is made again on the next one (at most twice more).
 func (m *MCP) do(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
-	s, err := m.acquire(ctx, op)
-	if err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		s, err := m.acquire(ctx, op)
+		if err != nil {
+			return err
+		}
+		err = m.run(ctx, s, op, f)
+		var ns *notSentError
+		if !errors.As(err, &ns) {
+			return err
+		}
+		if attempt == 2 {
+			return ns.err
+		}
 	}
-	return m.run(ctx, s, op, f)
 }
 
 // ListTools returns every tool, from the cache while it is valid (it is
@@ -306,20 +330,40 @@ func (m *MCP) ListTools(ctx context.Context) ([]Tool, error) {
 		return t, nil
 	}
 	m.mu.Unlock()
-	s, err := m.acquire(ctx, "tools/list")
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		s, err := m.acquire(ctx, "tools/list")
+		if err != nil {
+			return nil, err
+		}
+		tools, err := m.fetchToolsOn(ctx, s)
+		var ns *notSentError
+		if errors.As(err, &ns) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			return nil, plainError(err)
+		}
+		return slices.Clone(tools), nil
 	}
-	tools, err := m.fetchTools(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(tools), nil
 }
 
 // fetchTools lists every tool on s and caches the list unless it was
 // invalidated meanwhile.
 func (m *MCP) fetchTools(ctx context.Context, s *session) ([]Tool, error) {
+	tools, err := m.fetchToolsOn(ctx, s)
+	return tools, plainError(err)
+}
+
+// plainError unwraps a notSentError for callers that do not retry.
+func plainError(err error) error {
+	var ns *notSentError
+	if errors.As(err, &ns) {
+		return ns.err
+	}
+	return err
+}
+
+func (m *MCP) fetchToolsOn(ctx context.Context, s *session) ([]Tool, error) {
 	m.mu.Lock()
 	gen := m.toolsGen
 	m.mu.Unlock()
@@ -470,7 +514,7 @@ func (m *MCP) Subscribe(ctx context.Context, uri string) error {
 		return err
 	}
 	if err := m.subscribeOn(ctx, s, op, uri); err != nil {
-		return err
+		return plainError(err)
 	}
 	m.subs[uri] = struct{}{}
 	return nil
@@ -501,9 +545,9 @@ func (m *MCP) Unsubscribe(ctx context.Context, uri string) error {
 	if s == nil {
 		return nil
 	}
-	return m.run(ctx, s, fmt.Sprintf("resources/unsubscribe %q", uri), func(ctx context.Context, cs *mcp.ClientSession) error {
+	return plainError(m.run(ctx, s, fmt.Sprintf("resources/unsubscribe %q", uri), func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	})
+	}))
 }
 
 // resubscribe makes every live subscription again on a new session.
@@ -516,7 +560,7 @@ func (m *MCP) resubscribe(s *session) {
 	}
 	sort.Strings(uris)
 	for _, uri := range uris {
-		err := m.subscribeOn(s.ctx, s, fmt.Sprintf("resources/subscribe %q", uri), uri)
+		err := plainError(m.subscribeOn(s.ctx, s, fmt.Sprintf("resources/subscribe %q", uri), uri))
 		if err == nil {
 			continue
 		}
@@ -615,6 +659,21 @@ func (m *MCP) Serve(ctx context.Context) error {
 	}
 }
 
+// endSession takes s out of service at once (operations then wait for the
+// next session) and cancels its context, failing its in-flight requests.
+func (m *MCP) endSession(s *session, cause error) {
+	m.mu.Lock()
+	if m.cur == s {
+		m.cur = nil
+		m.ready = make(chan struct{})
+		m.lastErr = cause
+		m.toolsOK, m.tools = false, nil
+		m.toolsGen++
+	}
+	m.mu.Unlock()
+	s.cancel(&sessionLostError{cause})
+}
+
 func (m *MCP) setLastErr(err error) {
 	m.mu.Lock()
 	m.lastErr = err
@@ -667,6 +726,8 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1)}
 	start := time.Now()
+	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
+	defer stopOnCancel()
 
 	m.mu.Lock()
 	m.cur = s
@@ -689,7 +750,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		if err == nil {
 			err = errors.New("connection closed")
 		}
-		s.cancel(&sessionLostError{err})
+		m.endSession(s, err)
 	})
 	wg.Go(func() { m.liveness(s) })
 	wg.Go(func() {
@@ -706,20 +767,9 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	})
 	m.resubscribe(s)
 
-	select {
-	case <-ctx.Done():
-		s.cancel(&sessionLostError{errors.New("tooling stopped")})
-	case <-s.ctx.Done():
-	}
+	<-s.ctx.Done()
 	cause := context.Cause(s.ctx)
-
-	m.mu.Lock()
-	m.cur = nil
-	m.ready = make(chan struct{})
-	m.lastErr = cause
-	m.toolsOK, m.tools = false, nil
-	m.toolsGen++
-	m.mu.Unlock()
+	m.endSession(s, cause) // no-op unless cancelled directly
 
 	if ctx.Err() == nil && d.kill != nil {
 		// Dead or unresponsive: do not wait for it to exit by itself.
@@ -755,7 +805,7 @@ func (m *MCP) liveness(s *session) {
 		if errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound {
 			continue // it answered: alive, just without ping
 		}
-		s.cancel(&sessionLostError{fmt.Errorf("liveness check failed: %w", err)})
+		m.endSession(s, fmt.Errorf("liveness check failed: %w", err))
 		return
 	}
 }
