@@ -20,20 +20,25 @@ node_modules/.package-lock.json: package.json package-lock.json
 	@touch $@
 
 AGENTS := $(patsubst examples/agents/%.js,build/agents/%.wasm,$(wildcard examples/agents/*.js))
+TEST_AGENTS := $(patsubst internal/host/testdata/agents/%.js,build/test-agents/%.wasm,$(wildcard internal/host/testdata/agents/*.js))
+COMPONENTIZE = @mkdir -p $(@D) && echo "componentize-js $< -> $@" && \
+	node_modules/.bin/componentize-js $< --wit wit --world-name agent -d http fetch-event -o $@
 
-agents: $(AGENTS) ## build the example JS agents into build/agents/ (componentize-js)
+agents: $(AGENTS) $(TEST_AGENTS) ## build the example and test JS agents into build/ (componentize-js)
 
 build/agents/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
-	@mkdir -p $(@D)
-	node_modules/.bin/componentize-js $< --wit wit --world-name agent -d http fetch-event -o $@
+	$(COMPONENTIZE)
+
+build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
+	$(COMPONENTIZE)
 
 build: ## build bin/toolhostd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
 
-test: deps ## run the whole test suite (race detector on)
+test: deps agents ## run the whole test suite (race detector on)
 	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...
 
-bench: deps ## run the benchmarks and print a table of medians and ratios
+bench: deps agents ## run the benchmarks and print a table of medians and ratios
 	$(GO) run ./internal/benchtable -- $(GO) test -run '^$$' -bench . -benchtime 1s -count 5 ./...
 
 check: ## gofmt, go vet, staticcheck
