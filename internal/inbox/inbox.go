@@ -49,15 +49,17 @@ type entry struct {
 type Inbox struct {
 	capacity int
 	notify   chan struct{} // one token: something may be ready
-	done     chan struct{} // closed by Shutdown
+	ctx      context.Context
+	stop     context.CancelFunc // ends ctx at Shutdown
 
 	mu        sync.Mutex
 	queue     []*entry // queue[head:] are undelivered (some dead)
 	head      int
 	live      int                 // undelivered, not dead
-	byID      map[string]*entry   // undelivered call results and stream updates
+	results   map[string]*entry   // undelivered call results
 	reserved  map[string]struct{} // open calls
-	streams   map[string]struct{} // open subscriptions
+	streams   map[string]*entry   // open subscriptions: their undelivered update or nil
+	free      []*entry            // recycled entries
 	shutdown  bool                // the shutdown envelope is enqueued
 	finished  bool                // the shutdown envelope was delivered
 	coalesced uint64
@@ -70,13 +72,15 @@ func New(capacity int) *Inbox {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
+	ctx, stop := context.WithCancel(context.Background())
 	return &Inbox{
 		capacity: capacity,
 		notify:   make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		byID:     make(map[string]*entry),
+		ctx:      ctx,
+		stop:     stop,
+		results:  make(map[string]*entry),
 		reserved: make(map[string]struct{}),
-		streams:  make(map[string]struct{}),
+		streams:  make(map[string]*entry),
 	}
 }
 
@@ -127,8 +131,8 @@ func (q *Inbox) Deliver(id string, ev Event) bool {
 		q.mu.Unlock()
 		return false
 	}
-	e := &entry{env: Envelope{ID: id, Event: ev}, kind: kindCall}
-	q.byID[id] = e
+	e := q.newEntry(id, ev, kindCall)
+	q.results[id] = e
 	q.pushLocked(e)
 	q.mu.Unlock()
 	q.signal()
@@ -145,7 +149,7 @@ func (q *Inbox) Cancel(id string) bool {
 		delete(q.reserved, id)
 		return true
 	}
-	if e, ok := q.byID[id]; ok && e.kind == kindCall {
+	if e, ok := q.results[id]; ok {
 		q.dropLocked(e)
 		return true
 	}
@@ -165,7 +169,7 @@ func (q *Inbox) OpenStream(id string) error {
 	if q.inUseLocked(id) {
 		return ErrDuplicate
 	}
-	q.streams[id] = struct{}{}
+	q.streams[id] = nil
 	return nil
 }
 
@@ -175,12 +179,13 @@ func (q *Inbox) OpenStream(id string) error {
 // It returns false, dropping ev, when the stream is not open.
 func (q *Inbox) Update(id string, ev Event) bool {
 	q.mu.Lock()
-	if _, ok := q.streams[id]; !ok || q.shutdown {
+	pending, open := q.streams[id]
+	if !open || q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
-	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
-		e.env.Event = ev
+	if pending != nil {
+		pending.env.Event = ev
 		q.coalesced++
 		q.mu.Unlock()
 		return true
@@ -189,9 +194,9 @@ func (q *Inbox) Update(id string, ev Event) bool {
 	if !isUpdate(ev) {
 		kind = kindOther
 	}
-	e := &entry{env: Envelope{ID: id, Event: ev}, kind: kind}
+	e := q.newEntry(id, ev, kind)
 	if kind == kindUpdate {
-		q.byID[id] = e
+		q.streams[id] = e
 	}
 	q.pushLocked(e)
 	q.mu.Unlock()
@@ -208,15 +213,12 @@ func (q *Inbox) EndStream(id string, ev Event) bool {
 		q.mu.Unlock()
 		return false
 	}
-	delete(q.streams, id)
-	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
-		delete(q.byID, id) // still delivered, no longer coalescing
-	}
+	delete(q.streams, id) // an undelivered update stays, no longer coalescing
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
-	q.pushLocked(&entry{env: Envelope{ID: id, Event: ev}, kind: kindOther})
+	q.pushLocked(q.newEntry(id, ev, kindOther))
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -228,12 +230,13 @@ func (q *Inbox) EndStream(id string, ev Event) bool {
 func (q *Inbox) CloseStream(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.streams[id]; !ok {
+	pending, open := q.streams[id]
+	if !open {
 		return false
 	}
 	delete(q.streams, id)
-	if e, ok := q.byID[id]; ok && e.kind == kindUpdate {
-		q.dropLocked(e)
+	if pending != nil {
+		q.dropLocked(pending)
 	}
 	return true
 }
@@ -250,15 +253,19 @@ func (q *Inbox) Shutdown() bool {
 	q.shutdown = true
 	clear(q.reserved)
 	clear(q.streams)
-	q.pushLocked(&entry{env: Envelope{ID: ShutdownID, Event: Shutdown{}}, kind: kindShutdown})
+	q.pushLocked(q.newEntry(ShutdownID, Shutdown{}, kindShutdown))
 	q.mu.Unlock()
-	close(q.done)
+	q.stop()
 	q.signal()
 	return true
 }
 
 // Done is closed when Shutdown is called.
-func (q *Inbox) Done() <-chan struct{} { return q.done }
+func (q *Inbox) Done() <-chan struct{} { return q.ctx.Done() }
+
+// Context ends when Shutdown is called (for context.AfterFunc and the
+// like); it carries no values or deadline.
+func (q *Inbox) Context() context.Context { return q.ctx }
 
 // Pending counts the undelivered envelopes.
 func (q *Inbox) Pending() int {
@@ -343,7 +350,7 @@ func (q *Inbox) inUseLocked(id string) bool {
 	if _, ok := q.streams[id]; ok {
 		return true
 	}
-	_, ok := q.byID[id]
+	_, ok := q.results[id]
 	return ok
 }
 
@@ -360,7 +367,9 @@ func (q *Inbox) pushLocked(e *entry) {
 }
 
 func (q *Inbox) dropLocked(e *entry) {
-	delete(q.byID, e.env.ID)
+	if e.kind == kindCall && q.results[e.env.ID] == e {
+		delete(q.results, e.env.ID)
+	}
 	e.dead = true
 	e.env = Envelope{}
 	q.live--
@@ -375,21 +384,51 @@ func (q *Inbox) popLocked() (Envelope, bool) {
 		q.queue[q.head] = nil
 		q.head++
 		if e.dead {
+			q.recycle(e)
 			continue
 		}
 		q.live--
-		if (e.kind == kindCall || e.kind == kindUpdate) && q.byID[e.env.ID] == e {
-			delete(q.byID, e.env.ID)
-		}
-		if e.kind == kindShutdown {
+		switch e.kind {
+		case kindCall:
+			if q.results[e.env.ID] == e {
+				delete(q.results, e.env.ID)
+			}
+		case kindUpdate:
+			if p, ok := q.streams[e.env.ID]; ok && p == e {
+				q.streams[e.env.ID] = nil
+			}
+		case kindShutdown:
 			q.finished = true
 		}
 		q.delivered++
+		env := e.env
+		q.recycle(e)
 		q.compactLocked()
-		return e.env, true
+		return env, true
 	}
 	q.compactLocked()
 	return Envelope{}, false
+}
+
+// maxFree bounds the recycled entries an inbox keeps.
+const maxFree = 64
+
+func (q *Inbox) newEntry(id string, ev Event, kind entryKind) *entry {
+	if n := len(q.free); n > 0 {
+		e := q.free[n-1]
+		q.free = q.free[:n-1]
+		*e = entry{env: Envelope{ID: id, Event: ev}, kind: kind}
+		return e
+	}
+	return &entry{env: Envelope{ID: id, Event: ev}, kind: kind}
+}
+
+// recycle keeps e, no longer referenced by the queue or an index, for reuse.
+func (q *Inbox) recycle(e *entry) {
+	if len(q.free) < maxFree {
+		*e = entry{}
+		q.free = append(q.free, e)
+	}
 }
 
 func (q *Inbox) compactLocked() {

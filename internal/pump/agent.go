@@ -21,8 +21,10 @@ type Agent struct {
 	in     *inbox.Inbox
 	grants func(string) bool
 	log    *zap.Logger
-	ctx    context.Context // ends at Close; parent of every call
+	ctx    context.Context // ends at Close or inbox shutdown; parent of every call
 	cancel context.CancelFunc
+	// stopWatch unregisters the inbox-shutdown hook that cancels ctx.
+	stopWatch func() bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -58,6 +60,7 @@ func (a *Agent) Close() {
 		return
 	}
 	a.closed = true
+	a.stopWatch()
 	hs := make([]*Handle, 0, len(a.handles))
 	for hd := range a.handles {
 		hs = append(hs, hd)
@@ -171,7 +174,7 @@ func (h *Handle) CallTool(name, args string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h.rt.queue.push(c)
+	h.rt.gate.submit(c)
 	return c.id, nil
 }
 
@@ -221,16 +224,12 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 	if err != nil {
 		return tooling.ToolResult{}, err
 	}
-	h.rt.queue.push(c)
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		c.cancel()
-		return tooling.ToolResult{}, tooling.Errorf(tooling.CodeCancelled, "tools/call %q: %v", name, ctx.Err())
-	case <-h.a.in.Done():
-		c.cancel()
-		return tooling.ToolResult{}, errAgentClosed()
-	}
+	// The caller's ctx ends the call too (the agent's ends with the inbox
+	// shutdown).
+	stop := context.AfterFunc(ctx, c.cancel)
+	h.rt.gate.runBlocking(c)
+	stop()
+	<-c.done
 	if c.err != nil {
 		return tooling.ToolResult{}, c.err
 	}

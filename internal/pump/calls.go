@@ -18,7 +18,8 @@ import (
 // Call states: a call is queued until a worker takes it (running) or its
 // context ends first; whoever moves it to finished completes it, once.
 const (
-	stateQueued uint32 = iota
+	stateQueued   uint32 = iota
+	stateAdmitted        // has a slot, about to run
 	stateRunning
 	stateFinished
 )
@@ -36,13 +37,15 @@ type call struct {
 
 	ctx       context.Context // the call timeout under the agent's context
 	cancel    context.CancelFunc
-	stopAfter func() bool // unregisters the queued-expiry hook
+	stopAfter func() bool // unregisters the queued-expiry hook (async only)
 	state     atomic.Uint32
 
-	// blocking only: set before done is closed
-	done chan struct{}
-	res  tooling.ToolResult
-	err  *tooling.Error
+	// blocking only: done is closed when res and err are set; admitted is
+	// closed when the gate hands the queued call a slot
+	done     chan struct{}
+	admitted chan struct{}
+	res      tooling.ToolResult
+	err      *tooling.Error
 }
 
 func newID() string { return uuid.NewString() }
@@ -79,23 +82,29 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	a.calls[c.id] = c
 	h.calls[c.id] = c
 	a.mu.Unlock()
-	// A call whose context ends while still queued completes from here.
-	c.stopAfter = context.AfterFunc(c.ctx, func() {
-		if c.state.CompareAndSwap(stateQueued, stateFinished) {
-			c.finish(tooling.ToolResult{}, c.ctx.Err(), false)
-		}
-	})
+	// An async call whose context ends while still queued completes from
+	// here (a blocking caller watches its context itself).
+	if !blocking {
+		c.stopAfter = context.AfterFunc(c.ctx, c.expire)
+	}
 	return c, nil
+}
+
+// expire completes a call whose context ended while it was still queued.
+func (c *call) expire() {
+	if c.state.CompareAndSwap(stateQueued, stateFinished) {
+		c.finish(tooling.ToolResult{}, c.ctx.Err(), false)
+	}
 }
 
 func (c *call) log() *zap.Logger {
 	return c.rt.log.With(zap.String("agent", c.a.name), zap.String("call_id", c.id), zap.String("tool", c.tool))
 }
 
-// run is a worker running a call it took from the queue.
+// run runs an admitted call (or one admitted at once, still queued).
 func (c *call) run() {
-	if !c.state.CompareAndSwap(stateQueued, stateRunning) {
-		return // expired or cancelled while queued
+	if !c.state.CompareAndSwap(stateQueued, stateRunning) && !c.state.CompareAndSwap(stateAdmitted, stateRunning) {
+		return // expired or cancelled meanwhile
 	}
 	res, err := c.callTool()
 	c.state.Store(stateFinished)
@@ -119,7 +128,7 @@ func (c *call) callTool() (res tooling.ToolResult, err error) {
 // worker unregisters the expiry hook (stop); the hook itself must not read
 // it.
 func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
-	if stop {
+	if stop && c.stopAfter != nil {
 		c.stopAfter()
 	}
 	var herr *tooling.Error
@@ -172,82 +181,115 @@ func (c *call) errorFor(err error) *tooling.Error {
 	return tooling.AsError(err)
 }
 
-// callQueue is a tooling's FIFO of calls waiting for a worker. It is
-// unbounded: every async call holds an inbox slot, so inbox capacities
-// bound it.
-type callQueue struct {
-	mu    sync.Mutex
-	items []*call
-	head  int
-	ready chan struct{} // one token: the queue may be non-empty
+// gate admits at most limit calls of a tooling at once; the rest wait in
+// FIFO order. An admitted async call runs on a goroutine that, when done,
+// goes on with the next queued async call (or hands its slot to the next
+// queued blocking caller); a blocking call runs on its caller's goroutine.
+// There is no idle worker: a goroutine exists only for a running call.
+type gate struct {
+	rt    *runtime
+	limit int
+
+	mu      sync.Mutex
+	running int
+	queue   []*call
+	head    int
+	wg      sync.WaitGroup // the async call goroutines
 }
 
-func newCallQueue() *callQueue { return &callQueue{ready: make(chan struct{}, 1)} }
+func newGate(rt *runtime, limit int) *gate { return &gate{rt: rt, limit: limit} }
 
-func (q *callQueue) push(c *call) {
-	q.mu.Lock()
-	q.items = append(q.items, c)
-	q.mu.Unlock()
-	q.signal()
+// submit runs the async call c now if a slot is free, else queues it.
+func (g *gate) submit(c *call) {
+	g.mu.Lock()
+	if g.running < g.limit {
+		g.running++
+		g.wg.Add(1)
+		g.mu.Unlock()
+		go g.runLoop(c)
+		return
+	}
+	g.push(c)
+	g.mu.Unlock()
 }
 
-func (q *callQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
+// runBlocking runs the blocking call c on the caller's goroutine once
+// admitted and returns when c is finished (c.done closed).
+func (g *gate) runBlocking(c *call) {
+	g.mu.Lock()
+	if g.running < g.limit {
+		g.running++
+		g.mu.Unlock()
+	} else {
+		c.admitted = make(chan struct{})
+		g.push(c)
+		g.mu.Unlock()
+		select {
+		case <-c.admitted: // a finishing call handed over its slot
+		case <-c.ctx.Done():
+			if c.state.CompareAndSwap(stateQueued, stateFinished) {
+				c.finish(tooling.ToolResult{}, c.ctx.Err(), false)
+				return // next() will skip it
+			}
+			<-c.admitted // handed a slot meanwhile: run (it fails at once)
+		}
+	}
+	c.run()
+	g.release()
+}
+
+// runLoop runs c, then queued async calls while there are any.
+func (g *gate) runLoop(c *call) {
+	defer g.wg.Done()
+	for c != nil {
+		c.run()
+		c = g.next()
 	}
 }
 
-// pop waits for the next call; nil when ctx ends.
-func (q *callQueue) pop(ctx context.Context) *call {
-	for {
-		q.mu.Lock()
-		if q.head < len(q.items) {
-			c := q.items[q.head]
-			q.items[q.head] = nil
-			q.head++
-			more := q.head < len(q.items)
-			if !more {
-				q.items, q.head = q.items[:0], 0
-			} else if q.head >= 256 && q.head*2 >= len(q.items) {
-				n := copy(q.items, q.items[q.head:])
-				clear(q.items[n:])
-				q.items, q.head = q.items[:n], 0
-			}
-			q.mu.Unlock()
-			if more {
-				q.signal() // wake another worker
-			}
-			return c
+// release gives up a slot after a blocking call: to the next queued call,
+// on a new goroutine if it is async.
+func (g *gate) release() {
+	if c := g.next(); c != nil {
+		g.mu.Lock()
+		g.wg.Add(1)
+		g.mu.Unlock()
+		go g.runLoop(c)
+	}
+}
+
+// next hands the caller's slot to the next queued call that is still
+// queued: an async one is returned for the caller to run; a blocking one
+// is woken to run itself (nil is returned). With none queued the slot is
+// freed and nil returned.
+func (g *gate) next() *call {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.head < len(g.queue) {
+		c := g.queue[g.head]
+		g.queue[g.head] = nil
+		g.head++
+		if g.head == len(g.queue) {
+			g.queue, g.head = g.queue[:0], 0
 		}
-		q.mu.Unlock()
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
+		if !c.state.CompareAndSwap(stateQueued, stateAdmitted) {
+			continue // expired or cancelled while queued
+		}
+		if c.blocking {
+			close(c.admitted)
 			return nil
 		}
+		return c
 	}
+	g.running--
+	return nil
 }
 
-// workers is a tooling's pool of MaxConcurrentCalls call workers, one
-// suture service.
-type workers struct{ rt *runtime }
-
-func (w *workers) String() string { return "calls/" + w.rt.name }
-
-func (w *workers) Serve(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range w.rt.limits.MaxConcurrentCalls {
-		wg.Go(func() {
-			for {
-				c := w.rt.queue.pop(ctx)
-				if c == nil {
-					return
-				}
-				c.run()
-			}
-		})
+func (g *gate) push(c *call) {
+	if g.head >= 256 && g.head*2 >= len(g.queue) {
+		n := copy(g.queue, g.queue[g.head:])
+		clear(g.queue[n:])
+		g.queue, g.head = g.queue[:n], 0
 	}
-	wg.Wait()
-	return ctx.Err()
+	g.queue = append(g.queue, c)
 }

@@ -1,11 +1,11 @@
-// Package pump runs what sits between agents and their toolings: the call
-// workers behind call-tool (queued calls, at most max_concurrent_calls
-// running per tooling, per-call timeouts, is-open and cancel), the resource
+// Package pump runs what sits between agents and their toolings: the calls
+// behind call-tool (queued, at most max_concurrent_calls running per
+// tooling, per-call timeouts, is-open and cancel), the resource
 // pumps behind the subscriptions (one MCP subscription per uri however many
 // agents subscribe, one read per update fanned out to every subscriber's
 // inbox), the per-agent tables of calls and subscriptions that make handle
 // drop and agent exit cancel everything they made, and the supervisor tree
-// that keeps each tooling's session, workers and pump running.
+// that keeps each tooling's session and resource pump running.
 //
 // Nothing here knows about WebAssembly: the host's WIT functions call the
 // methods of Agent and Handle one to one.
@@ -73,6 +73,10 @@ type Hub struct {
 	log   *zap.Logger
 	rts   map[string]*runtime
 	names []string
+	// ctx is the parent of every agent's context; it ends when Serve's
+	// context does, cancelling every call.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // runtime is everything the hub keeps for one tooling.
@@ -81,19 +85,21 @@ type runtime struct {
 	name   string
 	limits Limits
 	log    *zap.Logger
-	queue  *callQueue
+	gate   *gate
 	pump   *resPump
 }
 
 // NewHub makes the hub for entries and installs its resource pump as each
-// tooling's observer. Nothing runs until Serve; calls made before then
-// queue (and time out as usual).
+// tooling's observer. Calls run as soon as they are made (the tooling waits
+// for its session, up to its connect timeout); sessions and resource pumps
+// run under Serve.
 func NewHub(entries []Entry, log *zap.Logger) *Hub {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log = log.Named("pump")
 	h := &Hub{log: log, rts: make(map[string]*runtime, len(entries))}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	for _, e := range entries {
 		lim := e.Limits
 		if lim.MaxConcurrentCalls <= 0 {
@@ -104,7 +110,8 @@ func NewHub(entries []Entry, log *zap.Logger) *Hub {
 		}
 		name := e.Tooling.Name()
 		rl := log.With(zap.String("tooling", name))
-		rt := &runtime{t: e.Tooling, name: name, limits: lim, log: rl, queue: newCallQueue()}
+		rt := &runtime{t: e.Tooling, name: name, limits: lim, log: rl}
+		rt.gate = newGate(rt, lim.MaxConcurrentCalls)
 		rt.pump = newResPump(rt)
 		e.Tooling.SetObserver(rt.pump)
 		h.rts[name] = rt
@@ -118,10 +125,14 @@ func NewHub(entries []Entry, log *zap.Logger) *Hub {
 func (h *Hub) Names() []string { return append([]string(nil), h.names...) }
 
 // Serve runs the supervisor tree until ctx ends: a root with one
-// sub-supervisor per tooling holding its session (Tooling.Serve), its call
-// workers and its resource pump. A tooling's failures restart only its own
-// services, never its siblings'.
+// sub-supervisor per tooling holding its session (Tooling.Serve) and its
+// resource pump. A tooling's failures restart only its own services, never
+// its siblings'. Call goroutines exist only while a call runs (see gate);
+// when ctx ends every agent's calls are cancelled and Serve waits for them.
+// Serve is called once.
 func (h *Hub) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, h.cancel)
+	defer stop()
 	hook := func(e suture.Event) {
 		h.log.Warn("supervisor event", zap.String("event", e.String()))
 	}
@@ -130,11 +141,14 @@ func (h *Hub) Serve(ctx context.Context) error {
 		rt := h.rts[name]
 		sup := suture.New("tooling/"+name, suture.Spec{EventHook: hook})
 		sup.Add(sessionService{rt.t})
-		sup.Add(&workers{rt: rt})
 		sup.Add(rt.pump)
 		root.Add(sup)
 	}
 	err := root.Serve(ctx)
+	h.cancel()
+	for _, rt := range h.rts {
+		rt.gate.wg.Wait()
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -150,8 +164,8 @@ func (s sessionService) String() string                  { return "session/" + s
 // NewAgent registers an agent: in is its inbox (the host owns it and its
 // shutdown), grants reports the toolings it may get (nil: all).
 func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string) bool) *Agent {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Agent{
+	ctx, cancel := context.WithCancel(h.ctx)
+	a := &Agent{
 		hub:     h,
 		name:    name,
 		in:      in,
@@ -163,6 +177,10 @@ func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string)
 		subs:    make(map[string]*sub),
 		handles: make(map[*Handle]struct{}),
 	}
+	// Once the inbox is shut down no result can be delivered: every call of
+	// the agent is cancelled.
+	a.stopWatch = context.AfterFunc(in.Context(), cancel)
+	return a
 }
 
 // Get returns a new handle on the tooling called name: not-found when there

@@ -34,6 +34,8 @@ type uriState struct {
 	active  bool            // the MCP subscription is made
 	reading bool            // a read (or its fan-out) is in flight
 	dirty   bool            // an update came during the read
+
+	buf []*sub // the fan-out snapshot, reused; owned by the reading goroutine
 }
 
 // resPump is a tooling's resource pump: the refcounted MCP subscriptions,
@@ -288,7 +290,6 @@ func (p *resPump) Serve(ctx context.Context) error {
 // readLoop reads u and fans the content out, again while updates came in
 // during the read.
 func (p *resPump) readLoop(ctx context.Context, u *uriState) {
-	var subs []*sub
 	for {
 		p.mu.Lock()
 		u.dirty = false
@@ -299,7 +300,7 @@ func (p *resPump) readLoop(ctx context.Context, u *uriState) {
 		if err != nil {
 			p.rt.log.Warn("reading an updated resource failed", zap.String("uri", u.uri), zap.Error(err))
 		} else {
-			subs = p.fanout(u, inbox.ResourceUpdated{Content: rc}, subs[:0])
+			p.fanout(u, inbox.ResourceUpdated{Content: rc})
 		}
 		p.mu.Lock()
 		again := u.dirty && len(u.subs) > 0 && ctx.Err() == nil
@@ -314,9 +315,11 @@ func (p *resPump) readLoop(ctx context.Context, u *uriState) {
 }
 
 // fanout puts ev into the inbox of every live subscriber of u under the
-// subscriber's id (the inbox coalesces). buf is reused for the snapshot.
-func (p *resPump) fanout(u *uriState, ev inbox.Event, buf []*sub) []*sub {
+// subscriber's id (the inbox coalesces) and returns how many. Only the
+// goroutine reading u calls it.
+func (p *resPump) fanout(u *uriState, ev inbox.Event) int {
 	p.mu.Lock()
+	buf := u.buf[:0]
 	for _, s := range u.subs {
 		buf = append(buf, s)
 	}
@@ -324,7 +327,9 @@ func (p *resPump) fanout(u *uriState, ev inbox.Event, buf []*sub) []*sub {
 	for _, s := range buf {
 		s.a.in.Update(s.id, ev)
 	}
-	return buf
+	clear(buf) // keep no subscriber alive from here
+	u.buf = buf[:0]
+	return len(buf)
 }
 
 // listLoop fetches the resource list and fans it out, again while changes
