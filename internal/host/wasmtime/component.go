@@ -142,18 +142,19 @@ func (c *Component) items(imports bool) ([]Item, error) {
 	for i := C.size_t(0); i < n; i++ {
 		var name *C.char
 		var nameLen C.size_t
-		var item C.wasmtime_component_item_t
+		var ib alignedItem
+		item := &ib.v
 		var ok C.bool
 		if imports {
-			ok = C.wasmtime_component_type_import_nth(ty, eng, i, &name, &nameLen, &item)
+			ok = C.wasmtime_component_type_import_nth(ty, eng, i, &name, &nameLen, item)
 		} else {
-			ok = C.wasmtime_component_type_export_nth(ty, eng, i, &name, &nameLen, &item)
+			ok = C.wasmtime_component_type_export_nth(ty, eng, i, &name, &nameLen, item)
 		}
 		if !ok {
 			break
 		}
-		it := convertItem(eng, C.GoStringN(name, C.int(nameLen)), &item)
-		C.wasmtime_component_item_delete(&item)
+		it := convertItem(eng, C.GoStringN(name, C.int(nameLen)), item)
+		C.wasmtime_component_item_delete(item)
 		items = append(items, it)
 	}
 	return items, nil

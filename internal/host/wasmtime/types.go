@@ -214,12 +214,13 @@ func convertItem(eng *C.wasm_engine_t, name string, item *C.wasmtime_component_i
 		for i := C.size_t(0); i < n; i++ {
 			var cname *C.char
 			var nameLen C.size_t
-			var sub C.wasmtime_component_item_t
-			if !C.wasmtime_component_instance_type_export_nth(ity, eng, i, &cname, &nameLen, &sub) {
+			var sb alignedItem
+			sub := &sb.v
+			if !C.wasmtime_component_instance_type_export_nth(ity, eng, i, &cname, &nameLen, sub) {
 				break
 			}
-			it.Exports = append(it.Exports, convertItem(eng, C.GoStringN(cname, C.int(nameLen)), &sub))
-			C.wasmtime_component_item_delete(&sub)
+			it.Exports = append(it.Exports, convertItem(eng, C.GoStringN(cname, C.int(nameLen)), sub))
+			C.wasmtime_component_item_delete(sub)
 		}
 	case C.WASMTIME_COMPONENT_ITEM_TYPE:
 		it.Type = convertType((*C.wasmtime_component_valtype_t)(p))
@@ -233,15 +234,16 @@ func convertFuncType(ft *C.wasmtime_component_func_type_t) *FuncType {
 	for i := C.size_t(0); i < n; i++ {
 		var name *C.char
 		var nameLen C.size_t
-		var vt C.wasmtime_component_valtype_t
-		if !C.wasmtime_component_func_type_param_nth(ft, i, &name, &nameLen, &vt) {
+		var vb alignedValtype
+		vt := &vb.v
+		if !C.wasmtime_component_func_type_param_nth(ft, i, &name, &nameLen, vt) {
 			break
 		}
-		out.Params = append(out.Params, Param{Name: C.GoStringN(name, C.int(nameLen)), Type: takeType(&vt)})
+		out.Params = append(out.Params, Param{Name: C.GoStringN(name, C.int(nameLen)), Type: takeType(vt)})
 	}
-	var vt C.wasmtime_component_valtype_t
-	if C.wasmtime_component_func_type_result(ft, &vt) {
-		out.Result = takeType(&vt)
+	var vb alignedValtype
+	if C.wasmtime_component_func_type_result(ft, &vb.v) {
+		out.Result = takeType(&vb.v)
 	}
 	return out
 }
@@ -258,21 +260,24 @@ func convertType(vt *C.wasmtime_component_valtype_t) *Type {
 	p := unsafe.Pointer(&vt.of)
 	switch vt.kind {
 	case C.WASMTIME_COMPONENT_VALTYPE_LIST:
-		var e C.wasmtime_component_valtype_t
-		C.wasmtime_component_list_type_element(*(**C.wasmtime_component_list_type_t)(p), &e)
-		t.Elem = takeType(&e)
+		var eb alignedValtype
+		e := &eb.v
+		C.wasmtime_component_list_type_element(*(**C.wasmtime_component_list_type_t)(p), e)
+		t.Elem = takeType(e)
 	case C.WASMTIME_COMPONENT_VALTYPE_OPTION:
-		var e C.wasmtime_component_valtype_t
-		C.wasmtime_component_option_type_ty(*(**C.wasmtime_component_option_type_t)(p), &e)
-		t.Elem = takeType(&e)
+		var eb alignedValtype
+		e := &eb.v
+		C.wasmtime_component_option_type_ty(*(**C.wasmtime_component_option_type_t)(p), e)
+		t.Elem = takeType(e)
 	case C.WASMTIME_COMPONENT_VALTYPE_RESULT:
 		rt := *(**C.wasmtime_component_result_type_t)(p)
-		var e C.wasmtime_component_valtype_t
-		if C.wasmtime_component_result_type_ok(rt, &e) {
-			t.Ok = takeType(&e)
+		var eb alignedValtype
+		e := &eb.v
+		if C.wasmtime_component_result_type_ok(rt, e) {
+			t.Ok = takeType(e)
 		}
-		if C.wasmtime_component_result_type_err(rt, &e) {
-			t.Err = takeType(&e)
+		if C.wasmtime_component_result_type_err(rt, e) {
+			t.Err = takeType(e)
 		}
 	case C.WASMTIME_COMPONENT_VALTYPE_RECORD:
 		rt := *(**C.wasmtime_component_record_type_t)(p)
@@ -280,21 +285,23 @@ func convertType(vt *C.wasmtime_component_valtype_t) *Type {
 		for i := C.size_t(0); i < n; i++ {
 			var name *C.char
 			var nameLen C.size_t
-			var e C.wasmtime_component_valtype_t
-			if !C.wasmtime_component_record_type_field_nth(rt, i, &name, &nameLen, &e) {
+			var eb alignedValtype
+			e := &eb.v
+			if !C.wasmtime_component_record_type_field_nth(rt, i, &name, &nameLen, e) {
 				break
 			}
-			t.Fields = append(t.Fields, FieldType{Name: C.GoStringN(name, C.int(nameLen)), Type: takeType(&e)})
+			t.Fields = append(t.Fields, FieldType{Name: C.GoStringN(name, C.int(nameLen)), Type: takeType(e)})
 		}
 	case C.WASMTIME_COMPONENT_VALTYPE_TUPLE:
 		tt := *(**C.wasmtime_component_tuple_type_t)(p)
 		n := C.wasmtime_component_tuple_type_types_count(tt)
 		for i := C.size_t(0); i < n; i++ {
-			var e C.wasmtime_component_valtype_t
-			if !C.wasmtime_component_tuple_type_types_nth(tt, i, &e) {
+			var eb alignedValtype
+			e := &eb.v
+			if !C.wasmtime_component_tuple_type_types_nth(tt, i, e) {
 				break
 			}
-			t.Types = append(t.Types, takeType(&e))
+			t.Types = append(t.Types, takeType(e))
 		}
 	case C.WASMTIME_COMPONENT_VALTYPE_VARIANT:
 		vt := *(**C.wasmtime_component_variant_type_t)(p)
@@ -303,13 +310,14 @@ func convertType(vt *C.wasmtime_component_valtype_t) *Type {
 			var name *C.char
 			var nameLen C.size_t
 			var has C.bool
-			var e C.wasmtime_component_valtype_t
-			if !C.wasmtime_component_variant_type_case_nth(vt, i, &name, &nameLen, &has, &e) {
+			var eb alignedValtype
+			e := &eb.v
+			if !C.wasmtime_component_variant_type_case_nth(vt, i, &name, &nameLen, &has, e) {
 				break
 			}
 			c := CaseType{Name: C.GoStringN(name, C.int(nameLen))}
 			if has {
-				c.Payload = takeType(&e)
+				c.Payload = takeType(e)
 			}
 			t.Cases = append(t.Cases, c)
 		}
@@ -337,4 +345,16 @@ func convertType(vt *C.wasmtime_component_valtype_t) *Type {
 		}
 	}
 	return t
+}
+
+// cgo gives structs holding a C union alignment 1; these wrappers give the
+// Go-allocated ones that C writes into their C alignment.
+type alignedValtype struct {
+	_ [0]uint64
+	v C.wasmtime_component_valtype_t
+}
+
+type alignedItem struct {
+	_ [0]uint64
+	v C.wasmtime_component_item_t
 }
