@@ -246,8 +246,13 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 		m.mu.Lock()
 		s, ready := m.cur, m.ready
 		m.mu.Unlock()
-		if s != nil && s.ctx.Err() == nil {
-			return s, nil
+		if s != nil {
+			if s.ctx.Err() == nil {
+				return s, nil
+			}
+			// Ended but still current: take it out so ready is renewed.
+			m.endSession(s, context.Cause(s.ctx))
+			continue
 		}
 		if timeout == nil {
 			t := time.NewTimer(m.connectTimeout)
