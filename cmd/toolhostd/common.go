@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -49,9 +48,7 @@ func newLogger(h config.Host, w io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want console or json", h.LogFormat)
 	}
-	ws := zapcore.AddSync(w)
-	if f, ok := w.(*os.File); ok {
-		ws = zapcore.Lock(f)
-	}
+	// Many goroutines log (sessions, server stderr, agents): serialise writes.
+	ws := zapcore.Lock(zapcore.AddSync(w))
 	return zap.New(zapcore.NewCore(enc, ws, level), zap.ErrorOutput(ws)), nil
 }

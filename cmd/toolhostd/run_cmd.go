@@ -54,7 +54,6 @@ shutdown envelope and the grace period, then stop it.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
 	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
 	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
-	cmd.MarkFlagsMutuallyExclusive("input", "input-file")
 	return cmd
 }
 
@@ -73,6 +72,12 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		return withExit(exitUsage, err)
 	}
 	defer log.Sync() //nolint:errcheck // stderr
+
+	// Signals are caught from here on: one that arrives while the agent
+	// loads stops it as soon as it starts, with its shutdown envelope.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 
 	reg, err := tooling.NewRegistry(cfg.Tooling, log)
 	if err != nil {
@@ -102,9 +107,6 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		RunTimeout: o.timeout,
 		StopGrace:  o.grace,
 	}, input)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	select {
 	case s := <-sigs:
 		log.Info("stopping the agent", zap.String("signal", s.String()), zap.Duration("grace", o.grace))
@@ -140,6 +142,9 @@ func optionalConfig(g *globalOptions) (*config.Config, error) {
 // resolve checks the flags against the config.
 func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, map[string]string, func(string) bool, error) {
 	input := o.input
+	if cmd.Flags().Changed("input") && cmd.Flags().Changed("input-file") {
+		return "", nil, nil, errors.New("--input and --input-file exclude each other")
+	}
 	if o.inputFile != "" {
 		var b []byte
 		var err error

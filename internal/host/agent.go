@@ -182,10 +182,12 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		})
 		defer t.Stop()
 	}
+	instStart := time.Now()
 	inst, err := p.linker.Instantiate(store, p.comp)
 	if err != nil {
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
+	a.log.Info("agent started", zap.Duration("instantiate", time.Since(instStart)))
 	run, err := inst.Func("run")
 	if err != nil {
 		return "", err
