@@ -7,18 +7,17 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"runtime/cgo"
 	"runtime/debug"
 	"unsafe"
 )
 
-// Functions called from shims.c. They receive cgo.Handle values, never Go
-// pointers, and never let a panic unwind into C.
+// Functions called from shims.c. They receive handle-table indices (see
+// handles.go), never Go pointers, and never let a panic unwind into C.
 
 //export goHostFuncCall
 func goHostFuncCall(fnH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, args *cval, nargs C.size_t, results *cval, nresults C.size_t) *C.wasmtime_error_t {
-	hf := cgo.Handle(fnH).Value().(*hostFunc)
-	s := cgo.Handle(storeH).Value().(*Store)
+	hf := handles.get(uintptr(fnH)).(*hostFunc)
+	s := handles.get(uintptr(storeH)).(*Store)
 	return s.runHostFunc(hf, ctx, cvals(args, int(nargs)), cvals(results, int(nresults)))
 }
 
@@ -34,12 +33,18 @@ func (s *Store) runHostFunc(hf *hostFunc, ctx *C.wasmtime_context_t, cargs, cres
 	args := s.vals[base : base+len(cargs) : base+len(cargs)]
 	results := s.vals[base+len(cargs) : base+n : base+n]
 	borrowBase := len(s.borrows)
-	defer func() {
-		clear(s.vals[base : base+n])
-		s.vals = s.vals[:base]
-		s.releaseBorrows(borrowBase)
-	}()
 
+	cerr := s.hostCall(hf, ctx, cargs, cres, args, results)
+
+	clear(s.vals[base : base+n])
+	s.vals = s.vals[:base]
+	if len(s.borrows) > borrowBase {
+		s.releaseBorrows(borrowBase)
+	}
+	return cerr
+}
+
+func (s *Store) hostCall(hf *hostFunc, ctx *C.wasmtime_context_t, cargs, cres []cval, args, results []Val) *C.wasmtime_error_t {
 	for i := range cargs {
 		v, err := s.fromC(ctx, &cargs[i], true)
 		if err != nil {
@@ -99,8 +104,8 @@ func (s *Store) hostError(name string, err error) *C.wasmtime_error_t {
 
 //export goResourceDtor
 func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t) *C.wasmtime_error_t {
-	rd := cgo.Handle(resH).Value().(*resourceDef)
-	s := cgo.Handle(storeH).Value().(*Store)
+	rd := handles.get(uintptr(resH)).(*resourceDef)
+	s := handles.get(uintptr(storeH)).(*Store)
 	if rd.dtor == nil {
 		return nil
 	}
@@ -120,7 +125,7 @@ func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.u
 
 //export goWrite
 func goWrite(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (written C.ptrdiff_t) {
-	w := cgo.Handle(h).Value().(*writer)
+	w := handles.get(uintptr(h)).(*writer)
 	defer func() {
 		if recover() != nil {
 			written = -1
@@ -138,5 +143,11 @@ func goWrite(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (written C.ptrdiff_t
 
 //export goHandleDelete
 func goHandleDelete(h C.uintptr_t) {
-	cgo.Handle(h).Delete()
+	handles.remove(uintptr(h))
+}
+
+// newHandle registers v for callbacks; wasmtime releases it through
+// th_handle_finalizer.
+func newHandle(v any) C.uintptr_t {
+	return C.uintptr_t(handles.add(v))
 }

@@ -612,6 +612,10 @@ wasmtime_store_t *th_store_new(wasm_engine_t *engine, uintptr_t handle);
 void th_set_output(wasi_config_t *config, bool is_stdout, uintptr_t handle);
 wasmtime_error_t *th_add_func(wasmtime_component_linker_instance_t *li, const char *name,
                               size_t name_len, uintptr_t handle);
+// The benchmarks' baseline: a host function registered straight on the C
+// API, its Go body reached with no binding code in between (baseline.go).
+wasmtime_error_t *th_raw_add_echo(wasmtime_component_linker_instance_t *li, const char *name,
+                                  size_t name_len, uintptr_t mode);
 wasmtime_error_t *th_add_resource(wasmtime_component_linker_instance_t *li, const char *name,
                                   size_t name_len, uint32_t ty, uintptr_t handle);
 

@@ -25,7 +25,8 @@
 // message otherwise; it never reaches C.
 //
 // Callbacks: host functions, resource destructors and WASI output writers
-// are reached from C through a cgo.Handle, never a Go pointer. A host
+// are reached from C through an index into a handle table, never a Go
+// pointer. A host
 // function that returns an error or panics makes the guest trap; the Call
 // that was running returns a *Trap whose Cause is that error (or a
 // *PanicError).

@@ -120,14 +120,20 @@ func (f *Func) Call(args ...Val) (Val, error) {
 			return nil, fmt.Errorf("wasmtime: call %s: argument %s: %w", f.name, f.typ.Params[i].Name, err)
 		}
 	}
-	buf := f.buf
-	if f.busy {
-		buf = f.allocBuf()
-		defer C.free(unsafe.Pointer(buf))
-	} else {
-		f.busy = true
-		defer func() { f.busy = false }()
+	if f.busy { // re-entered from a host function: use a fresh buffer
+		buf := f.allocBuf()
+		v, err := f.call(buf, args)
+		C.free(unsafe.Pointer(buf))
+		return v, err
 	}
+	f.busy = true
+	v, err := f.call(f.buf, args)
+	f.busy = false
+	return v, err
+}
+
+func (f *Func) call(buf *cval, args []Val) (Val, error) {
+	s := f.store
 	all := unsafe.Slice(buf, f.nparams+f.nresults)
 	argv, resv := all[:f.nparams], all[f.nparams:]
 	for i, a := range args {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"runtime/cgo"
 	"sync"
 	"unsafe"
 )
@@ -214,9 +213,9 @@ func (li *LinkerInstance) apply(ci *C.wasmtime_component_linker_instance_t) erro
 				}
 			}
 		case d.fn != nil:
-			cerr = C.th_add_func(ci, cname, clen, C.uintptr_t(cgo.NewHandle(d.fn)))
+			cerr = C.th_add_func(ci, cname, clen, newHandle(d.fn))
 		case d.res != nil:
-			cerr = C.th_add_resource(ci, cname, clen, C.uint32_t(d.res.typ), C.uintptr_t(cgo.NewHandle(d.res)))
+			cerr = C.th_add_resource(ci, cname, clen, C.uint32_t(d.res.typ), newHandle(d.res))
 		}
 		runtime.KeepAlive(name)
 		if cerr != nil {

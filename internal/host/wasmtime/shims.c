@@ -76,3 +76,21 @@ wasmtime_error_t *th_add_resource(wasmtime_component_linker_instance_t *li, cons
   wasmtime_component_resource_type_delete(rt);
   return err;
 }
+
+static wasmtime_error_t *th_raw_echo_cb(void *data, wasmtime_context_t *ctx,
+                                        const wasmtime_component_func_type_t *ty,
+                                        wasmtime_component_val_t *args, size_t nargs,
+                                        wasmtime_component_val_t *results, size_t nresults) {
+  (void)ctx;
+  (void)ty;
+  (void)nargs;
+  (void)nresults;
+  goRawEcho((uintptr_t)data, args, results);
+  return NULL;
+}
+
+wasmtime_error_t *th_raw_add_echo(wasmtime_component_linker_instance_t *li, const char *name,
+                                  size_t name_len, uintptr_t mode) {
+  return wasmtime_component_linker_instance_add_func(li, name, name_len, th_raw_echo_cb,
+                                                     (void *)mode, NULL);
+}

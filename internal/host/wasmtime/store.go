@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"runtime/cgo"
 	"sort"
 	"sync"
 	"unsafe"
@@ -77,10 +76,10 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 	defer e.unlock()
 	s := &Store{engine: e, data: cfg.Data, anys: map[*ResourceAny]struct{}{}}
 	s.caller.store = s
-	h := cgo.NewHandle(s)
-	s.ptr = C.th_store_new(eng, C.uintptr_t(h))
+	h := newHandle(s)
+	s.ptr = C.th_store_new(eng, h)
 	if s.ptr == nil {
-		h.Delete()
+		goHandleDelete(h)
 		return nil, errors.New("wasmtime: cannot create store")
 	}
 	s.ctx = C.wasmtime_store_context(s.ptr)
@@ -148,7 +147,7 @@ func (s *Store) setWASI(w *WASIConfig) error {
 		if pair.w == nil {
 			continue
 		}
-		C.th_set_output(wc, C.bool(pair.stdout), C.uintptr_t(cgo.NewHandle(&writer{w: pair.w})))
+		C.th_set_output(wc, C.bool(pair.stdout), newHandle(&writer{w: pair.w}))
 	}
 	for _, p := range w.Preopens {
 		host, guest := C.CString(p.HostPath), C.CString(p.GuestPath)
