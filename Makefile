@@ -7,7 +7,7 @@ GOTESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build test bench check deps agents clean
+.PHONY: help build test bench check deps agents demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_
 
 build: ## build bin/toolhostd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
+
+demo: deps build build/agents/hello.wasm ## build toolhostd and the hello agent, then run it against configs/example.toml
+	$(BIN) --config configs/example.toml run build/agents/hello.wasm
 
 test: deps agents ## run the whole test suite (race detector on)
 	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...
