@@ -1,8 +1,8 @@
 package tooling_test
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
