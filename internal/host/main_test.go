@@ -1,0 +1,624 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// The package's tests share one Host (one engine, one compile cache under
+// build/test-cache, so that the 12 MB JS components compile once per
+// checkout, not once per run), one pump hub serving every tooling below, and
+// the Programs loaded from build/. TestMain closes them all before goleak
+// looks for leftover goroutines.
+//
+// Toolings of the shared hub:
+//   - mem: an in-process go-sdk server (testServer) with resources.subscribe
+//   - mem-short: a second session on the same server, call timeout 300ms
+//   - nosub: an in-process go-sdk server without resources.subscribe
+//   - everything: @modelcontextprotocol/server-everything over stdio
+//   - filesystem: @modelcontextprotocol/server-filesystem on a temp dir
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withTeardown{m}) }
+
+// withTeardown runs the tests, then releases the shared suite, so that
+// goleak's check sees a quiet process.
+type withTeardown struct{ m *testing.M }
+
+func (w withTeardown) Run() int {
+	code := w.m.Run()
+	shared.close()
+	return code
+}
+
+// suite is the shared state; setUp makes it on first use.
+type suite struct {
+	once sync.Once
+	err  error
+
+	root     string
+	mem      *testServer
+	nosub    *testServer
+	fsDir    string
+	hub      *pump.Hub
+	host     *Host
+	logs     *observer.ObservedLogs
+	log      *zap.Logger
+	stopHub  context.CancelFunc
+	hubDone  chan struct{}
+	mcps     map[string]*tooling.MCP
+	tempDirs []string
+
+	progMu sync.Mutex
+	progs  map[string]*Program
+}
+
+var shared suite
+
+// env returns the shared suite, setting it up on first use.
+func env(t testing.TB) *suite {
+	t.Helper()
+	shared.once.Do(func() { shared.err = shared.setUp() })
+	if shared.err != nil {
+		t.Fatalf("test suite setup: %v", shared.err)
+	}
+	return &shared
+}
+
+// repoRoot walks up from the package directory to the directory of go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+func npmEntry(root, pkg string) (string, error) {
+	p := filepath.Join(root, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is missing (%v): run `make deps`", p, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("node is not on PATH: %w", err)
+	}
+	return p, nil
+}
+
+func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
+
+func toolingConfig(name string) *config.Tooling {
+	return &config.Tooling{
+		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
+		ConnectTimeout:     cfgDur(30 * time.Second),
+		CallTimeout:        cfgDur(30 * time.Second),
+		MaxConcurrentCalls: 64,
+		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(200 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+	}
+}
+
+func inMemory(s *testServer) tooling.Option {
+	return tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	})
+}
+
+func (s *suite) setUp() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	s.root = root
+	s.progs = map[string]*Program{}
+	obs, logs := observer.New(zapcore.DebugLevel)
+	stderr := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zapcore.ErrorLevel)
+	s.logs = logs
+	s.log = zap.New(zapcore.NewTee(obs, stderr))
+
+	s.mem = newTestServer(true)
+	s.nosub = newTestServer(false)
+	if s.fsDir, err = os.MkdirTemp("", "toolhostd-host-fs-"); err != nil {
+		return err
+	}
+	s.tempDirs = append(s.tempDirs, s.fsDir)
+	if err := os.WriteFile(filepath.Join(s.fsDir, "note.txt"), []byte("a note for the agents\n"), 0o600); err != nil {
+		return err
+	}
+	everything, err := npmEntry(root, "server-everything")
+	if err != nil {
+		return err
+	}
+	filesystem, err := npmEntry(root, "server-filesystem")
+	if err != nil {
+		return err
+	}
+
+	short := toolingConfig("mem-short")
+	short.CallTimeout = cfgDur(300 * time.Millisecond)
+	ev := toolingConfig("everything")
+	ev.Command, ev.Args = "node", []string{everything, "stdio"}
+	fs := toolingConfig("filesystem")
+	fs.Command, fs.Args = "node", []string{filesystem, s.fsDir}
+
+	type def struct {
+		cfg  *config.Tooling
+		opts []tooling.Option
+	}
+	defs := []def{
+		{toolingConfig("mem"), []tooling.Option{inMemory(s.mem)}},
+		{short, []tooling.Option{inMemory(s.mem)}},
+		{toolingConfig("nosub"), []tooling.Option{inMemory(s.nosub)}},
+		{ev, nil},
+		{fs, nil},
+	}
+	s.mcps = map[string]*tooling.MCP{}
+	var entries []pump.Entry
+	for _, d := range defs {
+		m, err := tooling.NewMCP(d.cfg, s.log, d.opts...)
+		if err != nil {
+			return err
+		}
+		s.mcps[d.cfg.Name] = m
+		entries = append(entries, pump.Entry{Tooling: m, Limits: pump.LimitsFrom(d.cfg)})
+	}
+	s.hub = pump.NewHub(entries, s.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopHub, s.hubDone = cancel, make(chan struct{})
+	go func() { defer close(s.hubDone); _ = s.hub.Serve(ctx) }()
+
+	cacheDir := filepath.Join(root, "build", "test-cache")
+	if s.host, err = New(Options{CacheDir: cacheDir, Log: s.log}, s.hub); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for name, m := range s.mcps {
+		for !m.Status().Connected {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("tooling %s did not connect within 60s", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// close releases the suite (programs, host, hub) if it was set up.
+func (s *suite) close() {
+	if s.host == nil {
+		return
+	}
+	for _, p := range s.progs {
+		p.Close()
+	}
+	s.host.Close()
+	s.stopHub()
+	select {
+	case <-s.hubDone:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "the hub did not stop within 30s")
+	}
+	for _, d := range s.tempDirs {
+		os.RemoveAll(d)
+	}
+}
+
+// program loads build/<dir>/<name>.wasm once for the whole package.
+func (s *suite) program(t testing.TB, dir, name string) *Program {
+	t.Helper()
+	s.progMu.Lock()
+	defer s.progMu.Unlock()
+	key := dir + "/" + name
+	if p, ok := s.progs[key]; ok {
+		return p
+	}
+	path := filepath.Join(s.root, "build", dir, name+".wasm")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is missing (%v): run make agents", path, err)
+	}
+	p, err := s.host.LoadFile(path)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	s.progs[key] = p
+	return p
+}
+
+// ---- the in-process MCP server ----
+
+// testServer is a real go-sdk MCP server run in-process, with the tools
+// and resources the tests need and a record of what it saw.
+type testServer struct {
+	srv *mcp.Server
+
+	slowStarted   sync.Map // tag -> chan struct{} (closed when started)
+	slowCancelled sync.Map // tag -> chan struct{} (closed when its context ended)
+	gates         sync.Map // tag -> *gate
+
+	subscribes   sync.Map // uri -> *atomic.Int64
+	unsubscribes sync.Map // uri -> *atomic.Int64
+	reads        sync.Map // uri -> *atomic.Int64
+	echoes       atomic.Int64
+
+	mu      sync.Mutex
+	content map[string]string
+}
+
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+type toolIn struct {
+	Text string `json:"text,omitempty"`
+	Tag  string `json:"tag,omitempty"`
+}
+
+func counter(m *sync.Map, key string) *atomic.Int64 {
+	v, _ := m.LoadOrStore(key, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+func signal(m *sync.Map, key string) chan struct{} {
+	v, _ := m.LoadOrStore(key, make(chan struct{}))
+	return v.(chan struct{})
+}
+
+func (s *testServer) gate(tag string) *gate {
+	v, _ := s.gates.LoadOrStore(tag, &gate{entered: make(chan struct{}), release: make(chan struct{})})
+	return v.(*gate)
+}
+
+// Subscribable URIs (one per test, so that the counters stay apart).
+var subURIs = []string{"test://sub/basic", "test://sub/coalesce", "test://sub/drop", "test://sub/exit", "test://sub/kill", "test://sub/busy", "test://sub/shared", "test://sub/stop"}
+
+func newTestServer(subscribable bool) *testServer {
+	s := &testServer{content: map[string]string{}}
+	opts := &mcp.ServerOptions{}
+	if subscribable {
+		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
+			counter(&s.subscribes, req.Params.URI).Add(1)
+			return nil
+		}
+		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			counter(&s.unsubscribes, req.Params.URI).Add(1)
+			return nil
+		}
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "host-test", Version: "1.0.0"}, opts)
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "echo", Description: "echoes text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {
+			s.echoes.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "fail", Description: "a tool error (isError)"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "slow", Description: "blocks until its request is cancelled"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {
+			close(signal(&s.slowStarted, in.Tag))
+			<-ctx.Done()
+			close(signal(&s.slowCancelled, in.Tag))
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "gate", Description: "blocks until the test releases its tag"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {
+			g := s.gate(in.Tag)
+			close(g.entered)
+			select {
+			case <-g.release:
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "passed " + in.Tag}}}, nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	text := func(uri, mime, text string) *mcp.ResourceContents {
+		return &mcp.ResourceContents{URI: uri, MIMEType: mime, Text: text}
+	}
+	fixed := map[string][]*mcp.ResourceContents{
+		"test://text":     {text("test://text", "text/plain", "hello, text")},
+		"test://markdown": {text("test://markdown", "text/markdown", "# title")},
+		"test://notype":   {text("test://notype", "", "no mime type")},
+		"test://json":     {text("test://json", "application/json", `{"a":1}`)},
+		"test://blob":     {{URI: "test://blob", MIMEType: "application/octet-stream", Blob: []byte{0, 1, 2, 0xff}}},
+		"test://blobtext": {{URI: "test://blobtext", MIMEType: "text/plain", Blob: []byte("héllo from a blob")}},
+		"test://multi":    {text("test://other", "text/plain", "not me"), text("test://multi", "text/plain", "me")},
+		"test://firstof":  {text("test://firstof/a", "text/plain", "first"), text("test://firstof/b", "text/plain", "second")},
+	}
+	for uri, contents := range fixed {
+		s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: contents[0].MIMEType},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				counter(&s.reads, uri).Add(1)
+				return &mcp.ReadResourceResult{Contents: contents}, nil
+			})
+	}
+	for _, uri := range subURIs {
+		s.addResource(uri, "v0")
+	}
+	return s
+}
+
+// addResource adds a text resource whose content setContent changes; the
+// server sends notifications/resources/list_changed.
+func (s *testServer) addResource(uri, text string) {
+	s.setContent(uri, text)
+	s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			counter(&s.reads, uri).Add(1)
+			s.mu.Lock()
+			text := s.content[uri]
+			s.mu.Unlock()
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+		})
+}
+
+func (s *testServer) setContent(uri, text string) {
+	s.mu.Lock()
+	s.content[uri] = text
+	s.mu.Unlock()
+}
+
+// update changes uri's content and sends notifications/resources/updated.
+func (s *testServer) update(t testing.TB, uri, text string) {
+	t.Helper()
+	s.setContent(uri, text)
+	if err := s.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---- waiting ----
+
+func wait(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out after 20s waiting for %s", what)
+	}
+}
+
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 20s waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// enterGate waits until the guest is inside the gate tool for tag.
+func (s *testServer) enterGate(t testing.TB, tag string) {
+	t.Helper()
+	wait(t, s.gate(tag).entered, "the guest to call gate "+tag)
+}
+
+func (s *testServer) openGate(tag string) { close(s.gate(tag).release) }
+
+// ---- the probe agent ----
+
+// step is one step of a probe run (the JS side of testdata/agents/probe.js).
+type step map[string]any
+
+// stepResult is what the probe reports for one step.
+type stepResult struct {
+	Op      string          `json:"op"`
+	OK      json.RawMessage `json:"ok"`
+	Err     *hostErr        `json:"err"`
+	Thrown  string          `json:"thrown"`
+	Skipped bool            `json:"skipped"`
+}
+
+type hostErr struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// envelope is an inbox envelope as the probe reports it.
+type envelope struct {
+	ID  string          `json:"id"`
+	Tag string          `json:"tag"`
+	Val json.RawMessage `json:"val"`
+}
+
+type probeOpts struct {
+	name     string
+	grants   []string // nil: all
+	capacity int
+	grace    time.Duration
+}
+
+func (o probeOpts) config() AgentConfig {
+	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace}
+	if cfg.Name == "" {
+		cfg.Name = "probe"
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	if o.grants != nil {
+		set := map[string]bool{}
+		for _, g := range o.grants {
+			set[g] = true
+		}
+		cfg.Grants = func(n string) bool { return set[n] }
+	}
+	return cfg
+}
+
+func probeInput(t testing.TB, steps []step) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"steps": steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// startProbe starts the probe agent on steps; the test ends it.
+func (s *suite) startProbe(t testing.TB, o probeOpts, steps ...step) *Agent {
+	t.Helper()
+	a := s.host.Start(s.program(t, "test-agents", "probe"), o.config(), probeInput(t, steps))
+	t.Cleanup(func() {
+		a.Stop()
+		<-a.Done()
+	})
+	return a
+}
+
+// finish waits for the agent and parses the probe's output.
+func finish(t testing.TB, a *Agent) []stepResult {
+	t.Helper()
+	select {
+	case <-a.Done():
+	case <-time.After(60 * time.Second):
+		a.Stop()
+		t.Fatal("the probe did not finish within 60s")
+	}
+	out, err := a.Wait()
+	if err != nil {
+		t.Fatalf("probe failed: %v", err)
+	}
+	var rs []stepResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("probe output %q: %v", out, err)
+	}
+	return rs
+}
+
+// probe runs steps to the end and returns the guest's view of each.
+func (s *suite) probe(t testing.TB, o probeOpts, steps ...step) []stepResult {
+	t.Helper()
+	return finish(t, s.startProbe(t, o, steps...))
+}
+
+// summary renders a step result compactly for table comparisons:
+// `err <code>`, `null`, a JSON literal, or for envelopes `<id> <tag>
+// <detail>`.
+func summary(r stepResult) string {
+	switch {
+	case r.Skipped:
+		return "skipped"
+	case r.Err != nil:
+		return "err " + r.Err.Code
+	case r.Thrown != "":
+		return "thrown " + r.Thrown
+	}
+	var env envelope
+	if json.Unmarshal(r.OK, &env) == nil && env.Tag != "" {
+		return envSummary(env)
+	}
+	return string(r.OK)
+}
+
+func envSummary(e envelope) string {
+	s := e.ID + " " + e.Tag
+	switch e.Tag {
+	case "tool-result":
+		var tr struct{ Name, Arguments, Value string }
+		json.Unmarshal(e.Val, &tr)
+		text, isErr := valueText(tr.Value)
+		s += " " + tr.Name + " " + text
+		if isErr {
+			s += " (isError)"
+		}
+	case "error":
+		var he hostErr
+		json.Unmarshal(e.Val, &he)
+		s += " " + he.Code
+	case "resource-updated":
+		var rc struct{ URI, Content string }
+		json.Unmarshal(e.Val, &rc)
+		s += " " + rc.URI + "=" + rc.Content
+	case "resource-list-updated":
+		var l []struct{ URI string }
+		json.Unmarshal(e.Val, &l)
+		s += fmt.Sprintf(" %d", len(l))
+	}
+	return s
+}
+
+// valueText is the text of the first content of a CallToolResult JSON.
+func valueText(value string) (string, bool) {
+	var v struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal([]byte(value), &v) != nil || len(v.Content) == 0 {
+		return "<" + value + ">", v.IsError
+	}
+	return v.Content[0].Text, v.IsError
+}
+
+// checkSteps compares the summaries of rs with want ("*" matches anything,
+// a trailing "*" a prefix).
+func checkSteps(t testing.TB, rs []stepResult, want ...string) {
+	t.Helper()
+	var got []string
+	for _, r := range rs {
+		got = append(got, summary(r))
+	}
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		w := want[i]
+		switch {
+		case w == "*":
+		case strings.HasSuffix(w, "*"):
+			ok = strings.HasPrefix(got[i], strings.TrimSuffix(w, "*"))
+		default:
+			ok = got[i] == w
+		}
+	}
+	if !ok {
+		t.Fatalf("guest saw:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// okAs decodes a step's ok value.
+func okAs[T any](t testing.TB, r stepResult) T {
+	t.Helper()
+	var v T
+	if r.Err != nil || r.Thrown != "" {
+		t.Fatalf("step %s failed: %+v %s", r.Op, r.Err, r.Thrown)
+	}
+	if err := json.Unmarshal(r.OK, &v); err != nil {
+		t.Fatalf("step %s: %s: %v", r.Op, r.OK, err)
+	}
+	return v
+}

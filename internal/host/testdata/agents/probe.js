@@ -1,0 +1,125 @@
+// probe: a tiny interpreter of steps, so that Go tests can drive every
+// function of toolhost:agent@0.1.0 from the guest side and assert on what
+// the guest saw. Input: JSON {"steps": [{"op": ..., ...}, ...]}. Output: a
+// JSON array with one entry per step: {"op", "ok": value} or {"op", "err":
+// {code, message}} for a host-error, {"op", "thrown": text} for anything
+// else thrown. Handles and ids live in named variables ("as" stores a
+// handle or an id, "h" names a handle, "id" names an id); envelope ids are
+// mapped back to variable names (the shutdown id and unknown ids are kept
+// as they are).
+//
+// Ops: get {name, as}; drop {h}; kind {h}; name {h}; list-tools {h};
+// call-tool {h, tool, args | raw, as}; is-open {h, id}; cancel {h, id};
+// call-tool-blocking {h, tool, args | raw}; list-resources {h};
+// read-resource {h, uri}; subscribe-list {h, as}; unsubscribe-list {h, id};
+// subscribe {h, uri, as}; unsubscribe {h, id}; recv {timeout} (ms, absent
+// or null: wait until one arrives); recv-until {id, timeout} (receives
+// until an envelope for id, keeping the others in "skipped"); try-recv;
+// pending; log {level, message}; spin {ms} (a busy loop, forever without
+// ms); fail {message} (run returns err); stop-on-error (later steps are
+// skipped after a failing step).
+import { get } from 'toolhost:agent/tooling@0.1.0';
+import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.1.0';
+import { write } from 'toolhost:agent/log@0.1.0';
+
+const dispose = Symbol.dispose || Symbol.for('dispose');
+
+export function run(input) {
+  const { steps = [] } = JSON.parse(input || '{}');
+  const vars = new Map(); // name -> handle or id
+  const names = new Map(); // id -> name
+  const out = [];
+
+  const handle = (s) => {
+    const h = vars.get(s.h);
+    if (h === undefined) throw new Error(`no handle ${s.h}`);
+    return h;
+  };
+  const id = (s) => (vars.has(s.id) ? vars.get(s.id) : s.id);
+  const bind = (s, v) => {
+    if (s.as) {
+      vars.set(s.as, v);
+      if (typeof v === 'string') names.set(v, s.as);
+    }
+    return s.as ?? v;
+  };
+  const args = (s) => (s.raw !== undefined ? s.raw : JSON.stringify(s.args ?? {}));
+  const envelope = (e) => {
+    if (e === undefined) return null;
+    return { id: names.get(e.id) ?? e.id, tag: e.event.tag, val: e.event.val ?? null };
+  };
+
+  const ops = {
+    get: (s) => bind(s, get(s.name)),
+    drop: (s) => {
+      handle(s)[dispose]();
+      vars.delete(s.h);
+      return true;
+    },
+    kind: (s) => handle(s).kind(),
+    name: (s) => handle(s).name(),
+    'list-tools': (s) => handle(s).listTools(),
+    'call-tool': (s) => bind(s, handle(s).callTool(s.tool, args(s))),
+    'is-open': (s) => handle(s).isOpen(id(s)),
+    cancel: (s) => handle(s).cancel(id(s)),
+    'call-tool-blocking': (s) => handle(s).callToolBlocking(s.tool, args(s)),
+    'list-resources': (s) => handle(s).listResources(),
+    'read-resource': (s) => handle(s).readResource(s.uri),
+    'subscribe-list': (s) => bind(s, handle(s).subscribeResourceList()),
+    'unsubscribe-list': (s) => handle(s).unsubscribeResourceList(id(s)),
+    subscribe: (s) => bind(s, handle(s).subscribeResource(s.uri)),
+    unsubscribe: (s) => handle(s).unsubscribeResource(id(s)),
+    recv: (s) => envelope(recv(s.timeout ?? undefined)),
+    'recv-until': (s) => {
+      const want = id(s);
+      const skipped = [];
+      for (;;) {
+        const e = recv(s.timeout ?? undefined);
+        if (e === undefined) return { got: null, skipped };
+        if (e.id === want) return { got: envelope(e), skipped };
+        skipped.push(envelope(e));
+        if (e.event.tag === 'shutdown') return { got: null, skipped };
+      }
+    },
+    'try-recv': () => envelope(tryRecv()),
+    pending: () => pending(),
+    log: (s) => {
+      write(s.level ?? 'info', s.message ?? '');
+      return true;
+    },
+    spin: (s) => {
+      const end = s.ms === undefined ? Infinity : Date.now() + s.ms;
+      let n = 0;
+      while (Date.now() < end) n++;
+      return n > 0;
+    },
+    fail: (s) => {
+      throw { fail: s.message ?? 'failed' };
+    },
+  };
+
+  let stopOnError = false;
+  let failed = false;
+  for (const s of steps) {
+    if (s.op === 'stop-on-error') {
+      stopOnError = true;
+      continue;
+    }
+    if (failed && stopOnError) {
+      out.push({ op: s.op, skipped: true });
+      continue;
+    }
+    const f = ops[s.op];
+    if (!f) throw `unknown op ${s.op}`;
+    try {
+      out.push({ op: s.op, ok: f(s) });
+    } catch (e) {
+      if (e && e.fail !== undefined) throw e.fail;
+      failed = true;
+      const p = e && e.payload;
+      if (p && p.code) out.push({ op: s.op, err: { code: p.code, message: p.message } });
+      else out.push({ op: s.op, thrown: String(e) });
+    }
+  }
+  return JSON.stringify(out);
+}
