@@ -210,7 +210,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 // explain attaches the host's reason to a failure it caused.
 func (a *Agent) explain(err error) error {
 	if r := a.reason.Load(); r != nil {
-		return fmt.Errorf("%w (%v)", *r, err)
+		return fmt.Errorf("%w (%w)", *r, err)
 	}
 	var exit *wt.ExitError
 	if errors.As(err, &exit) {
