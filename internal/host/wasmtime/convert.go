@@ -1,5 +1,6 @@
 package wasmtime
 
+// #include <stdlib.h>
 // #include "capi.h"
 import "C"
 
@@ -371,4 +372,21 @@ func (s *Store) resourceFromC(ctx *C.wasmtime_context_t, a *cany, inCallback boo
 		s.borrows = append(s.borrows, r)
 	}
 	return r, nil
+}
+
+// roundTrip converts v to a C value and back, with no guest involved; the
+// fuzz test uses it.
+func (s *Store) roundTrip(v Val) (Val, error) {
+	if err := s.check("round trip"); err != nil {
+		return nil, err
+	}
+	p := (*cval)(C.calloc(1, cvalSize))
+	err := s.toC(s.ctx, v, p)
+	var out Val
+	if err == nil {
+		out, err = s.fromC(s.ctx, p, false)
+	}
+	deleteVals(unsafe.Slice(p, 1))
+	C.free(unsafe.Pointer(p))
+	return out, err
 }
