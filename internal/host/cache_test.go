@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestCompileCacheRoundTrip(t *testing.T) {
@@ -87,4 +88,96 @@ func TestCompileCacheDamagedEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newCacheHost is a Host of its own with a fresh compile cache, serving the
+// shared hub.
+func newCacheHost(t *testing.T, dir string) *Host {
+	t.Helper()
+	h, err := New(Options{CacheDir: dir, Log: env(t).log}, env(t).hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// loadAndRun loads watEcho on h and runs it once.
+func loadAndRun(t *testing.T, h *Host) {
+	t.Helper()
+	p, err := h.Load("echo", []byte(watEcho))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	out, err := waitAgent(t, h.Start(p, AgentConfig{Name: "cached"}, "from the cache"), 20*time.Second)
+	if err != nil || out != "from the cache" {
+		t.Fatalf("run = %q, %v", out, err)
+	}
+}
+
+func TestHostCompileCache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newCacheHost(t, dir)
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("cache dir mode: %v, %v; want 0700", st.Mode().Perm(), err)
+	}
+	key := h.cache.Key([]byte(watEcho), h.fp)
+	entry := h.cache.path(key)
+	want := func(step string, s CacheStats) {
+		t.Helper()
+		if got := h.Cache().Stats(); got != s {
+			t.Fatalf("%s: stats %+v, want %+v", step, got, s)
+		}
+		if _, err := os.Stat(entry); err != nil {
+			t.Fatalf("%s: no cache entry: %v", step, err)
+		}
+	}
+
+	loadAndRun(t, h)
+	want("first load", CacheStats{Misses: 1})
+	loadAndRun(t, h)
+	want("second load", CacheStats{Hits: 1, Misses: 1})
+
+	// A damaged entry (bad checksum) is dropped and recompiled.
+	data, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(entry, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loadAndRun(t, h)
+	want("damaged entry", CacheStats{Hits: 1, Misses: 2, Corrupt: 1})
+	loadAndRun(t, h)
+	want("after recompiling", CacheStats{Hits: 2, Misses: 2, Corrupt: 1})
+
+	// A foreign entry (sound checksum, not a wasmtime artifact) is refused
+	// by wasmtime, dropped and recompiled.
+	if err := h.cache.Put(key, []byte("\x7fELF but not what wasmtime wrote")); err != nil {
+		t.Fatal(err)
+	}
+	loadAndRun(t, h)
+	want("foreign entry", CacheStats{Hits: 3, Misses: 2, Corrupt: 2})
+	loadAndRun(t, h)
+	want("after replacing it", CacheStats{Hits: 4, Misses: 2, Corrupt: 2})
+
+	// A second host (a restart) starts from the cache.
+	h2 := newCacheHost(t, dir)
+	loadAndRun(t, h2)
+	if s := h2.Cache().Stats(); s != (CacheStats{Hits: 1}) {
+		t.Fatalf("restarted host: stats %+v, want one hit", s)
+	}
+}
+
+func TestHostWithoutCache(t *testing.T) {
+	h := newCacheHost(t, "")
+	if h.Cache() != nil {
+		t.Fatal("a cache without a directory")
+	}
+	loadAndRun(t, h)
 }
