@@ -1,0 +1,58 @@
+// Package control is toolhostd's control plane: the JSON HTTP API served on
+// a unix socket (and optionally on TCP behind a bearer token), its client
+// used by the CLI (`toolhostd ps`, `agent`, `toolings`, `reload`), and the
+// health, readiness and metrics endpoints. It knows the daemon only through
+// the Backend interface.
+package control
+
+import (
+	"errors"
+	"time"
+)
+
+// AgentStatus is one agent as /v1/agents reports it.
+type AgentStatus struct {
+	Name      string    `json:"name"`
+	Component string    `json:"component"`
+	Toolings  []string  `json:"toolings"`
+	State     string    `json:"state"` // starting|running|stopping|stopped|exited|failed|backoff
+	Restarts  int       `json:"restarts"`
+	Traps     int       `json:"traps"`
+	Inbox     int       `json:"inbox_depth"`
+	LastError string    `json:"last_error,omitempty"`
+	Since     time.Time `json:"since"` // when State was entered
+}
+
+// ToolingStatus is one tooling as /v1/toolings reports it.
+type ToolingStatus struct {
+	Name          string `json:"name"`
+	Kind          string `json:"kind"`
+	Transport     string `json:"transport"`
+	State         string `json:"state"` // connecting|connected|disconnected
+	ConnectedOnce bool   `json:"connected_once"`
+	ServerName    string `json:"server_name,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
+	Tools         int    `json:"tools"`
+	InFlight      int    `json:"in_flight"`
+	Restarts      int    `json:"restarts"`
+	LastError     string `json:"last_error,omitempty"`
+}
+
+// Backend is what the control API drives: the running daemon.
+type Backend interface {
+	Agents() []AgentStatus
+	Toolings() []ToolingStatus
+	// StartAgent, StopAgent and RestartAgent return ErrUnknownAgent for a
+	// name that is not configured.
+	StartAgent(name string) error
+	StopAgent(name string) error
+	RestartAgent(name string) error
+	// Reload re-reads and validates the config; on error the old one keeps
+	// running and the error says why.
+	Reload() error
+	// Ready reports whether every tooling has connected at least once.
+	Ready() bool
+}
+
+// ErrUnknownAgent is returned by the Backend for an agent it does not have.
+var ErrUnknownAgent = errors.New("no such agent")
