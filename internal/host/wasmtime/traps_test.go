@@ -464,3 +464,81 @@ func TestCallerData(t *testing.T) {
 		}
 	}
 }
+
+func TestNestedExport(t *testing.T) {
+	e := mustEngine(t, EngineConfig{})
+	c := mustComponent(t, e, `(component
+  (core module $m (func (export "run") (result i32) (i32.const 7)))
+  (core instance $i (instantiate $m))
+  (func $run (result u32) (canon lift (core func $i "run")))
+  (instance $iface (export "run" (func $run)))
+  (export "wasi:cli/run@0.2.0" (instance $iface))
+)`)
+	exps, err := c.Exports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exps) != 1 || exps[0].Kind != ItemInstance || len(exps[0].Exports) != 1 ||
+		exps[0].Exports[0].Name != "run" || exps[0].Exports[0].Func.String() != "func() -> u32" {
+		t.Fatalf("exports = %+v", exps)
+	}
+	l := mustLinker(t, e)
+	s := mustStore(t, e, StoreConfig{})
+	inst, err := l.Instantiate(s, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := inst.Func("wasi:cli/run@0.2.0", "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := f.Call(); err != nil || v != U32(7) {
+		t.Fatalf("call = %v, %v", v, err)
+	}
+	if _, err := inst.Func("wasi:cli/run@0.2.0", "missing"); err == nil || !strings.Contains(err.Error(), "wasi:cli/run@0.2.0/missing") {
+		t.Fatalf("missing nested export: %v", err)
+	}
+	if _, err := inst.Func("wasi:cli/run@0.2.0"); err == nil {
+		t.Fatal("an instance export looked up as a function")
+	}
+}
+
+// TestReentrantCall has a host function call into another instance of the
+// same store, which calls the host again.
+func TestReentrantCall(t *testing.T) {
+	e := mustEngine(t, EngineConfig{})
+	c := mustComponent(t, e, echoWAT(prim("string")))
+	l := mustLinker(t, e)
+	var inner *Func
+	depth := 0
+	l.Root().AddFunc("echo", func(caller *Caller, args, results []Val) error {
+		depth++
+		defer func() { depth-- }()
+		if err := caller.Store().Close(); err == nil {
+			return errors.New("store closed from inside a host function")
+		}
+		in := string(args[0].(String))
+		if depth == 1 {
+			v, err := inner.Call(String(in + ">inner"))
+			if err != nil {
+				return err
+			}
+			results[0] = String(string(v.(String)) + ">outer")
+			return nil
+		}
+		results[0] = String(in + ">host")
+		return nil
+	})
+	s := mustStore(t, e, StoreConfig{})
+	outer := mustFunc(t, l, s, c, "run")
+	inner = mustFunc(t, l, s, c, "run")
+	for range 3 {
+		v, err := outer.Call(String("x"))
+		if err != nil || v != String("x>inner>host>outer") {
+			t.Fatalf("call = %v, %v", v, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
