@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -200,8 +199,7 @@ func withTooling(cmd *cobra.Command, name string, f func(context.Context, toolin
 		// when asked for.
 		h.LogLevel = "warn"
 	}
-	// The tooling logs from several goroutines: serialize the writes.
-	log, err := newLogger(h, &lockedWriter{w: cmd.ErrOrStderr()})
+	log, err := newLogger(h, cmd.ErrOrStderr())
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -223,18 +221,6 @@ func withTooling(cmd *cobra.Command, name string, f func(context.Context, toolin
 		}
 	}()
 	return f(ctx, t)
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func writeJSON(w io.Writer, v any) error {
