@@ -313,7 +313,8 @@ func defineLog(root *wt.LinkerInstance) error {
 		if len(args) != 2 {
 			return fmt.Errorf("%w: log.write takes two arguments", errBadArgs)
 		}
-		lvl, ok := logLevels[args[0].(wt.Enum)]
+		name, _ := args[0].(wt.Enum)
+		lvl, ok := logLevels[name]
 		if !ok {
 			return fmt.Errorf("%w: unknown log level %v", errBadArgs, args[0])
 		}
