@@ -2,12 +2,17 @@ package pump_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -480,4 +485,99 @@ func TestManyAgents(t *testing.T) {
 
 func containsText(value, text string) bool {
 	return strings.Contains(value, `"text":"`+text+`"`)
+}
+
+func TestMaxConcurrentCalls(t *testing.T) {
+	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 2}})
+	_, h, in := e.agent(t, "a", 16)
+	var ids []string
+	for i := range 5 {
+		id, err := h.CallTool("slow", fmt.Sprintf(`{"tag":"s%d"}`, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"blocking"}`)
+		errc <- err
+	}()
+	recvCh(t, e.srv.slowStarted, "a first call")
+	recvCh(t, e.srv.slowStarted, "a second call")
+	select {
+	case tag := <-e.srv.slowStarted:
+		t.Fatalf("a third call (%s) ran with max_concurrent_calls 2", tag)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for _, id := range ids {
+		if !h.IsOpen(id) {
+			t.Fatalf("%s is not open", id)
+		}
+	}
+	close(e.srv.release)
+	if err := recvCh(t, errc, "the blocking call"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range ids {
+		got[recv(t, in).ID] = true
+	}
+	for _, id := range ids {
+		if !got[id] {
+			t.Fatalf("no result for %s", id)
+		}
+	}
+	if m := e.srv.slowMax.Load(); m != 2 {
+		t.Fatalf("at most %d calls ran at once, want 2", m)
+	}
+}
+
+// TestSiblingsUnaffected serves a working tooling beside one whose server
+// can never be reached: the broken one fails its calls with unavailable,
+// the working one is not held up.
+func TestSiblingsUnaffected(t *testing.T) {
+	srv := newServer(true)
+	mem := newMemTooling(t, srv, zap.NewNop())
+	broken, err := tooling.NewMCP(&config.Tooling{
+		Name: "broken", Kind: "mcp", Transport: "stdio", Command: "unused",
+		ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second),
+		Restart: config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(50 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+	}, zap.NewNop(), tooling.WithDialer(func(context.Context) (mcp.Transport, error) {
+		return nil, errors.New("connection refused")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := pump.NewHub([]pump.Entry{{Tooling: mem}, {Tooling: broken}}, zap.NewNop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hub.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	if got := hub.Names(); len(got) != 2 || got[0] != "broken" || got[1] != "mem" {
+		t.Fatalf("names %v", got)
+	}
+	a := hub.NewAgent("a", inbox.New(8), nil)
+	defer a.Close()
+	hb, err := a.Get("broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm, err := a.Get("mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := hb.CallToolBlocking(context.Background(), "anything", `{}`)
+		errc <- err
+	}()
+	for i := range 20 {
+		if _, err := hm.CallToolBlocking(context.Background(), "echo", fmt.Sprintf(`{"text":"%d"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := recvCh(t, errc, "the broken tooling's call"); codeOf(t, err) != tooling.CodeUnavailable {
+		t.Fatalf("broken: %v, want unavailable", err)
+	}
 }

@@ -38,6 +38,8 @@ type server struct {
 	reads        atomic.Int64
 	failSubs     atomic.Bool // SubscribeHandler fails
 
+	slowActive, slowMax atomic.Int64 // slow tools running now, at most
+
 	readGate    atomic.Pointer[chan struct{}] // when set, reads wait on it
 	readStarted chan string
 
@@ -88,6 +90,14 @@ func newServer(subscribable bool) *server {
 		})
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "slow", Description: "blocks until cancelled or released"},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			n := s.slowActive.Add(1)
+			defer s.slowActive.Add(-1)
+			for {
+				m := s.slowMax.Load()
+				if n <= m || s.slowMax.CompareAndSwap(m, n) {
+					break
+				}
+			}
 			s.slowStarted <- in.Tag
 			select {
 			case <-ctx.Done():
@@ -169,29 +179,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if log == nil {
 		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	}
-	cfg := &config.Tooling{
-		Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout:     cfgDur(5 * time.Second),
-		CallTimeout:        cfgDur(30 * time.Second),
-		MaxConcurrentCalls: 64,
-		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
-	}
-	if o.limits.MaxConcurrentCalls > 0 {
-		cfg.MaxConcurrentCalls = o.limits.MaxConcurrentCalls
-	}
-	m, err := tooling.NewMCP(cfg, log, tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newMemTooling(t, s, log)
+	// The tooling allows 64 calls at once: the pump's own limit is what the
+	// tests see.
 	lim := o.limits
 	if lim.MaxConcurrentCalls == 0 {
-		lim.MaxConcurrentCalls = cfg.MaxConcurrentCalls
+		lim.MaxConcurrentCalls = 64
 	}
 	hub := pump.NewHub([]pump.Entry{{Tooling: m, Limits: lim}}, log)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,6 +200,31 @@ func newEnv(t testing.TB, o envOptions) *env {
 	})
 	eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
 	return &env{srv: s, mcp: m, hub: hub}
+}
+
+// newMemTooling is a real mcp tooling "mem" connected to s over in-memory
+// transports (a fresh pair per connection attempt); it allows 64 calls at
+// once. Nothing serves it yet.
+func newMemTooling(t testing.TB, s *server, log *zap.Logger) *tooling.MCP {
+	t.Helper()
+	cfg := &config.Tooling{
+		Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
+		ConnectTimeout:     cfgDur(5 * time.Second),
+		CallTimeout:        cfgDur(30 * time.Second),
+		MaxConcurrentCalls: 64,
+		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+	}
+	m, err := tooling.NewMCP(cfg, log, tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // agent makes an agent with its own inbox and a handle on the tooling.
