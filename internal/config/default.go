@@ -23,6 +23,11 @@ version = 1                     # required; the only version is 1
 log_level = "info"              # debug | info | warn | error
 log_format = "console"          # console | json
 # cache_dir = "/var/cache/toolhostd"   # default: $XDG_CACHE_HOME/toolhostd, else ~/.cache/toolhostd
+# The control API (toolhostd ps, agent, toolings, reload; /metrics, /healthz, /readyz):
+# control_socket = "/run/toolhostd/toolhostd.sock"   # mode 0660, owner and root only;
+#                                 # default: $RUNTIME_DIRECTORY/toolhostd.sock, else this path
+# control_listen = "127.0.0.1:7070"           # also on TCP, only with a bearer token:
+# control_token = "${env:TOOLHOSTD_TOKEN}"    # clients send "Authorization: Bearer <token>"
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.

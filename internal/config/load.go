@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -461,7 +463,42 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			s, _ := d.asPlainString(p, v)
 			h.CacheDir = d.resolvePath(s)
 		},
+		"control_socket": func(p []string, v any) {
+			s, _ := d.asPlainString(p, v)
+			h.ControlSocket = d.resolvePath(s)
+		},
+		"control_listen": func(p []string, v any) {
+			s, ok := d.asPlainString(p, v)
+			if !ok || s == "" {
+				return
+			}
+			if msg := checkListen(s); msg != "" {
+				d.errAt(p, "%s", msg)
+				return
+			}
+			h.ControlListen = s
+		},
+		"control_token": func(p []string, v any) {
+			h.ControlToken, _ = d.asRefString(p, v)
+		},
 	})
+	// An empty string is the same as the key left out (no TCP, no token).
+	if h.ControlListen != "" && h.ControlToken == "" && !d.erred(child(path, "control_token"), 0) {
+		d.errAt(child(path, "control_listen"), "needs control_token: the control API is never served on TCP without a bearer token")
+	}
+}
+
+// checkListen validates a TCP listen address: host:port with a port from 1
+// to 65535. It returns a message, "" when addr is good.
+func checkListen(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("invalid address %q: want host:port, e.g. \"127.0.0.1:7070\"", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("invalid port %q: want a number from 1 to 65535", port)
+	}
+	return ""
 }
 
 func (d *decoder) tooling(path []string, name string, v any) *Tooling {

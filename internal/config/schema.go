@@ -23,6 +23,16 @@ type Host struct {
 	LogLevel  string `toml:"log_level"`  // debug|info|warn|error
 	LogFormat string `toml:"log_format"` // console|json
 	CacheDir  string `toml:"cache_dir"`  // default $XDG_CACHE_HOME/toolhostd
+
+	// ControlSocket is the control API's unix socket (default: see
+	// control.DefaultSocket).
+	ControlSocket string `toml:"control_socket"`
+	// ControlListen is an optional TCP address (host:port) for the control
+	// API; it requires ControlToken.
+	ControlListen string `toml:"control_listen"`
+	// ControlToken is the bearer token of the TCP control API, usually a
+	// ${env:...} or ${file:...} reference: call Expand at use.
+	ControlToken string `toml:"control_token"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
