@@ -11,7 +11,7 @@
 // Component into a Store; an Instance hands out Funcs; Func.Call takes and
 // returns Vals, the Go form of every WIT value.
 //
-// Threads: an Engine, Component, Linker (once populated) and ResourceType may
+// Threads: an Engine, a Component and a Linker (once populated) may
 // be shared by any number of goroutines. A Store and everything obtained from
 // it (Instance, Func, ResourceAny, the Caller passed to host functions) must
 // be used by one goroutine at a time; Engine.IncrementEpoch may be called
@@ -30,4 +30,12 @@
 // function that returns an error or panics makes the guest trap; the Call
 // that was running returns a *Trap whose Cause is that error (or a
 // *PanicError).
+//
+// Known limits of wasmtime 39's C API, enforced here rather than left to
+// abort the process: strings, chars and case names must be valid UTF-8 /
+// Unicode scalar values; a borrowed host resource cannot be passed to the
+// guest from outside a call (pass an owned one); Func.Call checks argument
+// shapes in Go because a mismatch found by wasmtime while lowering leaves
+// the instance unusable. As in the component model, a trap also leaves the
+// instance unusable ("cannot enter component instance"): make a new one.
 package wasmtime

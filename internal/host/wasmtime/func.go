@@ -106,7 +106,8 @@ func (f *Func) free() {
 // Call calls the function with typed arguments and returns its result (nil
 // when it has none). post-return is run inside. Errors: *Trap (with Cause
 // set if a host function failed or panicked), *ExitError for a WASI exit,
-// ErrClosed, or an argument conversion error.
+// ErrClosed, or an argument error (found in Go, before the guest runs).
+// After a *Trap the instance cannot be entered again; use a new instance.
 func (f *Func) Call(args ...Val) (Val, error) {
 	s := f.store
 	if s.ptr == nil || f.fn == nil {
