@@ -115,6 +115,9 @@ func (h *Handle) Kind() string { return h.rt.t.Kind() }
 func (h *Handle) Name() string { return h.rt.name }
 
 func (h *Handle) usable() *tooling.Error {
+	if err := h.a.hub.removedErr(h.rt); err != nil {
+		return err
+	}
 	h.a.mu.Lock()
 	defer h.a.mu.Unlock()
 	switch {

@@ -54,6 +54,9 @@ func newID() string { return uuid.NewString() }
 // the tables. The caller queues it.
 func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	a := h.a
+	if err := a.hub.removedErr(h.rt); err != nil {
+		return nil, err
+	}
 	c := &call{id: newID(), tool: name, args: args, a: a, h: h, rt: h.rt, blocking: blocking, start: time.Now()}
 	if blocking {
 		c.done = make(chan struct{})

@@ -77,6 +77,9 @@ type Hub struct {
 	// context does, cancelling every call.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// dyn lets toolings come and go while Serve runs (dynamic.go); its
+	// mutex guards rts and names.
+	dyn dynState
 }
 
 // runtime is everything the hub keeps for one tooling.
@@ -122,7 +125,11 @@ func NewHub(entries []Entry, log *zap.Logger) *Hub {
 }
 
 // Names returns the served toolings' names, sorted.
-func (h *Hub) Names() []string { return append([]string(nil), h.names...) }
+func (h *Hub) Names() []string {
+	h.dyn.mu.RLock()
+	defer h.dyn.mu.RUnlock()
+	return append([]string(nil), h.names...)
+}
 
 // Serve runs the supervisor tree until ctx ends: a root with one
 // sub-supervisor per tooling holding its session (Tooling.Serve) and its
@@ -137,18 +144,10 @@ func (h *Hub) Serve(ctx context.Context) error {
 		h.log.Warn("supervisor event", zap.String("event", e.String()))
 	}
 	root := suture.New("pump", suture.Spec{EventHook: hook})
-	for _, name := range h.names {
-		rt := h.rts[name]
-		sup := suture.New("tooling/"+name, suture.Spec{EventHook: hook})
-		sup.Add(sessionService{rt.t})
-		sup.Add(rt.pump)
-		root.Add(sup)
-	}
+	h.startTree(root, hook)
 	err := root.Serve(ctx)
 	h.cancel()
-	for _, rt := range h.rts {
-		rt.gate.wg.Wait()
-	}
+	h.waitCalls()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -186,7 +185,7 @@ func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string)
 // Get returns a new handle on the tooling called name: not-found when there
 // is none, denied when the agent was not granted it, cancelled after Close.
 func (a *Agent) Get(name string) (*Handle, error) {
-	rt, ok := a.hub.rts[name]
+	rt, ok := a.hub.lookup(name)
 	if !ok {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
 	}

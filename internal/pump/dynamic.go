@@ -1,0 +1,213 @@
+package pump
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Errors of AddTooling and RemoveTooling.
+var (
+	// ErrToolingExists is returned by AddTooling for a name the hub serves.
+	ErrToolingExists = errors.New("the hub already serves a tooling of that name")
+	// ErrNoTooling is returned by RemoveTooling for a name the hub does not
+	// serve.
+	ErrNoTooling = errors.New("the hub serves no tooling of that name")
+	// ErrHubStopped is returned by AddTooling after Serve has returned.
+	ErrHubStopped = errors.New("the hub has stopped")
+)
+
+// removeTimeout bounds how long RemoveTooling waits for the tooling's
+// supervisor (its session, its server process, its resource pump) to stop.
+const removeTimeout = 30 * time.Second
+
+// dynState is what the hub keeps to change its toolings while Serve runs.
+// Its mutex also guards Hub.rts and Hub.names.
+type dynState struct {
+	mu      sync.RWMutex
+	root    *suture.Supervisor // set when Serve starts
+	hook    suture.EventHook
+	tokens  map[string]suture.ServiceToken // each tooling's supervisor in root
+	removed map[*runtime]bool              // runtimes taken out of service
+	retired []*runtime                     // ditto, for Serve to wait on their calls
+	stopped bool                           // Serve has returned
+}
+
+// lookup returns the runtime of the tooling called name.
+func (h *Hub) lookup(name string) (*runtime, bool) {
+	h.dyn.mu.RLock()
+	defer h.dyn.mu.RUnlock()
+	rt, ok := h.rts[name]
+	return rt, ok
+}
+
+// removedErr is the error of every operation through a handle on a tooling
+// that RemoveTooling took away (nil while it is served).
+func (h *Hub) removedErr(rt *runtime) *tooling.Error {
+	h.dyn.mu.RLock()
+	gone := h.dyn.removed[rt]
+	h.dyn.mu.RUnlock()
+	if gone {
+		return tooling.Errorf(tooling.CodeUnavailable, "tooling %q was removed from the configuration", rt.name)
+	}
+	return nil
+}
+
+// toolingSupervisor is one tooling's sub-supervisor: its session and its
+// resource pump.
+func toolingSupervisor(rt *runtime, hook suture.EventHook) *suture.Supervisor {
+	sup := suture.New("tooling/"+rt.name, suture.Spec{EventHook: hook})
+	sup.Add(sessionService{rt.t})
+	sup.Add(rt.pump)
+	return sup
+}
+
+// startTree adds a sub-supervisor per tooling to root, which Serve is about
+// to run, and records root for AddTooling and RemoveTooling.
+func (h *Hub) startTree(root *suture.Supervisor, hook suture.EventHook) {
+	h.dyn.mu.Lock()
+	defer h.dyn.mu.Unlock()
+	h.dyn.root, h.dyn.hook = root, hook
+	if h.dyn.tokens == nil {
+		h.dyn.tokens = make(map[string]suture.ServiceToken, len(h.names))
+	}
+	for _, name := range h.names {
+		h.dyn.tokens[name] = root.Add(toolingSupervisor(h.rts[name], hook))
+	}
+}
+
+// waitCalls marks the hub stopped and waits for the call goroutines of
+// every tooling it served, removed ones included. Serve calls it once its
+// tree has stopped and every agent context is cancelled.
+func (h *Hub) waitCalls() {
+	h.dyn.mu.Lock()
+	h.dyn.stopped = true
+	rts := make([]*runtime, 0, len(h.rts)+len(h.dyn.retired))
+	for _, rt := range h.rts {
+		rts = append(rts, rt)
+	}
+	rts = append(rts, h.dyn.retired...)
+	h.dyn.mu.Unlock()
+	for _, rt := range rts {
+		rt.gate.wg.Wait()
+	}
+}
+
+// AddTooling starts serving e's tooling: at once when Serve runs (under its
+// own sub-supervisor beside the others), else when Serve starts. Agents
+// can get it from then on (their grants permitting). It fails with
+// ErrToolingExists for a name already served and ErrHubStopped after Serve
+// has returned.
+func (h *Hub) AddTooling(e Entry) error {
+	if e.Tooling == nil {
+		return errors.New("add tooling: no tooling")
+	}
+	name := e.Tooling.Name()
+	lim := e.Limits
+	if lim.MaxConcurrentCalls <= 0 {
+		lim.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+	}
+	if lim.CallTimeout <= 0 {
+		lim.CallTimeout = DefaultCallTimeout
+	}
+	rt := &runtime{t: e.Tooling, name: name, limits: lim, log: h.log.With(zap.String("tooling", name))}
+	rt.gate = newGate(rt, lim.MaxConcurrentCalls)
+	rt.pump = newResPump(rt)
+
+	h.dyn.mu.Lock()
+	defer h.dyn.mu.Unlock()
+	switch {
+	case h.dyn.stopped:
+		return fmt.Errorf("add tooling %q: %w", name, ErrHubStopped)
+	case h.rts[name] != nil:
+		return fmt.Errorf("add tooling %q: %w", name, ErrToolingExists)
+	}
+	e.Tooling.SetObserver(rt.pump)
+	h.rts[name] = rt
+	i, _ := slices.BinarySearch(h.names, name)
+	h.names = slices.Insert(h.names, i, name)
+	if h.dyn.root != nil {
+		if h.dyn.tokens == nil {
+			h.dyn.tokens = make(map[string]suture.ServiceToken)
+		}
+		h.dyn.tokens[name] = h.dyn.root.Add(toolingSupervisor(rt, h.dyn.hook))
+	}
+	h.log.Info("tooling added", zap.String("tooling", name))
+	return nil
+}
+
+// RemoveTooling stops serving the tooling called name: its sub-supervisor
+// is removed (the session is closed, a stdio server stopped, in-flight
+// calls fail) and RemoveTooling waits for it, up to 30s. From then on every
+// operation through a handle on it fails with unavailable, get() of the
+// name with not-found, and each live subscription to it ends with one
+// unavailable error envelope. ErrNoTooling for a name not served.
+func (h *Hub) RemoveTooling(name string) error {
+	h.dyn.mu.Lock()
+	rt := h.rts[name]
+	if rt == nil {
+		h.dyn.mu.Unlock()
+		return fmt.Errorf("remove tooling %q: %w", name, ErrNoTooling)
+	}
+	delete(h.rts, name)
+	if i, ok := slices.BinarySearch(h.names, name); ok {
+		h.names = slices.Delete(h.names, i, i+1)
+	}
+	if h.dyn.removed == nil {
+		h.dyn.removed = make(map[*runtime]bool)
+	}
+	h.dyn.removed[rt] = true
+	h.dyn.retired = append(h.dyn.retired, rt)
+	tok, served := h.dyn.tokens[name]
+	delete(h.dyn.tokens, name)
+	root, stopped := h.dyn.root, h.dyn.stopped
+	h.dyn.mu.Unlock()
+
+	rt.t.SetObserver(nil)
+	var err error
+	if served && root != nil && !stopped {
+		if err = root.RemoveAndWait(tok, removeTimeout); err != nil {
+			err = fmt.Errorf("remove tooling %q: its supervisor did not stop: %w", name, err)
+		}
+	}
+	rt.pump.endAll(tooling.Errorf(tooling.CodeUnavailable, "tooling %q was removed from the configuration", name))
+	h.log.Info("tooling removed", zap.String("tooling", name))
+	return err
+}
+
+// endAll ends every live subscription of the pump with one error envelope
+// each; the MCP subscriptions are not withdrawn (the session is gone).
+func (p *resPump) endAll(herr *tooling.Error) {
+	p.mu.Lock()
+	var ended []*sub
+	for _, u := range p.uris {
+		for id, s := range u.subs {
+			s.ended = true
+			ended = append(ended, s)
+			delete(u.subs, id)
+			u.refs--
+		}
+		u.active = false
+	}
+	for id, s := range p.listSubs {
+		s.ended = true
+		ended = append(ended, s)
+		delete(p.listSubs, id)
+	}
+	p.mu.Unlock()
+	for _, s := range ended {
+		s.a.in.EndStream(s.id, inbox.Error{Err: *herr})
+		s.a.mu.Lock()
+		delete(s.a.subs, s.id)
+		delete(s.h.subs, s.id)
+		s.a.mu.Unlock()
+	}
+}

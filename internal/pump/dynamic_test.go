@@ -1,0 +1,159 @@
+package pump_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// namedMemTooling is a real mcp tooling called name, connected to s over
+// in-memory transports.
+func namedMemTooling(t testing.TB, name string, s *server) *tooling.MCP {
+	t.Helper()
+	cfg := &config.Tooling{
+		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
+		ConnectTimeout: cfgDur(5 * time.Second),
+		CallTimeout:    cfgDur(30 * time.Second),
+		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+	}
+	m, err := tooling.NewMCP(cfg, zap.NewNop(), tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAddAndRemoveToolingWhileServing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	in := inbox.New(16)
+	a := e.hub.NewAgent("a", in, nil)
+	t.Cleanup(a.Close)
+	if _, err := a.Get("extra"); codeOf(t, err) != tooling.CodeNotFound {
+		t.Fatalf("get before add: %v, want not-found", err)
+	}
+
+	srv := newServer(true)
+	extra := namedMemTooling(t, "extra", srv)
+	if err := e.hub.AddTooling(pump.Entry{Tooling: extra}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hub.AddTooling(pump.Entry{Tooling: namedMemTooling(t, "extra", srv)}); !errors.Is(err, pump.ErrToolingExists) {
+		t.Fatalf("second add: %v, want ErrToolingExists", err)
+	}
+	if got := e.hub.Names(); len(got) != 2 || got[0] != "extra" || got[1] != "mem" {
+		t.Fatalf("names %v", got)
+	}
+	eventually(t, 10*time.Second, "the added tooling's session", func() bool { return extra.Status().Connected })
+
+	h, err := a.Get("extra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.CallToolBlocking(context.Background(), "echo", `{"text":"hi"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt, _ := resultText(t, res); txt != "hi" {
+		t.Fatalf("echo returned %q", txt)
+	}
+	subID, err := h.SubscribeResource(context.Background(), "test://r0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowID, err := h.CallTool("slow", `{"tag":"removed"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvCh(t, srv.slowStarted, "the slow call")
+
+	if err := e.hub.RemoveTooling("extra"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]inbox.Envelope{}
+	for range 2 {
+		env := recv(t, in)
+		got[env.ID] = env
+	}
+	for _, id := range []string{slowID, subID} {
+		ev, ok := got[id].Event.(inbox.Error)
+		if !ok {
+			t.Fatalf("envelope for %s: %+v, want an error", id, got[id])
+		}
+		if ev.Err.Code != tooling.CodeUnavailable {
+			t.Fatalf("envelope for %s: %v, want unavailable", id, ev.Err)
+		}
+	}
+	if extra.Status().Connected {
+		t.Fatal("the removed tooling's session is still up")
+	}
+	if _, err := h.ListTools(context.Background()); codeOf(t, err) != tooling.CodeUnavailable {
+		t.Fatalf("list-tools on a removed tooling: %v, want unavailable", err)
+	}
+	if _, err := h.CallTool("echo", `{}`); codeOf(t, err) != tooling.CodeUnavailable {
+		t.Fatalf("call-tool on a removed tooling: %v, want unavailable", err)
+	}
+	if _, err := h.SubscribeResourceList(); codeOf(t, err) != tooling.CodeUnavailable {
+		t.Fatalf("subscribe on a removed tooling: %v, want unavailable", err)
+	}
+	if _, err := a.Get("extra"); codeOf(t, err) != tooling.CodeNotFound {
+		t.Fatalf("get after remove: %v, want not-found", err)
+	}
+	if err := e.hub.RemoveTooling("extra"); !errors.Is(err, pump.ErrNoTooling) {
+		t.Fatalf("second remove: %v, want ErrNoTooling", err)
+	}
+
+	// The sibling was not touched.
+	mh, err := a.Get("mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mh.CallToolBlocking(context.Background(), "echo", `{"text":"still"}`); err != nil {
+		t.Fatal(err)
+	}
+
+	// The name can be served again.
+	again := namedMemTooling(t, "extra", srv)
+	if err := e.hub.AddTooling(pump.Entry{Tooling: again}); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := a.Get("extra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.CallToolBlocking(context.Background(), "echo", `{"text":"back"}`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAddToolingBeforeAndAfterServe(t *testing.T) {
+	srv := newServer(true)
+	hub := pump.NewHub(nil, zap.NewNop())
+	early := namedMemTooling(t, "early", srv)
+	if err := hub.AddTooling(pump.Entry{Tooling: early}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hub.Serve(ctx) }()
+	eventually(t, 10*time.Second, "the early tooling's session", func() bool { return early.Status().Connected })
+	cancel()
+	recvCh(t, done, "Serve to return")
+	if err := hub.AddTooling(pump.Entry{Tooling: namedMemTooling(t, "late", srv)}); !errors.Is(err, pump.ErrHubStopped) {
+		t.Fatalf("add after Serve: %v, want ErrHubStopped", err)
+	}
+}
