@@ -2,8 +2,9 @@ module github.com/toolhostd/toolhostd
 
 go 1.26.0
 
+require github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
+
 require (
-	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
