@@ -63,6 +63,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	} else if err := a.in.Reserve(c.id); err != nil {
 		switch {
 		case errors.Is(err, inbox.ErrFull):
+			h.rt.stats.busy.Add(1)
 			return nil, tooling.Errorf(tooling.CodeBusy, "the inbox is full: %d open calls and undelivered envelopes", a.in.Capacity())
 		case errors.Is(err, inbox.ErrShutdown):
 			return nil, errAgentClosed()
@@ -85,6 +86,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	a.calls[c.id] = c
 	h.calls[c.id] = c
 	a.mu.Unlock()
+	h.rt.stats.calls.Add(1)
 	// An async call whose context ends while still queued completes from
 	// here (a blocking caller watches its context itself).
 	if !blocking {
@@ -141,6 +143,7 @@ func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
 		// The contract's tool-result names the call as it was made.
 		res.Name, res.Arguments = c.tool, c.args
 	}
+	c.rt.stats.count(herr)
 	delivered := false
 	if c.blocking {
 		c.res, c.err = res, herr

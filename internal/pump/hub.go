@@ -90,6 +90,7 @@ type runtime struct {
 	log    *zap.Logger
 	gate   *gate
 	pump   *resPump
+	stats  counters
 }
 
 // NewHub makes the hub for entries and installs its resource pump as each

@@ -295,6 +295,7 @@ func (p *resPump) readLoop(ctx context.Context, u *uriState) {
 		u.dirty = false
 		p.mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
+		p.rt.stats.reads.Add(1)
 		rc, err := p.rt.t.ReadResource(rctx, u.uri)
 		cancel()
 		if err != nil {
@@ -327,6 +328,7 @@ func (p *resPump) fanout(u *uriState, ev inbox.Event) int {
 	for _, s := range buf {
 		s.a.in.Update(s.id, ev)
 	}
+	p.rt.stats.updates.Add(int64(len(buf)))
 	clear(buf) // keep no subscriber alive from here
 	u.buf = buf[:0]
 	return len(buf)
@@ -341,6 +343,7 @@ func (p *resPump) listLoop(ctx context.Context) {
 		p.listDirty = false
 		p.mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
+		p.rt.stats.listFetches.Add(1)
 		list, err := p.rt.t.ListResources(rctx)
 		cancel()
 		if err != nil {
@@ -356,6 +359,7 @@ func (p *resPump) listLoop(ctx context.Context) {
 			for _, s := range subs {
 				s.a.in.Update(s.id, ev)
 			}
+			p.rt.stats.updates.Add(int64(len(subs)))
 		}
 		p.mu.Lock()
 		again := p.listDirty && len(p.listSubs) > 0 && ctx.Err() == nil

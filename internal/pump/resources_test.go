@@ -336,3 +336,48 @@ func TestResubscribeFailed(t *testing.T) {
 	e.srv.update(t, "test://r0", "again")
 	wantUpdate(t, in, id3, "test://r0", "again")
 }
+
+func TestStats(t *testing.T) {
+	e := newEnv(t, envOptions{limits: pump.Limits{CallTimeout: 300 * time.Millisecond}})
+	_, h, in := e.agent(t, "a", 3)
+	_, h2, in2 := e.agent(t, "b", 3)
+	mustSubscribe(t, h, "test://r0")
+	mustSubscribe(t, h2, "test://r0")
+	if _, err := h2.SubscribeResourceList(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CallToolBlocking(context.Background(), "echo", `{"text":"x"}`); err != nil {
+		t.Fatal(err)
+	}
+	slow, _ := h.CallTool("slow", `{"tag":"cancel-me"}`)
+	recvCh(t, e.srv.slowStarted, "the slow tool")
+	h.Cancel(slow)
+	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"time-out"}`); codeOf(t, err) != tooling.CodeTimeout {
+		t.Fatal(err)
+	}
+	h.CallTool("slow", `{"tag":"1"}`)
+	h.CallTool("slow", `{"tag":"2"}`)
+	h.CallTool("slow", `{"tag":"3"}`)
+	if _, err := h.CallTool("slow", `{"tag":"4"}`); codeOf(t, err) != tooling.CodeBusy {
+		t.Fatal(err)
+	}
+	e.srv.update(t, "test://r0", "new")
+	recv(t, in2)
+	for range 3 {
+		recv(t, in) // the update and two of the timeouts, in any order
+	}
+	recv(t, in)
+	got := e.hub.Stats()
+	if len(got) != 1 {
+		t.Fatalf("%d toolings", len(got))
+	}
+	s := got[0]
+	want := pump.ToolingStats{
+		Tooling: "mem", Calls: 6, OK: 1, Cancelled: 1, TimedOut: 4, Busy: 1,
+		Subscriptions: 2, ListSubscriptions: 1, MCPSubscriptions: 1,
+		Reads: 1, Updates: 2,
+	}
+	if s != want {
+		t.Fatalf("stats\n%+v, want\n%+v", s, want)
+	}
+}
