@@ -1,11 +1,42 @@
 package wasmtime
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
+
+// latencies keeps a uniform sample (reservoir sampling with a fixed seed)
+// of the per-call latencies of a benchmark loop and reports their
+// percentiles as p50-ns and p99-ns.
+type latencies struct {
+	samples [1 << 14]time.Duration
+	n       int
+	rng     rand.PCG
+}
+
+func (l *latencies) add(d time.Duration) {
+	if l.n < len(l.samples) {
+		l.samples[l.n] = d
+	} else if j := l.rng.Uint64() % uint64(l.n+1); j < uint64(len(l.samples)) {
+		l.samples[j] = d
+	}
+	l.n++
+}
+
+func (l *latencies) report(b *testing.B) {
+	s := slices.Clone(l.samples[:min(l.n, len(l.samples))])
+	if len(s) == 0 {
+		return
+	}
+	slices.Sort(s)
+	b.ReportMetric(float64(s[len(s)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(s[len(s)*99/100].Nanoseconds()), "p99-ns")
+}
 
 // BenchmarkHostCallU32 measures one guest call that makes one host call,
 // u32 in and out: baseline is the loop written on the raw C API
@@ -20,12 +51,16 @@ func BenchmarkHostCallU32(b *testing.B) {
 		}
 		defer rb.close()
 		b.ReportAllocs()
+		lat := new(latencies)
 		for i := 0; b.Loop(); i++ {
+			t0 := time.Now()
 			v, err := rb.callU32(uint32(i))
+			lat.add(time.Since(t0))
 			if err != nil || v != uint32(i) {
 				b.Fatalf("call = %d, %v", v, err)
 			}
 		}
+		lat.report(b)
 	})
 	b.Run("binding", func(b *testing.B) {
 		l := mustLinker(b, e)
@@ -36,12 +71,16 @@ func BenchmarkHostCallU32(b *testing.B) {
 		s := mustStore(b, e, StoreConfig{})
 		f := mustFunc(b, l, s, c, "run")
 		b.ReportAllocs()
+		lat := new(latencies)
 		for i := 0; b.Loop(); i++ {
+			t0 := time.Now()
 			v, err := f.Call(U32(i))
+			lat.add(time.Since(t0))
 			if err != nil || v.(U32) != U32(i) {
 				b.Fatalf("call = %v, %v", v, err)
 			}
 		}
+		lat.report(b)
 	})
 }
 
@@ -58,12 +97,16 @@ func BenchmarkHostCallString1K(b *testing.B) {
 		defer rb.close()
 		b.ReportAllocs()
 		b.SetBytes(int64(len(in)))
+		lat := new(latencies)
 		for b.Loop() {
+			t0 := time.Now()
 			v, err := rb.callString(in)
+			lat.add(time.Since(t0))
 			if err != nil || len(v) != len(in) {
 				b.Fatalf("call = %d bytes, %v", len(v), err)
 			}
 		}
+		lat.report(b)
 	})
 	b.Run("binding", func(b *testing.B) {
 		l := mustLinker(b, e)
@@ -75,12 +118,16 @@ func BenchmarkHostCallString1K(b *testing.B) {
 		f := mustFunc(b, l, s, c, "run")
 		b.ReportAllocs()
 		b.SetBytes(int64(len(in)))
+		lat := new(latencies)
 		for b.Loop() {
+			t0 := time.Now()
 			v, err := f.Call(String(in))
+			lat.add(time.Since(t0))
 			if err != nil || len(v.(String)) != len(in) {
 				b.Fatalf("call = %v, %v", v, err)
 			}
 		}
+		lat.report(b)
 	})
 }
 

@@ -180,3 +180,41 @@ func TestValueErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestHostResultErrors checks that a host function returning a value of the
+// wrong shape makes the call fail with wasmtime's reason (not a crash).
+func TestHostResultErrors(t *testing.T) {
+	e := mustEngine(t, EngineConfig{})
+	for _, tc := range []struct {
+		name     string
+		ty       *ty
+		arg, res Val
+		want     string
+	}{
+		{"scalar", prim("u32"), U32(1), String("x"), "expected u32"},
+		{"missing-payload", resultOf(prim("string"), prim("string")), Ok(String("a")), Result{}, "payload"},
+		{"field-name", recordOf("r", tyField{"a", prim("u32")}), Record{{"a", U32(1)}}, Record{{"b", U32(1)}}, "field"},
+		{"enum-case", enumOf("e", "a"), Enum("a"), Enum("zz"), "zz"},
+		{"flag", flagsOf("f", "a"), Flags{}, Flags{"q"}, "q"},
+		{"variant-payload", variantOf("v", tyField{"a", nil}), Variant{Case: "a"}, Variant{Case: "a", Payload: U32(1)}, "payload"},
+		{"list-element", listOf(prim("u8")), List{}, List{U32(1)}, "expected u8"},
+		{"borrow-result", prim("u32"), U32(1), ResourceHost{Type: 1, Rep: 1}, "borrowed host resource"},
+		{"bad-utf8", prim("string"), String("ok"), String("\xc3"), "UTF-8"},
+		{"unset", prim("u32"), U32(1), nil, "not set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustComponent(t, e, echoWAT(tc.ty))
+			l := mustLinker(t, e)
+			l.Root().AddFunc("echo", func(_ *Caller, args, results []Val) error {
+				results[0] = tc.res
+				return nil
+			})
+			s := mustStore(t, e, StoreConfig{})
+			f := mustFunc(t, l, s, c, "run")
+			_, err := f.Call(tc.arg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
