@@ -263,3 +263,26 @@ func TestGuestResources(t *testing.T) {
 	// A handle left undropped is freed with the store.
 	_ = newRes(1)
 }
+
+func TestResourceDtorPanic(t *testing.T) {
+	e := mustEngine(t, EngineConfig{})
+	c := mustComponent(t, e, resourceWAT)
+	l := mustLinker(t, e)
+	inst, _ := l.Root().Instance("host")
+	inst.AddResource("r", resType, func(*Caller, uint32) error { panic("dtor panic") })
+	inst.AddFunc("make", func(_ *Caller, args, results []Val) error {
+		results[0] = ResourceHost{Type: resType, Rep: uint32(args[0].(U32)), Owned: true}
+		return nil
+	})
+	inst.AddFunc("[method]r.get", func(_ *Caller, args, results []Val) error {
+		results[0] = U32(args[0].(ResourceHost).Rep)
+		return nil
+	})
+	s := mustStore(t, e, StoreConfig{})
+	f := mustFunc(t, l, s, c, "cycle")
+	_, err := f.Call(U32(1))
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "dtor panic" {
+		t.Fatalf("err = %v, want the destructor's panic", err)
+	}
+}

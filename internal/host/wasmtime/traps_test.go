@@ -542,3 +542,27 @@ func TestReentrantCall(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEngineConfigs(t *testing.T) {
+	for _, cfg := range []EngineConfig{
+		{OptLevel: OptNone},
+		{OptLevel: OptSpeedAndSize, ParallelCompilation: true},
+		{EpochInterruption: true, ConsumeFuel: true, ParallelCompilation: true},
+	} {
+		e := mustEngine(t, cfg)
+		if e.Config() != cfg {
+			t.Fatalf("Config() = %+v, want %+v", e.Config(), cfg)
+		}
+		c := mustComponent(t, e, echoWAT(prim("u32")))
+		l := mustLinker(t, e)
+		l.Root().AddFunc("echo", func(_ *Caller, args, results []Val) error { results[0] = args[0]; return nil })
+		s := mustStore(t, e, StoreConfig{})
+		f := mustFunc(t, l, s, c, "run")
+		if v, err := f.Call(U32(5)); err != nil || v != U32(5) {
+			t.Fatalf("%+v: call = %v, %v", cfg, v, err)
+		}
+	}
+	if _, err := NewEngine(EngineConfig{OptLevel: 9}); err == nil {
+		t.Fatal("invalid OptLevel accepted")
+	}
+}
