@@ -71,8 +71,9 @@ func runCalls(b *testing.B, par int, mk func(i int) callFunc) {
 }
 
 // BenchmarkCallEcho compares one echo call on the same in-process go-sdk
-// server: baseline is go-sdk's ClientSession.CallTool directly; blocking
-// is Handle.CallToolBlocking; async is Handle.CallTool then inbox Recv.
+// server: baseline is go-sdk's ClientSession.CallTool directly; tooling is
+// the mcp tooling's CallTool (no pump); blocking is Handle.CallToolBlocking;
+// async is Handle.CallTool then inbox Recv.
 // seq makes one call at a time, par16 keeps 16 in flight (16 goroutines,
 // each its own agent).
 func BenchmarkCallEcho(b *testing.B) {
@@ -99,6 +100,14 @@ func BenchmarkCallEcho(b *testing.B) {
 			if err == nil && res.IsError {
 				err = fmt.Errorf("isError result")
 			}
+			return err
+		}
+	}
+	// tooling: the mcp tooling's CallTool with no pump, to tell the pump's
+	// share of the overhead from the tooling's.
+	direct := func(int) callFunc {
+		return func() error {
+			_, err := e.mcp.CallTool(ctx, "echo", rawArgs)
 			return err
 		}
 	}
@@ -155,6 +164,7 @@ func BenchmarkCallEcho(b *testing.B) {
 	}{{"seq", 1}, {"par16", 16}} {
 		b.Run(mode.name, func(b *testing.B) {
 			b.Run("baseline", func(b *testing.B) { runCalls(b, mode.par, baseline) })
+			b.Run("tooling", func(b *testing.B) { runCalls(b, mode.par, direct) })
 			b.Run("blocking", func(b *testing.B) { runCalls(b, mode.par, blocking) })
 			b.Run("async", func(b *testing.B) { runCalls(b, mode.par, async) })
 		})
