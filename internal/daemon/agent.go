@@ -1,0 +1,346 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/thejerf/suture/v4"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/host"
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+)
+
+// Agent states, as control.AgentStatus reports them.
+const (
+	stateStarting = "starting" // loading the component, instantiating
+	stateRunning  = "running"
+	stateStopping = "stopping" // shutdown envelope sent, within the grace
+	stateStopped  = "stopped"  // stopped by the daemon or an operator
+	stateExited   = "exited"   // run returned ok and the policy does not restart it
+	stateFailed   = "failed"   // failed and not restarted (policy never, or a load failure)
+	stateBackoff  = "backoff"  // waiting to be restarted
+)
+
+// Restart policies ([agent.X] restart).
+const (
+	policyNever     = "never"
+	policyOnFailure = "on-failure"
+	policyAlways    = "always"
+)
+
+// Intensity limit of each agent's sub-supervisor: more than
+// failureThreshold restarts within about failureDecay seconds pause the
+// agent for its maximum restart backoff (on top of the backoff itself).
+const (
+	failureThreshold = 5
+	failureDecay     = 30 // seconds
+)
+
+// maxOutputLog bounds the agent output written to the debug log.
+const maxOutputLog = 1024
+
+// agentRec is one configured agent: its config, its status and the
+// sub-supervisor running its current service. Fields are guarded by
+// Daemon.mu.
+type agentRec struct {
+	name string
+	cfg  *config.Agent
+
+	state    string
+	since    time.Time
+	restarts int
+	traps    int
+	lastErr  string
+	inst     *host.Agent // the running instance, if any
+
+	sup     *suture.Supervisor
+	token   suture.ServiceToken
+	hasSup  bool // token names a sub-supervisor in the root
+	final   bool // the current service ended for good (exited, failed)
+	gen     int  // bumped when a service is replaced: stale services write nothing
+	started bool // some instance was started: the next start is a restart
+	backoff time.Duration
+	delay   time.Duration // wait before the next start
+}
+
+func newAgentRec(name string, cfg *config.Agent) *agentRec {
+	return &agentRec{name: name, cfg: cfg, state: stateStopped, since: time.Now(), backoff: cfg.RestartBackoff.Initial.Duration}
+}
+
+func (r *agentRec) setState(s string) {
+	if r.state != s {
+		r.state, r.since = s, time.Now()
+	}
+}
+
+// stopTimeout is how long removing the agent's sub-supervisor may take.
+func (r *agentRec) stopTimeout() time.Duration { return r.cfg.StopGrace.Duration + stopMargin }
+
+// startLocked puts a new sub-supervisor with a new service for r into the
+// root (d.mu held, d.root set). onStarted, if not nil, is called once when
+// the first instance was started or could not be.
+func (d *Daemon) startLocked(r *agentRec, onStarted func()) {
+	r.gen++
+	svc := &agentService{d: d, r: r, gen: r.gen, cfg: r.cfg, onStarted: onStarted}
+	sup := suture.New("agent/"+r.name, suture.Spec{
+		FailureThreshold: failureThreshold,
+		FailureDecay:     failureDecay,
+		FailureBackoff:   r.cfg.RestartBackoff.Max.Duration,
+		Timeout:          r.stopTimeout(),
+	})
+	sup.Add(svc)
+	r.sup, r.final, r.hasSup = sup, false, true
+	r.setState(stateStarting)
+	r.token = d.root.Add(sup)
+}
+
+// stopRec removes r's sub-supervisor, which stops its instance (shutdown
+// envelope, grace, interrupt), and waits for it; then r is in state (an
+// agent that had already exited or failed keeps that state). opMu held.
+func (d *Daemon) stopRec(r *agentRec, state string) {
+	d.mu.Lock()
+	root := d.root
+	if !r.hasSup || root == nil {
+		d.mu.Unlock()
+		return
+	}
+	tok := r.token
+	r.hasSup = false
+	if r.inst != nil {
+		r.setState(stateStopping)
+	}
+	d.mu.Unlock()
+	if err := root.RemoveAndWait(tok, r.stopTimeout()); err != nil {
+		d.log.Error("agent did not stop in time", zap.String("agent", r.name), zap.Error(err))
+	}
+	d.mu.Lock()
+	r.gen++
+	r.inst = nil
+	if !r.final {
+		r.setState(state)
+	}
+	d.mu.Unlock()
+}
+
+// agentService runs one agent under its sub-supervisor and implements its
+// restart policy: each Serve waits out the pending backoff, loads the
+// component, runs one instance and decides. It returns nil or an error for
+// the supervisor to run it again, suture.ErrDoNotRestart when the policy
+// (or a load failure) says the agent is done.
+type agentService struct {
+	d         *Daemon
+	r         *agentRec
+	gen       int
+	cfg       *config.Agent
+	onStarted func()
+	once      sync.Once
+}
+
+func (s *agentService) String() string { return "agent/" + s.r.name }
+
+// update runs f on the record unless this service was replaced.
+func (s *agentService) update(f func(r *agentRec)) {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	if s.r.gen == s.gen {
+		f(s.r)
+	}
+}
+
+func (s *agentService) started() {
+	s.once.Do(func() {
+		if s.onStarted != nil {
+			s.onStarted()
+		}
+	})
+}
+
+func (s *agentService) log() *zap.Logger { return s.d.log.With(zap.String("agent", s.r.name)) }
+
+func (s *agentService) Serve(ctx context.Context) error {
+	defer s.started()
+	var delay time.Duration
+	s.update(func(r *agentRec) { delay, r.delay = r.delay, 0 })
+	if delay > 0 {
+		s.update(func(r *agentRec) { r.setState(stateBackoff) })
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			s.update(func(r *agentRec) { r.setState(stateStopped) })
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	s.update(func(r *agentRec) { r.setState(stateStarting) })
+	prog, err := s.d.host.LoadFile(s.cfg.Component)
+	if err != nil {
+		return s.cannotRun(err)
+	}
+	defer prog.Close()
+	env, err := s.cfg.ExpandedEnv()
+	if err != nil {
+		return s.cannotRun(err)
+	}
+	if ctx.Err() != nil {
+		s.update(func(r *agentRec) { r.setState(stateStopped) })
+		return ctx.Err()
+	}
+	inst := s.d.host.Start(prog, s.agentConfig(env), s.cfg.Input)
+	start := time.Now()
+	s.update(func(r *agentRec) {
+		if r.started {
+			r.restarts++
+		}
+		r.started = true
+		r.inst = inst
+		r.setState(stateRunning)
+	})
+	s.started()
+
+	select {
+	case <-inst.Done():
+	case <-ctx.Done():
+		s.update(func(r *agentRec) { r.setState(stateStopping) })
+		inst.Stop()
+		<-inst.Done()
+	}
+	out, runErr := inst.Wait()
+	ran := time.Since(start)
+	if ce := s.log().Check(zap.DebugLevel, "agent output"); ce != nil && runErr == nil {
+		ce.Write(zap.String("output", truncate(out, maxOutputLog)))
+	}
+	if ctx.Err() != nil {
+		s.update(func(r *agentRec) {
+			r.inst = nil
+			r.setState(stateStopped)
+		})
+		s.log().Info("agent stopped", zap.Duration("duration", ran), zap.NamedError("run_error", runErr))
+		return ctx.Err()
+	}
+	return s.decide(runErr, ran)
+}
+
+// decide records the outcome of a run that ended by itself and applies the
+// restart policy.
+func (s *agentService) decide(runErr error, ran time.Duration) error {
+	failed := runErr != nil
+	trap := isTrap(runErr)
+	restart := restarts(s.cfg.Restart, failed)
+	var delay time.Duration
+	s.update(func(r *agentRec) {
+		r.inst = nil
+		if trap {
+			r.traps++
+		}
+		if failed {
+			r.lastErr = runErr.Error()
+		}
+		switch {
+		case restart:
+			delay = r.nextDelay(ran)
+			r.delay = delay
+			r.setState(stateBackoff)
+		case failed:
+			r.final = true
+			r.setState(stateFailed)
+		default:
+			r.final = true
+			r.setState(stateExited)
+		}
+	})
+	fields := []zap.Field{zap.Duration("duration", ran), zap.Bool("restart", restart)}
+	if restart {
+		fields = append(fields, zap.Duration("backoff", delay))
+	}
+	switch {
+	case failed:
+		s.log().Warn("agent run failed", append(fields, zap.Bool("trap", trap), zap.Error(runErr))...)
+	default:
+		s.log().Info("agent run returned ok", fields...)
+	}
+	switch {
+	case !restart:
+		return fmt.Errorf("agent %s: %w", s.r.name, suture.ErrDoNotRestart)
+	case failed:
+		return fmt.Errorf("agent %s: %w", s.r.name, runErr)
+	}
+	return nil // suture restarts a service that returns, nil included
+}
+
+// cannotRun records a failure to even start the agent (its component does
+// not load, its env cannot be expanded): failed, not retried until the
+// config changes or an operator starts it.
+func (s *agentService) cannotRun(err error) error {
+	s.update(func(r *agentRec) {
+		r.final = true
+		r.lastErr = err.Error()
+		r.setState(stateFailed)
+	})
+	s.log().Error("agent cannot run", zap.Error(err))
+	return fmt.Errorf("agent %s: %w (%w)", s.r.name, err, suture.ErrDoNotRestart)
+}
+
+func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
+	grants := make(map[string]bool, len(s.cfg.Toolings))
+	for _, t := range s.cfg.Toolings {
+		grants[t] = true
+	}
+	return host.AgentConfig{
+		Name:          s.r.name,
+		Grants:        func(t string) bool { return grants[t] },
+		Env:           env,
+		InboxCapacity: s.cfg.InboxCapacity,
+		MemoryLimit:   uint64(s.cfg.Limits.Memory),
+		Fuel:          s.cfg.Limits.Fuel,
+		RunTimeout:    s.cfg.Limits.RunTimeout.Duration,
+		StopGrace:     s.cfg.StopGrace.Duration,
+	}
+}
+
+// nextDelay is the wait before restarting after a run that lasted ran:
+// exponential from restart_backoff.initial to .max, back to initial after
+// a run that lasted at least .max.
+func (r *agentRec) nextDelay(ran time.Duration) time.Duration {
+	initial, maxB := r.cfg.RestartBackoff.Initial.Duration, r.cfg.RestartBackoff.Max.Duration
+	if ran >= maxB || r.backoff <= 0 {
+		r.backoff = initial
+	}
+	d := r.backoff
+	r.backoff = min(2*r.backoff, maxB)
+	return d
+}
+
+// restarts reports whether policy restarts an agent whose run ended
+// (failed: with an err, a trap or a host failure).
+func restarts(policy string, failed bool) bool {
+	switch policy {
+	case policyAlways:
+		return true
+	case policyOnFailure:
+		return failed
+	}
+	return false
+}
+
+// isTrap reports whether err is (or wraps) a guest trap.
+func isTrap(err error) bool {
+	var trap *wt.Trap
+	return errors.As(err, &trap)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

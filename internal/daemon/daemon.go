@@ -1,0 +1,377 @@
+// Package daemon is `toolhostd serve`: it runs the [agent.<name>] entries of
+// the config under a suture tree (one sub-supervisor per tooling, inside the
+// pump hub, and one per agent) with each agent's restart policy, reloads
+// the config on request (starting what was added, stopping what was removed,
+// restarting only what changed), shuts down in order and bounded in time,
+// talks to systemd (readiness, reload, stop, watchdog) and is the control
+// API's Backend.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/thejerf/suture/v4"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Time bounds of the shutdown and of agent removal beyond each agent's
+// stop grace.
+const (
+	// stopMargin is what an agent gets past its stop grace to end after it
+	// was interrupted (an epoch tick, releasing its calls and store).
+	stopMargin = 5 * time.Second
+	// hubStopTimeout bounds how long Serve waits for the toolings (closing
+	// sessions, stopping server processes) once every agent has stopped.
+	hubStopTimeout = 30 * time.Second
+	// monitorEvery is how often the tooling monitor samples the sessions.
+	monitorEvery = 100 * time.Millisecond
+)
+
+var _ control.Backend = (*Daemon)(nil)
+
+// Option tunes a Daemon beyond its config.
+type Option func(*options)
+
+type options struct {
+	toolingOpts []tooling.Option
+	readyGate   <-chan struct{}
+	epochTick   time.Duration
+}
+
+// WithToolingOptions applies opts to every MCP tooling the daemon makes,
+// including those a reload adds.
+func WithToolingOptions(opts ...tooling.Option) Option {
+	return func(o *options) { o.toolingOpts = append(o.toolingOpts, opts...) }
+}
+
+// WithReadyGate makes Serve tell systemd READY=1 only once gate is closed
+// as well (the control socket listens), besides every agent having started.
+func WithReadyGate(gate <-chan struct{}) Option {
+	return func(o *options) { o.readyGate = gate }
+}
+
+// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
+
+// Daemon runs the agents and toolings of one config.
+type Daemon struct {
+	cfgPath string
+	log     *zap.Logger
+	baseLog *zap.Logger // un-named, for the toolings
+	opts    options
+	hub     *pump.Hub
+	host    *host.Host
+	fuel    bool // the engine meters fuel
+	notify  *notifier
+
+	// opMu serialises Reload, the agent operations and the shutdown.
+	opMu sync.Mutex
+
+	mu       sync.Mutex
+	cfg      *config.Config
+	toolings map[string]*toolingRec
+	agents   map[string]*agentRec
+	root     *suture.Supervisor // set while Serve runs
+	served   bool
+	stopping bool
+	startWG  sync.WaitGroup // first instance of each agent at Serve
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// toolingRec is one configured tooling and what the monitor learnt of it.
+type toolingRec struct {
+	cfg *config.Tooling
+	t   tooling.Tooling
+
+	// guarded by Daemon.mu
+	connectedOnce bool
+	wasConnected  bool
+	tools         int
+}
+
+// statuser is the part of *tooling.MCP the status reports use.
+type statuser interface{ Status() tooling.Status }
+
+// New builds the daemon for cfg (read from cfgPath, which Reload reads
+// again): the toolings (not connected yet), the pump hub and the host with
+// its engine (fuel metering on when some agent has limits.fuel > 0).
+// Nothing runs until Serve; Close releases a daemon that is never served.
+func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*Daemon, error) {
+	if cfg == nil {
+		return nil, errors.New("daemon: no config")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	d := &Daemon{
+		cfgPath:  cfgPath,
+		log:      log.Named("daemon"),
+		baseLog:  log,
+		cfg:      cfg,
+		toolings: map[string]*toolingRec{},
+		agents:   map[string]*agentRec{},
+		notify:   newNotifier(log.Named("systemd")),
+	}
+	for _, o := range opts {
+		o(&d.opts)
+	}
+	recs, err := d.makeToolings(cfg.Tooling)
+	if err != nil {
+		return nil, err
+	}
+	d.toolings = recs
+	var entries []pump.Entry
+	for _, name := range sortedKeys(recs) {
+		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
+	}
+	d.hub = pump.NewHub(entries, log)
+	d.fuel = needsFuel(cfg)
+	d.host, err = host.New(host.Options{CacheDir: cfg.CacheDir(), Fuel: d.fuel, EpochTick: d.opts.epochTick, Log: log}, d.hub)
+	if err != nil {
+		return nil, err
+	}
+	for name, a := range cfg.Agent {
+		d.agents[name] = newAgentRec(name, a)
+	}
+	return d, nil
+}
+
+// makeToolings builds a tooling per config entry.
+func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
+	reg, err := tooling.NewRegistry(cfgs, d.baseLog, d.opts.toolingOpts...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*toolingRec, len(cfgs))
+	for _, name := range reg.Names() {
+		t, _ := reg.Get(name)
+		out[name] = &toolingRec{cfg: cfgs[name], t: t}
+	}
+	return out, nil
+}
+
+// needsFuel reports whether some agent of cfg has a fuel limit.
+func needsFuel(cfg *config.Config) bool {
+	for _, a := range cfg.Agent {
+		if a.Limits.Fuel > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Serve runs the toolings and every configured agent until ctx ends, then
+// stops everything in order: each agent gets its shutdown envelope and its
+// stop grace (then it is interrupted), then in-flight calls are cancelled,
+// sessions closed and server processes stopped. It returns nil after a stop
+// caused by ctx. Serve is called once; the daemon is closed when it returns.
+func (d *Daemon) Serve(ctx context.Context) error {
+	d.mu.Lock()
+	if d.served {
+		d.mu.Unlock()
+		return ErrServed
+	}
+	d.served = true
+	d.mu.Unlock()
+	defer d.Close()
+
+	hook := func(e suture.Event) {
+		d.log.Debug("supervisor event", zap.String("event", e.String()))
+	}
+	root := suture.New("toolhostd", suture.Spec{EventHook: hook, Timeout: hubStopTimeout})
+	hubDone := make(chan struct{})
+	root.Add(&hubService{hub: d.hub, done: hubDone})
+
+	d.opMu.Lock()
+	d.mu.Lock()
+	d.root = root
+	names := sortedKeys(d.agents)
+	d.startWG.Add(len(names))
+	for _, name := range names {
+		d.startLocked(d.agents[name], d.startWG.Done)
+	}
+	d.mu.Unlock()
+	d.opMu.Unlock()
+
+	rootCtx, stopRoot := context.WithCancel(context.Background())
+	defer stopRoot()
+	rootDone := root.ServeBackground(rootCtx)
+
+	monCtx, stopMon := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Go(func() { d.monitor(monCtx) })
+	bg.Go(func() { d.notify.watchdog(monCtx) })
+	bg.Go(func() { d.announceReady(monCtx) })
+
+	<-ctx.Done()
+	d.log.Info("shutting down")
+	d.notify.send("STOPPING=1")
+	stopMon()
+	bg.Wait()
+	d.shutdown(root, stopRoot, rootDone, hubDone)
+	return nil
+}
+
+// announceReady tells systemd READY=1 once every agent was started and
+// the ready gate (the control socket) is open.
+func (d *Daemon) announceReady(ctx context.Context) {
+	started := make(chan struct{})
+	go func() { d.startWG.Wait(); close(started) }()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return
+	}
+	if g := d.opts.readyGate; g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return
+		}
+	}
+	d.log.Info("ready")
+	d.notify.send("READY=1")
+}
+
+// shutdown stops every agent (at once, each bounded by its stop grace),
+// then the toolings, then the engine.
+func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, rootDone <-chan error, hubDone <-chan struct{}) {
+	d.opMu.Lock()
+	defer d.opMu.Unlock()
+	d.mu.Lock()
+	d.stopping = true
+	recs := make([]*agentRec, 0, len(d.agents))
+	for _, r := range d.agents {
+		recs = append(recs, r)
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range recs {
+		wg.Go(func() { d.stopRec(r, stateStopped) })
+	}
+	wg.Wait()
+	stopRoot()
+	select {
+	case <-rootDone:
+	case <-time.After(hubStopTimeout + stopMargin):
+		d.log.Error("the supervisor tree did not stop in time")
+	}
+	select {
+	case <-hubDone:
+	case <-time.After(hubStopTimeout):
+		d.log.Error("the toolings did not stop in time")
+	}
+	d.mu.Lock()
+	d.root = nil
+	d.mu.Unlock()
+	d.log.Info("stopped")
+}
+
+// Close releases the engine. Serve calls it when it returns; call it only
+// for a daemon that is never served.
+func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() { d.closeErr = d.host.Close() })
+	return d.closeErr
+}
+
+// hubService runs the pump hub (its own supervisor with one sub-supervisor
+// per tooling) under the daemon's root. Hub.Serve runs once: should the
+// root restart the service, it does not start the hub again.
+type hubService struct {
+	hub  *pump.Hub
+	done chan struct{}
+	once sync.Once
+}
+
+func (s *hubService) Serve(ctx context.Context) error {
+	ran := false
+	s.once.Do(func() {
+		ran = true
+		defer close(s.done)
+		_ = s.hub.Serve(ctx)
+	})
+	if !ran || ctx.Err() == nil {
+		return fmt.Errorf("the pump hub ended: %w", suture.ErrDoNotRestart)
+	}
+	return ctx.Err()
+}
+
+func (s *hubService) String() string { return "pump" }
+
+// monitor samples the toolings' sessions: whether each connected at least
+// once, and its tool count after each (re)connection.
+func (d *Daemon) monitor(ctx context.Context) {
+	t := time.NewTicker(monitorEvery)
+	defer t.Stop()
+	for {
+		d.sampleToolings(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sampleToolings updates connectedOnce and, when ctx is not nil (the
+// monitor), fetches the tool count on each new connection (ctx bounds the
+// tools/list).
+func (d *Daemon) sampleToolings(ctx context.Context) {
+	d.mu.Lock()
+	recs := make([]*toolingRec, 0, len(d.toolings))
+	for _, r := range d.toolings {
+		recs = append(recs, r)
+	}
+	d.mu.Unlock()
+	for _, r := range recs {
+		st, ok := r.t.(statuser)
+		if !ok {
+			continue
+		}
+		up := st.Status().Connected
+		d.mu.Lock()
+		if up {
+			r.connectedOnce = true
+		}
+		fresh := false
+		if ctx != nil { // the monitor: fetch the tool count on a new connection
+			fresh = up && !r.wasConnected
+			r.wasConnected = up
+		}
+		d.mu.Unlock()
+		if fresh {
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			tools, err := r.t.ListTools(lctx)
+			cancel()
+			d.mu.Lock()
+			if err == nil {
+				r.tools = len(tools)
+			} else {
+				r.wasConnected = false // try again at the next sample
+			}
+			d.mu.Unlock()
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

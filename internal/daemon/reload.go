@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/pump"
+)
+
+// plan is what a reload changes, by name.
+type plan struct {
+	addTooling, removeTooling, changeTooling []string
+	addAgent, removeAgent, changeAgent       []string
+	hostChanged                              bool
+}
+
+func (p plan) empty() bool {
+	return len(p.addTooling)+len(p.removeTooling)+len(p.changeTooling)+
+		len(p.addAgent)+len(p.removeAgent)+len(p.changeAgent) == 0
+}
+
+// diff compares two configs entry by entry.
+func diff(old, cur *config.Config) plan {
+	var p plan
+	p.addTooling, p.removeTooling, p.changeTooling = diffMaps(old.Tooling, cur.Tooling)
+	p.addAgent, p.removeAgent, p.changeAgent = diffMaps(old.Agent, cur.Agent)
+	p.hostChanged = !reflect.DeepEqual(old.Host, cur.Host)
+	return p
+}
+
+func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
+	for _, name := range sortedKeys(cur) {
+		o, ok := old[name]
+		switch {
+		case !ok:
+			added = append(added, name)
+		case !reflect.DeepEqual(o, cur[name]):
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range sortedKeys(old) {
+		if _, ok := cur[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	return added, removed, changed
+}
+
+// Reload re-reads and validates the config file. On any error the running
+// config stays and the error says why (a config error lists every problem
+// with file:line:col). Otherwise agents and toolings that were added are
+// started, removed ones stopped, changed ones restarted; unchanged ones
+// and their sessions are not touched. Changes to [host] need a restart of
+// toolhostd and are only logged. A reload that adds the first agent with
+// limits.fuel > 0 to a daemon started without one is refused
+// (ErrNeedsFuel): fuel metering is an engine setting.
+func (d *Daemon) Reload() error {
+	d.opMu.Lock()
+	defer d.opMu.Unlock()
+	d.mu.Lock()
+	switch {
+	case d.stopping:
+		d.mu.Unlock()
+		return ErrStopping
+	case d.root == nil:
+		d.mu.Unlock()
+		return ErrNotServing
+	}
+	old := d.cfg
+	d.mu.Unlock()
+
+	cur, err := config.Load(d.cfgPath)
+	if err != nil {
+		d.log.Error("reload refused: the config has errors; keeping the running one", zap.String("config", d.cfgPath), zap.Error(err))
+		return fmt.Errorf("reload: %w", err)
+	}
+	if needsFuel(cur) && !d.fuel {
+		d.log.Error("reload refused; keeping the running config", zap.Error(ErrNeedsFuel))
+		return fmt.Errorf("reload: %w", ErrNeedsFuel)
+	}
+	p := diff(old, cur)
+	if p.hostChanged {
+		d.log.Warn("reload: [host] changed; those settings apply only when toolhostd restarts")
+	}
+	// Build the new toolings before touching anything: a tooling that
+	// cannot be made refuses the whole reload.
+	fresh := make(map[string]*config.Tooling)
+	for _, name := range append(append([]string(nil), p.addTooling...), p.changeTooling...) {
+		fresh[name] = cur.Tooling[name]
+	}
+	made, err := d.makeToolings(fresh)
+	if err != nil {
+		d.log.Error("reload refused; keeping the running config", zap.Error(err))
+		return fmt.Errorf("reload: %w", err)
+	}
+	if p.empty() {
+		d.mu.Lock()
+		d.cfg = cur
+		d.mu.Unlock()
+		d.log.Info("reload: nothing changed")
+		return nil
+	}
+	d.notify.reloading()
+	defer d.notify.send("READY=1")
+	d.log.Info("reloading",
+		zap.Strings("agents_added", p.addAgent), zap.Strings("agents_removed", p.removeAgent), zap.Strings("agents_changed", p.changeAgent),
+		zap.Strings("toolings_added", p.addTooling), zap.Strings("toolings_removed", p.removeTooling), zap.Strings("toolings_changed", p.changeTooling))
+
+	// 1. Stop the agents that go or change.
+	d.mu.Lock()
+	var stopping []*agentRec
+	for _, name := range append(append([]string(nil), p.removeAgent...), p.changeAgent...) {
+		stopping = append(stopping, d.agents[name])
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range stopping {
+		wg.Go(func() { d.stopRec(r, stateStopped) })
+	}
+	wg.Wait()
+
+	// 2. Toolings: take out the removed and changed ones, then serve the new.
+	var errs []error
+	for _, name := range append(append([]string(nil), p.removeTooling...), p.changeTooling...) {
+		if err := d.hub.RemoveTooling(name); err != nil {
+			errs = append(errs, err)
+			d.log.Error("reload: removing a tooling", zap.String("tooling", name), zap.Error(err))
+		}
+	}
+	d.mu.Lock()
+	for _, name := range p.removeTooling {
+		delete(d.toolings, name)
+	}
+	d.mu.Unlock()
+	for _, name := range append(append([]string(nil), p.addTooling...), p.changeTooling...) {
+		r := made[name]
+		if err := d.hub.AddTooling(pump.Entry{Tooling: r.t, Limits: pump.LimitsFrom(r.cfg)}); err != nil {
+			errs = append(errs, err)
+			d.log.Error("reload: adding a tooling", zap.String("tooling", name), zap.Error(err))
+			continue
+		}
+		d.mu.Lock()
+		d.toolings[name] = r
+		d.mu.Unlock()
+	}
+
+	// 3. Agents: forget the removed, start the added and changed afresh.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range p.removeAgent {
+		delete(d.agents, name)
+	}
+	for _, name := range append(append([]string(nil), p.addAgent...), p.changeAgent...) {
+		r := newAgentRec(name, cur.Agent[name])
+		d.agents[name] = r
+		d.startLocked(r, nil)
+	}
+	d.cfg = cur
+	if len(errs) > 0 {
+		return fmt.Errorf("reload: applied with errors: %v", errs)
+	}
+	d.log.Info("reloaded")
+	return nil
+}
