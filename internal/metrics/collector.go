@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolhostd/toolhostd/internal/control"
+)
+
+// AgentStates are the states toolhostd_agent_state reports (one series per
+// state, 1 for the current one). A state outside the list is reported too.
+var AgentStates = []string{"starting", "running", "stopping", "stopped", "exited", "failed", "backoff"}
+
+func desc(subsystem, name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
+}
+
+var (
+	descAgentState     = desc("agent", "state", "1 for the agent's current state, 0 for the others.", "agent", "state")
+	descAgentRestarts  = desc("agent", "restarts_total", "Times the agent was restarted.", "agent")
+	descAgentInbox     = desc("agent", "inbox_depth", "Envelopes waiting in the agent's inbox.", "agent")
+	descCoalesced      = desc("agent", "coalesced_updates_total", "Resource updates that replaced an undelivered one in the agent's inbox.", "agent")
+	descDeliveries     = desc("pump", "deliveries_total", "Envelopes delivered to the agent from its inbox.", "agent")
+	descConnected      = desc("tooling", "connected", "1 while the tooling has a live MCP session.", "tooling")
+	descInFlight       = desc("tooling", "in_flight", "MCP requests in flight on the tooling's session.", "tooling")
+	descToolingRestart = desc("tooling", "session_restarts_total", "Reconnection attempts of the tooling's session.", "tooling")
+	descTools          = desc("tooling", "tools", "Tools the tooling's server offers.", "tooling")
+)
+
+// stateCollector reads the Backend's agents and toolings, and the inboxes'
+// counters, at scrape time.
+type stateCollector struct {
+	m       *Metrics
+	backend atomic.Pointer[backendBox]
+}
+
+type backendBox struct{ b control.Backend }
+
+func (c *stateCollector) set(b control.Backend) {
+	if b == nil {
+		c.backend.Store(nil)
+		return
+	}
+	c.backend.Store(&backendBox{b})
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descAgentState, descAgentRestarts, descAgentInbox, descCoalesced,
+		descDeliveries, descConnected, descInFlight, descToolingRestart, descTools} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	if box := c.backend.Load(); box != nil {
+		for _, a := range box.b.Agents() {
+			known := false
+			for _, s := range AgentStates {
+				v := 0.0
+				if s == a.State {
+					v, known = 1, true
+				}
+				ch <- prometheus.MustNewConstMetric(descAgentState, prometheus.GaugeValue, v, a.Name, s)
+			}
+			if !known && a.State != "" {
+				ch <- prometheus.MustNewConstMetric(descAgentState, prometheus.GaugeValue, 1, a.Name, a.State)
+			}
+			ch <- prometheus.MustNewConstMetric(descAgentRestarts, prometheus.CounterValue, float64(a.Restarts), a.Name)
+			ch <- prometheus.MustNewConstMetric(descAgentInbox, prometheus.GaugeValue, float64(a.Inbox), a.Name)
+		}
+		for _, t := range box.b.Toolings() {
+			connected := 0.0
+			if t.State == "connected" {
+				connected = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected, t.Name)
+			ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(t.InFlight), t.Name)
+			ch <- prometheus.MustNewConstMetric(descToolingRestart, prometheus.CounterValue, float64(t.Restarts), t.Name)
+			ch <- prometheus.MustNewConstMetric(descTools, prometheus.GaugeValue, float64(t.Tools), t.Name)
+		}
+	}
+	type counts struct {
+		agent                string
+		coalesced, delivered uint64
+	}
+	c.m.mu.Lock()
+	list := make([]counts, 0, len(c.m.inboxes))
+	for name, src := range c.m.inboxes {
+		n := counts{agent: name, coalesced: src.coalesced, delivered: src.delivered}
+		if src.stats != nil {
+			st := src.stats()
+			n.coalesced += st.Coalesced
+			n.delivered += st.Delivered
+		}
+		list = append(list, n)
+	}
+	c.m.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].agent < list[j].agent })
+	for _, n := range list {
+		ch <- prometheus.MustNewConstMetric(descCoalesced, prometheus.CounterValue, float64(n.coalesced), n.agent)
+		ch <- prometheus.MustNewConstMetric(descDeliveries, prometheus.CounterValue, float64(n.delivered), n.agent)
+	}
+}
