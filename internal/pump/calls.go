@@ -200,7 +200,18 @@ type gate struct {
 	running int
 	queue   []*call
 	head    int
+	stopped bool           // the hub has stopped: no new goroutines
 	wg      sync.WaitGroup // the async call goroutines
+}
+
+// stopAndWait refuses new call goroutines and waits for the running ones.
+// Calls made afterwards are never run: their context has ended with the
+// hub's, and the queued-expiry hook completes them.
+func (g *gate) stopAndWait() {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 func newGate(rt *runtime, limit int) *gate { return &gate{rt: rt, limit: limit} }
@@ -208,14 +219,17 @@ func newGate(rt *runtime, limit int) *gate { return &gate{rt: rt, limit: limit} 
 // submit runs the async call c now if a slot is free, else queues it.
 func (g *gate) submit(c *call) {
 	g.mu.Lock()
-	if g.running < g.limit {
+	switch {
+	case g.stopped:
+	case g.running < g.limit:
 		g.running++
 		g.wg.Add(1)
 		g.mu.Unlock()
 		go g.runLoop(c)
 		return
+	default:
+		g.push(c)
 	}
-	g.push(c)
 	g.mu.Unlock()
 }
 
@@ -258,6 +272,12 @@ func (g *gate) runLoop(c *call) {
 func (g *gate) release() {
 	if c := g.next(); c != nil {
 		g.mu.Lock()
+		if g.stopped {
+			g.running--
+			g.mu.Unlock()
+			c.run() // its context has ended: it completes at once
+			return
+		}
 		g.wg.Add(1)
 		g.mu.Unlock()
 		go g.runLoop(c)

@@ -97,7 +97,7 @@ func (h *Hub) waitCalls() {
 	rts = append(rts, h.dyn.retired...)
 	h.dyn.mu.Unlock()
 	for _, rt := range rts {
-		rt.gate.wg.Wait()
+		rt.gate.stopAndWait()
 	}
 }
 

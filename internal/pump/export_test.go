@@ -8,7 +8,8 @@ import (
 // FanoutForBench fans rc out to the subscribers of its uri on the tooling
 // called name, as the resource pump does after a read.
 func FanoutForBench(h *Hub, name string, rc tooling.ResourceContent) int {
-	p := h.rts[name].pump
+	rt, _ := h.lookup(name)
+	p := rt.pump
 	p.mu.Lock()
 	u := p.uris[rc.URI]
 	p.mu.Unlock()

@@ -163,7 +163,27 @@ func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: 
 type env struct {
 	srv *server
 	mcp *tooling.MCP
+	ct  *countingTooling // what the hub serves: mcp, its subscriptions counted
 	hub *pump.Hub
+}
+
+// countingTooling is the real tooling with its Subscribe and Unsubscribe
+// calls counted per uri: what the pump asks of the tooling, exactly. (The
+// server's own counts can include the tooling's re-subscription when a
+// session comes up.)
+type countingTooling struct {
+	tooling.Tooling
+	subscribes, unsubscribes sync.Map // uri -> *atomic.Int64
+}
+
+func (c *countingTooling) Subscribe(ctx context.Context, uri string) error {
+	counter(&c.subscribes, uri).Add(1)
+	return c.Tooling.Subscribe(ctx, uri)
+}
+
+func (c *countingTooling) Unsubscribe(ctx context.Context, uri string) error {
+	counter(&c.unsubscribes, uri).Add(1)
+	return c.Tooling.Unsubscribe(ctx, uri)
 }
 
 type envOptions struct {
@@ -186,7 +206,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if lim.MaxConcurrentCalls == 0 {
 		lim.MaxConcurrentCalls = 64
 	}
-	hub := pump.NewHub([]pump.Entry{{Tooling: m, Limits: lim}}, log)
+	ct := &countingTooling{Tooling: m}
+	hub := pump.NewHub([]pump.Entry{{Tooling: ct, Limits: lim}}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
@@ -199,7 +220,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		}
 	})
 	eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
-	return &env{srv: s, mcp: m, hub: hub}
+	return &env{srv: s, mcp: m, ct: ct, hub: hub}
 }
 
 // newMemTooling is a real mcp tooling "mem" connected to s over in-memory

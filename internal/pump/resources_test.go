@@ -11,8 +11,13 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-func subscribes(e *env, uri string) int64   { return counter(&e.srv.subscribes, uri).Load() }
-func unsubscribes(e *env, uri string) int64 { return counter(&e.srv.unsubscribes, uri).Load() }
+// subscribes and unsubscribes count the MCP subscribe and unsubscribe
+// requests the pump made of the tooling for uri; serverSubscribes and
+// serverUnsubscribes what the server received.
+func subscribes(e *env, uri string) int64         { return counter(&e.ct.subscribes, uri).Load() }
+func unsubscribes(e *env, uri string) int64       { return counter(&e.ct.unsubscribes, uri).Load() }
+func serverSubscribes(e *env, uri string) int64   { return counter(&e.srv.subscribes, uri).Load() }
+func serverUnsubscribes(e *env, uri string) int64 { return counter(&e.srv.unsubscribes, uri).Load() }
 
 func mustSubscribe(t testing.TB, h *pump.Handle, uri string) string {
 	t.Helper()
@@ -69,7 +74,10 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	// One agent subscribes twice: two ids, two envelopes.
 	second := mustSubscribe(t, ms[0].h, "test://r0")
 	if got := subscribes(e, "test://r0"); got != 1 {
-		t.Fatalf("server saw %d subscribes for %d subscribers, want 1", got, n+1)
+		t.Fatalf("%d MCP subscribes for %d subscribers, want 1", got, n+1)
+	}
+	if got := serverSubscribes(e, "test://r0"); got < 1 {
+		t.Fatal("the server saw no subscribe")
 	}
 	e.srv.update(t, "test://r0", "v1")
 	for i, m := range ms {
@@ -101,8 +109,8 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 			t.Fatal("unsubscribe = false")
 		}
 	}
-	if got := unsubscribes(e, "test://r0"); got != 0 {
-		t.Fatalf("server saw %d unsubscribes with one subscriber left", got)
+	if got := unsubscribes(e, "test://r0") + serverUnsubscribes(e, "test://r0"); got != 0 {
+		t.Fatalf("%d MCP unsubscribes with one subscriber left", got)
 	}
 	e.srv.update(t, "test://r0", "v2")
 	wantUpdate(t, ms[n-1].in, ms[n-1].id, "test://r0", "v2")
@@ -111,12 +119,12 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	}
 	// The last goes: withdrawn once; a new subscriber subscribes again.
 	ms[n-1].h.UnsubscribeResource(ms[n-1].id)
-	if got := unsubscribes(e, "test://r0"); got != 1 {
-		t.Fatalf("server saw %d unsubscribes after the last, want 1", got)
+	if got, server := unsubscribes(e, "test://r0"), serverUnsubscribes(e, "test://r0"); got != 1 || server != 1 {
+		t.Fatalf("%d MCP unsubscribes (server saw %d) after the last, want 1", got, server)
 	}
 	id := mustSubscribe(t, ms[3].h, "test://r0")
 	if got := subscribes(e, "test://r0"); got != 2 {
-		t.Fatalf("server saw %d subscribes, want 2", got)
+		t.Fatalf("%d MCP subscribes, want 2", got)
 	}
 	e.srv.update(t, "test://r0", "v3")
 	wantUpdate(t, ms[3].in, id, "test://r0", "v3")
@@ -277,8 +285,8 @@ func TestHandleDropAndAgentCloseEndSubscriptions(t *testing.T) {
 	}
 	kept := mustSubscribe(t, h2, "test://r1")
 	h1.Close()
-	if got := unsubscribes(e, "test://r0"); got != 1 {
-		t.Fatalf("after the handle drop the server saw %d unsubscribes of r0, want 1", got)
+	if got, server := unsubscribes(e, "test://r0"), serverUnsubscribes(e, "test://r0"); got != 1 || server != 1 {
+		t.Fatalf("after the handle drop: %d MCP unsubscribes of r0 (server saw %d), want 1", got, server)
 	}
 	e.srv.update(t, "test://r0", "x")
 	e.srv.addResource("test://another", "y")
@@ -287,8 +295,8 @@ func TestHandleDropAndAgentCloseEndSubscriptions(t *testing.T) {
 	quiet(t, in, 150*time.Millisecond)
 
 	a.Close()
-	if got := unsubscribes(e, "test://r1"); got != 1 {
-		t.Fatalf("after agent close the server saw %d unsubscribes of r1, want 1", got)
+	if got, server := unsubscribes(e, "test://r1"), serverUnsubscribes(e, "test://r1"); got != 1 || server != 1 {
+		t.Fatalf("after agent close: %d MCP unsubscribes of r1 (server saw %d), want 1", got, server)
 	}
 	e.srv.update(t, "test://r1", "after")
 	quiet(t, in, 150*time.Millisecond)
