@@ -59,6 +59,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
 		newRunCmd(opts),
 		newWatchCmd(opts),
+		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts),
 	)
 	return root
 }
