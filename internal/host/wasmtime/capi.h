@@ -605,7 +605,7 @@ wasmtime_error_t *th_func_call(const wasmtime_component_func_t *func, wasmtime_c
                                const wasmtime_component_val_t *args, size_t nargs,
                                wasmtime_component_val_t *results, size_t nresults,
                                int *post_return_failed);
-void th_set_argv(wasi_config_t *config, size_t argc, char **argv);
+bool th_set_argv(wasi_config_t *config, size_t argc, char **argv);
 
 // Registration helpers taking a cgo.Handle as an integer.
 wasmtime_store_t *th_store_new(wasm_engine_t *engine, uintptr_t handle);

@@ -46,8 +46,8 @@ wasmtime_error_t *th_func_call(const wasmtime_component_func_t *func, wasmtime_c
   return err;
 }
 
-void th_set_argv(wasi_config_t *config, size_t argc, char **argv) {
-  wasi_config_set_argv(config, argc, (const char **)argv);
+bool th_set_argv(wasi_config_t *config, size_t argc, char **argv) {
+  return wasi_config_set_argv(config, argc, (const char **)argv);
 }
 
 wasmtime_store_t *th_store_new(wasm_engine_t *engine, uintptr_t handle) {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -116,14 +117,33 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 }
 
 func (s *Store) setWASI(w *WASIConfig) error {
+	for _, a := range w.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return errors.New("wasmtime: WASI argument contains a NUL byte")
+		}
+	}
+	for k, v := range w.Env {
+		if strings.IndexByte(k, 0) >= 0 || strings.IndexByte(v, 0) >= 0 || strings.IndexByte(k, '=') >= 0 {
+			return fmt.Errorf("wasmtime: invalid WASI environment variable %q", k)
+		}
+	}
+	for _, p := range w.Preopens {
+		if strings.IndexByte(p.HostPath, 0) >= 0 || strings.IndexByte(p.GuestPath, 0) >= 0 {
+			return errors.New("wasmtime: WASI preopen path contains a NUL byte")
+		}
+	}
 	wc := C.wasi_config_new()
 	if wc == nil {
 		return errors.New("wasmtime: cannot allocate WASI config")
 	}
 	if len(w.Args) > 0 {
 		argv := cStrings(w.Args)
-		C.th_set_argv(wc, C.size_t(len(w.Args)), (**C.char)(argv))
+		ok := C.th_set_argv(wc, C.size_t(len(w.Args)), (**C.char)(argv))
 		freeCStrings(argv, len(w.Args))
+		if !ok {
+			C.wasi_config_delete(wc)
+			return errors.New("wasmtime: invalid WASI arguments (not UTF-8?)")
+		}
 	}
 	if len(w.Env) > 0 {
 		keys := make([]string, 0, len(w.Env))
@@ -136,9 +156,13 @@ func (s *Store) setWASI(w *WASIConfig) error {
 			vals[i] = w.Env[k]
 		}
 		names, values := cStrings(keys), cStrings(vals)
-		C.wasi_config_set_env(wc, C.size_t(len(keys)), (**C.char)(names), (**C.char)(values))
+		ok := C.wasi_config_set_env(wc, C.size_t(len(keys)), (**C.char)(names), (**C.char)(values))
 		freeCStrings(names, len(keys))
 		freeCStrings(values, len(vals))
+		if !ok {
+			C.wasi_config_delete(wc)
+			return errors.New("wasmtime: invalid WASI environment (not UTF-8?)")
+		}
 	}
 	for _, pair := range []struct {
 		w      io.Writer

@@ -15,7 +15,7 @@ type valCase struct {
 
 func valueCases() []valCase {
 	bigString := strings.Repeat("añ€😀", 1<<20/10) // 1 MiB, mixed 1- to 4-byte runes
-	bigList := make(List, 1<<18) // 1 MiB of u32
+	bigList := make(List, 1<<18)                  // 1 MiB of u32
 	for i := range bigList {
 		bigList[i] = U32(i * 2654435761)
 	}

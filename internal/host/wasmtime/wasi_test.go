@@ -187,3 +187,26 @@ func TestWASIArgsEnv(t *testing.T) {
 		t.Fatalf("default env = %v, %v", v, err)
 	}
 }
+
+func TestWASIConfigErrors(t *testing.T) {
+	e := mustEngine(t, EngineConfig{})
+	for name, w := range map[string]*WASIConfig{
+		"args": {Args: []string{"\xff"}},
+		"env":  {Env: map[string]string{"K": "\xfe"}},
+		"dir":  {Preopens: []Preopen{{HostPath: "/nonexistent/dir", GuestPath: "/"}}},
+		"nul":  {Args: []string{"a\x00b"}},
+		"eq":   {Env: map[string]string{"A=B": "x"}},
+	} {
+		s, err := NewStore(e, StoreConfig{WASI: w})
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: invalid WASI config accepted", name)
+		}
+	}
+	dir := t.TempDir()
+	s, err := NewStore(e, StoreConfig{WASI: &WASIConfig{Preopens: []Preopen{{HostPath: dir, GuestPath: "/data", ReadOnly: true}}}})
+	if err != nil {
+		t.Fatalf("valid preopen: %v", err)
+	}
+	s.Close()
+}
