@@ -68,19 +68,24 @@ type suite struct {
 	mcps     map[string]*tooling.MCP
 	tempDirs []string
 
+	// everythingToggled: server-everything's resource updates are on.
+	everythingToggled atomic.Bool
+
 	progMu sync.Mutex
 	progs  map[string]*Program
 }
 
 var shared suite
 
-// env returns the shared suite, setting it up on first use.
+// env returns the shared suite, setting it up on first use, and resets the
+// in-process server's records.
 func env(t testing.TB) *suite {
 	t.Helper()
 	shared.once.Do(func() { shared.err = shared.setUp() })
 	if shared.err != nil {
 		t.Fatalf("test suite setup: %v", shared.err)
 	}
+	shared.mem.reset()
 	return &shared
 }
 
@@ -278,11 +283,13 @@ type testServer struct {
 type gate struct {
 	entered chan struct{}
 	release chan struct{}
+	done    chan struct{} // closed when the handler returns (subscribe only)
 }
 
 type toolIn struct {
-	Text string `json:"text,omitempty"`
-	Tag  string `json:"tag,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Message string `json:"message,omitempty"` // the example agents' name for it
+	Tag     string `json:"tag,omitempty"`
 }
 
 func counter(m *sync.Map, key string) *atomic.Int64 {
@@ -295,19 +302,50 @@ func signal(m *sync.Map, key string) chan struct{} {
 	return v.(chan struct{})
 }
 
+// reset forgets what the server saw (each test starts afresh, so that
+// -count=N works).
+func (s *testServer) reset() {
+	for _, m := range []*sync.Map{&s.slowStarted, &s.slowCancelled, &s.gates, &s.subscribes, &s.unsubscribes, &s.reads} {
+		m.Clear()
+	}
+}
+
 func (s *testServer) gate(tag string) *gate {
-	v, _ := s.gates.LoadOrStore(tag, &gate{entered: make(chan struct{}), release: make(chan struct{})})
+	v, _ := s.gates.LoadOrStore(tag, &gate{entered: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})})
 	return v.(*gate)
 }
 
 // Subscribable URIs (one per test, so that the counters stay apart).
-var subURIs = []string{"test://sub/basic", "test://sub/coalesce", "test://sub/drop", "test://sub/exit", "test://sub/kill", "test://sub/busy", "test://sub/shared", "test://sub/stop"}
+var subURIs = []string{"test://sub/basic", "test://sub/coalesce", "test://sub/drop", "test://sub/exit", "test://sub/kill", "test://sub/busy", "test://sub/shared", "test://sub/stop", "test://sub/watch", slowSubscribeURI, stubbornSubscribeURI}
+
+// The resources/subscribe of these waits for the gate of the uri's name;
+// the stubborn one ignores notifications/cancelled (as a server does when
+// the cancellation arrives after it has answered).
+const (
+	slowSubscribeURI     = "test://sub/slow-subscribe"
+	stubbornSubscribeURI = "test://sub/stubborn-subscribe"
+)
 
 func newTestServer(subscribable bool) *testServer {
 	s := &testServer{content: map[string]string{}}
 	opts := &mcp.ServerOptions{}
 	if subscribable {
-		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
+		opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			switch uri := req.Params.URI; uri {
+			case slowSubscribeURI, stubbornSubscribeURI: // held until the test opens its gate
+				g := s.gate(uri)
+				defer close(g.done)
+				close(g.entered)
+				if uri == stubbornSubscribeURI { // as if the cancellation came too late
+					<-g.release
+					break
+				}
+				select {
+				case <-g.release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
 			counter(&s.subscribes, req.Params.URI).Add(1)
 			return nil
 		}
@@ -320,7 +358,7 @@ func newTestServer(subscribable bool) *testServer {
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "echo", Description: "echoes text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {
 			s.echoes.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text + in.Message}}}, nil, nil
 		})
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "fail", Description: "a tool error (isError)"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in toolIn) (*mcp.CallToolResult, any, error) {

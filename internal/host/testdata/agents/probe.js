@@ -16,8 +16,8 @@
 // or null: wait until one arrives); recv-until {id, timeout} (receives
 // until an envelope for id, keeping the others in "skipped"); try-recv;
 // pending; log {level, message}; spin {ms} (a busy loop, forever without
-// ms); fail {message} (run returns err); stop-on-error (later steps are
-// skipped after a failing step).
+// ms); fail {message} (run returns err); throw {what} (an exception
+// escapes run); stop-on-error (later steps are skipped after a failing step).
 import { get } from 'toolhost:agent/tooling@0.1.0';
 import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.1.0';
 import { write } from 'toolhost:agent/log@0.1.0';
@@ -95,6 +95,16 @@ export function run(input) {
     },
     fail: (s) => {
       throw { fail: s.message ?? 'failed' };
+    },
+    // throw lets an exception escape run: what "host-error" (an uncaught
+    // get of an unknown tooling) or "error" (a JS Error).
+    throw: (s) => {
+      try {
+        if (s.what === 'host-error') get('no-such-tooling');
+        throw new Error(s.message ?? 'thrown');
+      } catch (e) {
+        throw { fail: e };
+      }
     },
   };
 
