@@ -58,6 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newConfigCmd(),
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
 		newRunCmd(opts),
+		newServeCmd(opts),
 		newWatchCmd(opts),
 		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts),
 	)

@@ -202,6 +202,9 @@ func (s *agentService) Serve(ctx context.Context) error {
 		r.inst = inst
 		r.setState(stateRunning)
 	})
+	if m := s.d.opts.metrics; m != nil {
+		m.AgentInbox(s.r.name, inst.Inbox().Stats)
+	}
 	s.started()
 
 	select {
@@ -255,6 +258,9 @@ func (s *agentService) decide(runErr error, ran time.Duration) error {
 			r.setState(stateExited)
 		}
 	})
+	if m := s.d.opts.metrics; m != nil && trap {
+		m.AgentTrapped(s.r.name)
+	}
 	fields := []zap.Field{zap.Duration("duration", ran), zap.Bool("restart", restart)}
 	if restart {
 		fields = append(fields, zap.Duration("backoff", delay))

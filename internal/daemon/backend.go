@@ -59,7 +59,7 @@ func (d *Daemon) Toolings() []control.ToolingStatus {
 			Tools:         r.tools,
 			State:         toolingConnecting,
 		}
-		if s, ok := r.t.(statuser); ok {
+		if s, ok := status(r.t); ok {
 			st := s.Status()
 			switch {
 			case st.Connected:

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -47,7 +48,14 @@ type options struct {
 	toolingOpts []tooling.Option
 	readyGate   <-chan struct{}
 	epochTick   time.Duration
+	metrics     *metrics.Metrics
 }
+
+// WithMetrics records the toolings' calls, reads and notifications (every
+// tooling is instrumented, including those a reload adds), the agents'
+// traps and inbox counters in m, and drops the series of what a reload
+// removes. Pointing m at the daemon as its Backend is the caller's job.
+func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
 
 // WithToolingOptions applies opts to every MCP tooling the daemon makes,
 // including those a reload adds.
@@ -105,6 +113,20 @@ type toolingRec struct {
 // statuser is the part of *tooling.MCP the status reports use.
 type statuser interface{ Status() tooling.Status }
 
+// status finds t's statuser, under any instrumentation.
+func status(t tooling.Tooling) (statuser, bool) {
+	for {
+		if s, ok := t.(statuser); ok {
+			return s, true
+		}
+		u, ok := t.(metrics.Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		t = u.Unwrap()
+	}
+}
+
 // New builds the daemon for cfg (read from cfgPath, which Reload reads
 // again): the toolings (not connected yet), the pump hub and the host with
 // its engine (fuel metering on when some agent has limits.fuel > 0).
@@ -158,6 +180,9 @@ func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*tool
 	out := make(map[string]*toolingRec, len(cfgs))
 	for _, name := range reg.Names() {
 		t, _ := reg.Get(name)
+		if m := d.opts.metrics; m != nil {
+			t = m.Instrument(t)
+		}
 		out[name] = &toolingRec{cfg: cfgs[name], t: t}
 	}
 	return out, nil
@@ -337,7 +362,7 @@ func (d *Daemon) sampleToolings(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	for _, r := range recs {
-		st, ok := r.t.(statuser)
+		st, ok := status(r.t)
 		if !ok {
 			continue
 		}

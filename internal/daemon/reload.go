@@ -136,6 +136,14 @@ func (d *Daemon) Reload() error {
 		delete(d.toolings, name)
 	}
 	d.mu.Unlock()
+	if m := d.opts.metrics; m != nil {
+		for _, name := range p.removeTooling {
+			m.ForgetTooling(name)
+		}
+		for _, name := range p.removeAgent {
+			m.ForgetAgent(name)
+		}
+	}
 	for _, name := range append(append([]string(nil), p.addTooling...), p.changeTooling...) {
 		r := made[name]
 		if err := d.hub.AddTooling(pump.Entry{Tooling: r.t, Limits: pump.LimitsFrom(r.cfg)}); err != nil {

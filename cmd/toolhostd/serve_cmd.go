@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/daemon"
+	"github.com/toolhostd/toolhostd/internal/metrics"
+)
+
+func newServeCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the configured agents and toolings as a daemon",
+		Long: `Serve runs every [agent.<name>] of the config against the configured
+toolings, restarting each per its restart policy, and serves the control API
+(toolhostd ps, agent, toolings, reload; /healthz, /readyz, /metrics) on
+host.control_socket (default $RUNTIME_DIRECTORY/toolhostd.sock, else
+/run/toolhostd/toolhostd.sock).
+
+Signals: SIGHUP reloads the config (on an error the running config stays and
+the log says why); SIGINT and SIGTERM stop accepting control requests, give
+every agent its shutdown envelope and stop grace, then stop the toolings and
+their server processes, and exit 0. Under systemd (Type=notify) it reports
+READY=1 once the control socket listens and every agent was started,
+RELOADING=1 and STOPPING=1, and pings the watchdog when WatchdogSec is set.
+
+Exit status: 0 after a signal; 64 for a usage or config error; 2 when the
+daemon cannot start or its control socket fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serveDaemon(cmd, g) },
+	}
+}
+
+// serveDaemon is `toolhostd serve`.
+func serveDaemon(cmd *cobra.Command, g *globalOptions) error {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.Host, cmd.ErrOrStderr())
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	defer log.Sync() //nolint:errcheck // stderr
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	m := metrics.New()
+	listening := make(chan struct{})
+	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening))
+	if err != nil {
+		return withExit(exitHost, err)
+	}
+	m.SetBackend(d)
+	srv, err := control.NewServer(control.Options{
+		Backend:  d,
+		Gatherer: m.Registry(),
+		Socket:   cfg.Host.ControlSocket,
+		Listen:   cfg.Host.ControlListen,
+		Token:    cfg.Host.ControlToken,
+		Log:      log,
+	})
+	if err != nil {
+		d.Close()
+		return withExit(exitUsage, err)
+	}
+
+	// The control socket first: Serve announces READY=1 only once it
+	// listens (and every agent was started).
+	ctlCtx, stopCtl := context.WithCancel(context.Background())
+	defer stopCtl()
+	ctlDone := make(chan error, 1)
+	go func() { ctlDone <- srv.Serve(ctlCtx) }()
+	select {
+	case <-srv.Listening():
+		close(listening)
+	case err := <-ctlDone:
+		d.Close()
+		if err == nil {
+			err = errors.New("stopped before listening")
+		}
+		return withExit(exitHost, fmt.Errorf("control socket %s: %w", srv.Socket(), err))
+	}
+	log.Info("control API listening", zap.String("socket", srv.Socket()))
+
+	dCtx, stopDaemon := context.WithCancel(context.Background())
+	defer stopDaemon()
+	dDone := make(chan error, 1)
+	go func() { dDone <- d.Serve(dCtx) }()
+
+	var reloads sync.WaitGroup
+	defer reloads.Wait()
+	var failure error
+loop:
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				log.Info("reloading the config", zap.String("signal", s.String()), zap.String("config", cfg.Path))
+				reloads.Go(func() {
+					if err := d.Reload(); err != nil {
+						log.Error("reload failed; the running config stays", zap.Error(err))
+					}
+				})
+				continue
+			}
+			log.Info("shutting down", zap.String("signal", s.String()))
+			break loop
+		case err := <-ctlDone:
+			ctlDone <- err // for the wait below
+			failure = fmt.Errorf("control API: %w", err)
+			log.Error("the control API failed; shutting down", zap.Error(err))
+			break loop
+		case err := <-dDone:
+			return withExit(exitHost, fmt.Errorf("daemon: %w", err))
+		}
+	}
+	// Stop accepting control requests, then stop the agents and toolings.
+	stopCtl()
+	if err := <-ctlDone; err != nil && failure == nil {
+		log.Warn("control API shutdown", zap.Error(err))
+	}
+	stopDaemon()
+	if err := <-dDone; err != nil {
+		return withExit(exitHost, fmt.Errorf("daemon: %w", err))
+	}
+	if failure != nil {
+		return withExit(exitHost, failure)
+	}
+	return nil
+}

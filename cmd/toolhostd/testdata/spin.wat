@@ -1,0 +1,12 @@
+;; An agent whose run spins forever without importing anything: only an
+;; interrupt (stop grace, run timeout) ends it.
+(component
+  (core module $m
+    (memory (export "mem") 1)
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32) (i32.const 1024))
+    (func (export "run") (param i32 i32) (result i32)
+      (loop $forever (br $forever))
+      (i32.const 0)))
+  (core instance $i (instantiate $m))
+  (func (export "run") (param "input" string) (result (result string (error string)))
+    (canon lift (core func $i "run") (memory $i "mem") (realloc (func $i "realloc")))))
