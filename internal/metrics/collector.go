@@ -22,7 +22,7 @@ var (
 	descAgentRestarts  = desc("agent", "restarts_total", "Times the agent was restarted.", "agent")
 	descAgentInbox     = desc("agent", "inbox_depth", "Envelopes waiting in the agent's inbox.", "agent")
 	descCoalesced      = desc("agent", "coalesced_updates_total", "Resource updates that replaced an undelivered one in the agent's inbox.", "agent")
-	descDeliveries     = desc("pump", "deliveries_total", "Envelopes delivered to the agent from its inbox.", "agent")
+	descDeliveries     = desc("agent", "deliveries_total", "Envelopes the agent received from its inbox (results, errors, updates, shutdown).", "agent")
 	descConnected      = desc("tooling", "connected", "1 while the tooling has a live MCP session.", "tooling")
 	descInFlight       = desc("tooling", "in_flight", "MCP requests in flight on the tooling's session.", "tooling")
 	descToolingRestart = desc("tooling", "session_restarts_total", "Reconnection attempts of the tooling's session.", "tooling")

@@ -89,15 +89,18 @@ func (i *instrumented) CallTool(ctx context.Context, name string, args json.RawM
 	return res, err
 }
 
-// isError reports whether an MCP CallToolResult's JSON has isError true.
+// isError reports whether an MCP CallToolResult's JSON text has the member
+// "isError" (exactly that key, as MCP spells it) set to true. go-sdk omits
+// a false isError, so the full decode only happens for tool errors.
 func isError(value string) bool {
 	if !strings.Contains(value, `"isError"`) {
 		return false
 	}
-	var r struct {
-		IsError bool `json:"isError"`
+	var r map[string]json.RawMessage
+	if json.Unmarshal([]byte(value), &r) != nil {
+		return false
 	}
-	return json.Unmarshal([]byte(value), &r) == nil && r.IsError
+	return string(r["isError"]) == "true"
 }
 
 func (i *instrumented) ReadResource(ctx context.Context, uri string) (tooling.ResourceContent, error) {

@@ -114,7 +114,7 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 
 // connect serves an MCP tooling named name on s until the test ends and
 // waits for its session.
-func connect(t *testing.T, s *server, name string) *tooling.MCP {
+func connect(t testing.TB, s *server, name string) *tooling.MCP {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
@@ -140,7 +140,7 @@ func connect(t *testing.T, s *server, name string) *tooling.MCP {
 	return m
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -488,7 +488,7 @@ func TestScrape(t *testing.T) {
 		"toolhostd_pump_reads_total":                   dto.MetricType_COUNTER,
 		"toolhostd_pump_updates_received_total":        dto.MetricType_COUNTER,
 		"toolhostd_pump_list_changes_received_total":   dto.MetricType_COUNTER,
-		"toolhostd_pump_deliveries_total":              dto.MetricType_COUNTER,
+		"toolhostd_agent_deliveries_total":             dto.MetricType_COUNTER,
 		"toolhostd_agent_state":                        dto.MetricType_GAUGE,
 		"toolhostd_agent_restarts_total":               dto.MetricType_COUNTER,
 		"toolhostd_agent_traps_total":                  dto.MetricType_COUNTER,
@@ -525,7 +525,7 @@ func TestScrape(t *testing.T) {
 		{"toolhostd_agent_inbox_depth", []string{"agent=a"}, 3},
 		{"toolhostd_agent_traps_total", []string{"agent=a"}, 2},
 		{"toolhostd_agent_coalesced_updates_total", []string{"agent=a"}, 2},
-		{"toolhostd_pump_deliveries_total", []string{"agent=a"}, 2},
+		{"toolhostd_agent_deliveries_total", []string{"agent=a"}, 2},
 		{"toolhostd_tooling_connected", []string{"tooling=fs"}, 1},
 		{"toolhostd_tooling_connected", []string{"tooling=web"}, 0},
 		{"toolhostd_tooling_in_flight", []string{"tooling=fs"}, 1},
@@ -550,7 +550,7 @@ func TestScrape(t *testing.T) {
 	m.ForgetTooling("fs")
 	g := families(t, m)
 	for _, name := range []string{"toolhostd_agent_traps_total", "toolhostd_agent_instantiate_duration_seconds", "toolhostd_agent_coalesced_updates_total",
-		"toolhostd_pump_deliveries_total", "toolhostd_tooling_calls_total", "toolhostd_pump_reads_total", "toolhostd_pump_updates_received_total"} {
+		"toolhostd_agent_deliveries_total", "toolhostd_tooling_calls_total", "toolhostd_pump_reads_total", "toolhostd_pump_updates_received_total"} {
 		if g[name] != nil {
 			t.Errorf("%s still has %d series", name, len(g[name].GetMetric()))
 		}
