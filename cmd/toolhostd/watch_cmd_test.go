@@ -62,21 +62,6 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-func nextLine(t *testing.T, w *lineWriter) watchEvent {
-	t.Helper()
-	select {
-	case line := <-w.lines:
-		var ev watchEvent
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no line within 10s")
-	}
-	return watchEvent{}
-}
-
 // TestWatch runs watch against a go-sdk server in-process: each update and
 // list change is one JSON line; cancelling ends it with no error.
 func TestWatch(t *testing.T) {
@@ -114,6 +99,7 @@ func TestWatch(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- watch(ctx, w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "test://doc") }()
+		defer func() { cancel(); <-done }()
 		select {
 		case <-subscribed:
 		case err := <-done:
@@ -124,10 +110,24 @@ func TestWatch(t *testing.T) {
 		mu.Lock()
 		text = "two"
 		mu.Unlock()
-		if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "test://doc"}); err != nil {
-			t.Fatal(err)
+		// The server records the subscription after its handler ran: notify
+		// until the first line shows the update got through.
+		var ev watchEvent
+		deadline := time.After(10 * time.Second)
+		for ev.Event == "" {
+			if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "test://doc"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case line := <-w.lines:
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+			case <-time.After(100 * time.Millisecond):
+			case <-deadline:
+				t.Fatal("no resource-updated line within 10s")
+			}
 		}
-		ev := nextLine(t, w)
 		if ev.Event != "resource-updated" || ev.Content == nil || ev.Content.Content != "two" || ev.Content.URI != "test://doc" || len(ev.ID) != 36 {
 			t.Fatalf("line %+v", ev)
 		}
@@ -135,12 +135,14 @@ func TestWatch(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("watch after cancel: %v", err)
 		}
+		done <- nil // for the deferred wait
 	})
 	t.Run("list", func(t *testing.T) {
 		w := &lineWriter{lines: make(chan string, 16)}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- watch(ctx, w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
+		defer func() { cancel(); <-done }()
 		// The subscription is local; add resources until one change is seen
 		// after the watch is up.
 		deadline := time.After(10 * time.Second)
@@ -167,6 +169,7 @@ func TestWatch(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("watch after cancel: %v", err)
 		}
+		done <- nil // for the deferred wait
 	})
 }
 
