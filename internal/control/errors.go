@@ -7,6 +7,9 @@ var (
 	// RestartAgent for an operation the agent's state does not allow; the
 	// API answers 409 with the error's text. Any other error answers 500.
 	ErrConflict = errors.New("conflict")
+	// ErrUnavailable may be wrapped by any Backend operation the daemon
+	// cannot do now (not serving yet, shutting down); the API answers 503.
+	ErrUnavailable = errors.New("unavailable")
 	// ErrNotRunning is in the chain of every client error that means the
 	// daemon could not be reached at all (no socket, nobody listening).
 	ErrNotRunning = errors.New("toolhostd is not reachable")

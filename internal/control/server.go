@@ -459,6 +459,8 @@ func (s *Server) agentAction(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q", ErrUnknownAgent, name))
 		case errors.Is(err, ErrConflict):
 			writeError(w, http.StatusConflict, err.Error())
+		case errors.Is(err, ErrUnavailable):
+			writeError(w, http.StatusServiceUnavailable, err.Error())
 		default:
 			s.log.Warn("agent "+action+" failed", zap.String("agent", name), zap.Error(err))
 			writeError(w, http.StatusInternalServerError, err.Error())
@@ -483,11 +485,12 @@ func (s *Server) listToolings(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("reload requested", peerField(r))
 	if err := s.opts.Backend.Reload(); err != nil {
-		var errs config.Errors
-		var one *config.Error
-		status := http.StatusInternalServerError
-		if errors.As(err, &errs) || errors.As(err, &one) || errors.Is(err, config.ErrNoConfig) {
-			status = http.StatusUnprocessableEntity
+		// The new config was refused (invalid, unreadable, not appliable)
+		// and the old one runs on: 422, or 503 when the daemon cannot
+		// reload now.
+		status := http.StatusUnprocessableEntity
+		if errors.Is(err, ErrUnavailable) {
+			status = http.StatusServiceUnavailable
 		}
 		s.log.Warn("reload failed; the running config stays", zap.Error(err))
 		writeError(w, status, err.Error())

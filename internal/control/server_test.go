@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,6 +89,7 @@ func TestEndpoints(t *testing.T) {
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "conflict", State: "stopping"})
 	be.AddAgent(control.AgentStatus{Name: "broken", State: "failed"})
+	be.AddAgent(control.AgentStatus{Name: "busy", State: "running"})
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "test_things_total", Help: "Things."})
 	c.Add(7)
@@ -107,7 +109,7 @@ func TestEndpoints(t *testing.T) {
 			if err := json.Unmarshal(body, &l); err != nil {
 				t.Fatal(err)
 			}
-			if len(l.Agents) != 4 || l.Agents[0].Name != "a" || l.Agents[0].Inbox != 3 || l.Agents[0].Restarts != 2 ||
+			if len(l.Agents) != 5 || l.Agents[0].Name != "a" || l.Agents[0].Inbox != 3 || l.Agents[0].Restarts != 2 ||
 				l.Agents[1].LastError != "exited with err: nope" || !l.Agents[0].Since.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
 				t.Errorf("agents %+v", l.Agents)
 			}
@@ -149,6 +151,7 @@ func TestEndpoints(t *testing.T) {
 		{method: "POST", path: "/v1/agents/nope/restart", status: 404, errHas: "no such agent"},
 		{method: "POST", path: "/v1/agents/conflict/stop", status: 409, errHas: "agent conflict is stopping: conflict"},
 		{method: "POST", path: "/v1/agents/broken/start", status: 500, errHas: "bad magic"},
+		{method: "POST", path: "/v1/agents/busy/restart", status: 503, errHas: "shutting down"},
 		{method: "GET", path: "/v1/agents/a/start", status: 405, errHas: "use POST"},
 		{method: "DELETE", path: "/v1/agents/a/restart", status: 405, errHas: "method DELETE"},
 		{method: "POST", path: "/v1/agents/a/kill", status: 404, errHas: `no such action "kill"`},
@@ -222,15 +225,19 @@ func TestEndpoints(t *testing.T) {
 	if a := request(t, hc, "GET", base+"/readyz", ""); a.status != 200 || string(a.body) != `{"status":"ready"}`+"\n" {
 		t.Errorf("readyz when ready: %d %s", a.status, a.body)
 	}
-	// A refused reload: 422 for config errors, 500 for anything else.
+	// A refused reload: 422, or 503 when the daemon cannot reload now.
 	be.SetReloadError(config.Errors{{File: "/etc/toolhostd/toolhostd.toml", Line: 3, Col: 1, Key: "host.log_level", Msg: `"x" is not one of debug, info, warn, error`}})
 	a := request(t, hc, "POST", base+"/v1/reload", "")
 	if a.status != 422 || !strings.Contains(errorOf(t, a), "toolhostd.toml:3:1: host.log_level") {
 		t.Errorf("reload with a config error: %d %s", a.status, a.body)
 	}
-	be.SetReloadError(errors.New("disk on fire"))
-	if a := request(t, hc, "POST", base+"/v1/reload", ""); a.status != 500 || errorOf(t, a) != "disk on fire" {
+	be.SetReloadError(errors.New("read config: disk on fire"))
+	if a := request(t, hc, "POST", base+"/v1/reload", ""); a.status != 422 || errorOf(t, a) != "read config: disk on fire" {
 		t.Errorf("reload failure: %d %s", a.status, a.body)
+	}
+	be.SetReloadError(fmt.Errorf("the daemon is shutting down (%w)", control.ErrUnavailable))
+	if a := request(t, hc, "POST", base+"/v1/reload", ""); a.status != 503 || errorOf(t, a) != "the daemon is shutting down (unavailable)" {
+		t.Errorf("reload while stopping: %d %s", a.status, a.body)
 	}
 }
 

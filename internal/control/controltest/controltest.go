@@ -20,7 +20,7 @@ import (
 // Backend is a control.Backend over fixed agents and toolings. Start, stop
 // and restart change an agent's state as a daemon would; an agent named
 // "conflict" refuses every action with control.ErrConflict, one named
-// "broken" with a plain error. Block, when set, makes every action wait for
+// "busy" with control.ErrUnavailable, one named "broken" with a plain error. Block, when set, makes every action wait for
 // it to be closed (after sending the agent's name on Entered).
 type Backend struct {
 	mu        sync.Mutex
@@ -118,6 +118,8 @@ func (b *Backend) act(action, name string) error {
 		return fmt.Errorf("agent %s is stopping: %w", name, control.ErrConflict)
 	case "broken":
 		return errors.New("component failed to load: bad magic")
+	case "busy":
+		return fmt.Errorf("the daemon is shutting down: %w", control.ErrUnavailable)
 	}
 	b.actions = append(b.actions, action+" "+name)
 	a := &b.agents[i]
