@@ -193,6 +193,8 @@ func TestEndpoints(t *testing.T) {
 		{method: "GET", path: "/v2/agents", status: 404, errHas: "no such endpoint: /v2/agents"},
 		{method: "GET", path: "/v1/agents/", status: 404, errHas: "no such endpoint"},
 		{method: "GET", path: "/", status: 404, errHas: "no such endpoint"},
+		{method: "GET", path: "/v1//agents", status: 404, errHas: "no such endpoint: /v1//agents"},
+		{method: "GET", path: "/v1/x/../agents", status: 404, errHas: "no such endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
