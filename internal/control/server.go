@@ -174,6 +174,10 @@ func (s *Server) Serve(ctx context.Context) error {
 		serving++
 		go func() { errc <- srv.Serve(tl) }()
 		fields = append(fields, zap.String("listen", tl.Addr().String()))
+		if ta, ok := tl.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			s.log.Warn("control API on a non-loopback TCP address without TLS: its bearer token crosses the network in clear",
+				zap.String("listen", tl.Addr().String()))
+		}
 	}
 	s.mu.Lock()
 	if tl != nil {
