@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,6 +90,55 @@ func (c *CompileCache) Get(key string) ([]byte, bool) {
 	}
 	c.hits.Add(1)
 	return payload, true
+}
+
+// Lookup checks key's entry as Get does, streaming it through the checksum
+// instead of holding it in memory, and returns its file for wasmtime to map.
+// It counts hits, misses and corrupt entries as Get does.
+func (c *CompileCache) Lookup(key string) (string, bool) {
+	p := c.path(key)
+	sound, err := checkEntryFile(p)
+	if err != nil {
+		c.misses.Add(1)
+		return "", false
+	}
+	if !sound {
+		c.Invalidate(key)
+		c.misses.Add(1)
+		return "", false
+	}
+	c.hits.Add(1)
+	return p, true
+}
+
+// checkEntryFile reports whether the entry at path has a sound trailer and
+// checksum; the error is for a file that cannot be opened.
+func checkEntryFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	n := st.Size() - cacheTrailerLen
+	if n < 0 {
+		return false, nil
+	}
+	var tr [cacheTrailerLen]byte
+	if _, err := f.ReadAt(tr[:], n); err != nil {
+		return false, nil
+	}
+	if string(tr[:4]) != cacheMagic || binary.LittleEndian.Uint64(tr[8:]) != uint64(n) {
+		return false, nil
+	}
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, n)); err != nil {
+		return false, nil
+	}
+	return h.Sum32() == binary.LittleEndian.Uint32(tr[4:8]), nil
 }
 
 // Invalidate removes key's entry and counts it as corrupt; callers use it

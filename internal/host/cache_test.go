@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,33 +61,61 @@ func TestCompileCacheDamagedEntries(t *testing.T) {
 		{"foreign file", func([]byte) []byte { return []byte("\x00asm\x0d\x00\x01\x00not ours at all....") }},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := OpenCompileCache(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := c.Key(payload, "fp")
-			if err := c.Put(key, payload); err != nil {
-				t.Fatal(err)
-			}
-			p := c.path(key)
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, tc.damage(data), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := c.Get(key); ok {
-				t.Fatal("a damaged entry was returned")
-			}
-			if _, err := os.Stat(p); !os.IsNotExist(err) {
-				t.Fatalf("damaged entry not removed: %v", err)
-			}
-			if s := c.Stats(); s.Corrupt != 1 || s.Hits != 0 {
-				t.Fatalf("stats = %+v", s)
-			}
-		})
+		for _, lookup := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lookup=%v", tc.name, lookup), func(t *testing.T) {
+				c, err := OpenCompileCache(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := c.Key(payload, "fp")
+				if err := c.Put(key, payload); err != nil {
+					t.Fatal(err)
+				}
+				p := c.path(key)
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, tc.damage(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if lookup {
+					if _, ok := c.Lookup(key); ok {
+						t.Fatal("Lookup returned a damaged entry")
+					}
+				} else if _, ok := c.Get(key); ok {
+					t.Fatal("a damaged entry was returned")
+				}
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Fatalf("damaged entry not removed: %v", err)
+				}
+				if s := c.Stats(); s.Corrupt != 1 || s.Hits != 0 {
+					t.Fatalf("stats = %+v", s)
+				}
+			})
+		}
+	}
+}
+
+func TestCompileCacheLookup(t *testing.T) {
+	c, err := OpenCompileCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := c.Key([]byte("component"), "fp")
+	if _, ok := c.Lookup(key); ok {
+		t.Fatal("hit on an empty cache")
+	}
+	payload := bytes.Repeat([]byte("artifact"), 100000)
+	if err := c.Put(key, payload); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := c.Lookup(key)
+	if !ok || p != c.path(key) {
+		t.Fatalf("Lookup = %q, %v", p, ok)
+	}
+	if s := c.Stats(); s != (CacheStats{Hits: 1, Misses: 1}) {
+		t.Fatalf("stats = %+v", s)
 	}
 }
 

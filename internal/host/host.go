@@ -159,12 +159,12 @@ func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
 		return c, false, err
 	}
 	key := h.cache.Key(component, h.fp)
-	if _, ok := h.cache.Get(key); ok {
-		// Get has checked the entry's checksum. wasmtime maps the file
+	if path, ok := h.cache.Lookup(key); ok {
+		// Lookup has checked the entry's checksum. wasmtime maps the file
 		// itself (it ignores the trailer): for a componentize-js agent
 		// that takes milliseconds, where deserializing the same 50 MB from
 		// a buffer takes about half a second.
-		c, err := wt.DeserializeComponentFile(h.engine, h.cache.path(key))
+		c, err := wt.DeserializeComponentFile(h.engine, path)
 		if err == nil {
 			return c, true, nil
 		}

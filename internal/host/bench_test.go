@@ -1,0 +1,223 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// The benchmarks share the test suite (TestMain's host, hub and the compile
+// cache in build/test-cache), so a JS component compiles once per checkout,
+// not once per benchmark.
+
+// reportPercentiles reports the p50 and p99 of ds as p50-ns and p99-ns.
+func reportPercentiles(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) }
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+// BenchmarkAgentStart: starting a hello-sized JS agent (the probe, ~12 MB,
+// with nothing to do) and running it to the end. baseline is the
+// production path: the component comes from the compile cache (deserialize
+// + link + instantiate + run); uncached compiles it from its bytes every
+// time; warm reuses a loaded Program (instantiate + run only).
+func BenchmarkAgentStart(b *testing.B) {
+	s := env(b)
+	path := filepath.Join(s.root, "build", "test-agents", "probe.wasm")
+	bytes, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("%s: %v: run make agents", path, err)
+	}
+	input := `{"steps": []}`
+	runOnce := func(b *testing.B, h *Host, p *Program) {
+		out, err := h.Start(p, AgentConfig{Name: "start"}, input).Wait()
+		if err != nil || out != "[]" {
+			b.Fatalf("run = %q, %v", out, err)
+		}
+	}
+	loadRun := func(b *testing.B, h *Host) {
+		p, err := h.Load("probe", bytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runOnce(b, h, p)
+		p.Close()
+	}
+	b.Run("baseline", func(b *testing.B) {
+		s.program(b, "test-agents", "probe") // the cache entry exists
+		before := s.host.Cache().Stats().Hits
+		for b.Loop() {
+			loadRun(b, s.host)
+		}
+		if hits := s.host.Cache().Stats().Hits - before; hits != int64(b.N) {
+			b.Fatalf("%d cache hits for %d loads", hits, b.N)
+		}
+	})
+	b.Run("uncached", func(b *testing.B) {
+		h, err := New(Options{Log: s.log}, s.hub)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		for b.Loop() {
+			loadRun(b, h)
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		p := s.program(b, "test-agents", "probe")
+		for b.Loop() {
+			runOnce(b, s.host, p)
+		}
+	})
+}
+
+// directSession is a go-sdk client session on the in-process server, the
+// reference for what a guest's call costs, made as the mcp tooling makes its
+// own (same protocol version).
+func directSession(b *testing.B, srv *mcp.Server) *mcp.ClientSession {
+	b.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: tooling.DefaultProtocolVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// echoArgs are the echo tool's arguments, as JSON text for every variant.
+var echoArgs = json.RawMessage(`{"text":"ping"}`)
+
+func directEcho(cs *mcp.ClientSession) error {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: echoArgs})
+	if err == nil && res.IsError {
+		err = fmt.Errorf("echo: %+v", res)
+	}
+	return err
+}
+
+// benchAgent runs the bench agent (testdata/agents/bench.js) for n rounds
+// and returns the guest's own timing of each round (performance.now()).
+func benchAgent(b *testing.B, n, batch int) []time.Duration {
+	b.Helper()
+	s := env(b)
+	p := s.program(b, "test-agents", "bench")
+	in, _ := json.Marshal(map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n, "batch": batch})
+	out, err := s.host.Start(p, AgentConfig{Name: "bench", InboxCapacity: 4 * max(batch, 1)}, string(in)).Wait()
+	if err != nil {
+		b.Fatalf("bench agent: %v", err)
+	}
+	var res struct {
+		NS     []int64 `json:"ns"`
+		Errors int     `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Errors != 0 || len(res.NS) != n {
+		b.Fatalf("bench agent said %.200q (%v)", out, err)
+	}
+	ds := make([]time.Duration, n)
+	for i, ns := range res.NS {
+		ds[i] = time.Duration(ns)
+	}
+	return ds
+}
+
+// BenchmarkGuestCallEcho: one echo call on the in-process go-sdk server.
+// baseline is go-sdk's ClientSession.CallTool from Go; pump is the same
+// call through the host's layers below WebAssembly (pump.Handle, the mcp
+// tooling); guest is a JS guest's call-tool-blocking, timed inside the
+// guest with performance.now() (ns/op also counts the agent's start,
+// amortized over b.N calls).
+func BenchmarkGuestCallEcho(b *testing.B) {
+	s := env(b)
+	b.Run("baseline", func(b *testing.B) {
+		cs := directSession(b, s.mem.srv)
+		ds := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if err := directEcho(cs); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		reportPercentiles(b, ds)
+	})
+	b.Run("pump", func(b *testing.B) {
+		a := s.hub.NewAgent("bench-pump", inbox.New(16), nil)
+		defer a.Close()
+		h, err := a.Get("mem")
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := string(echoArgs)
+		ds := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			if _, err := h.CallToolBlocking(context.Background(), "echo", args); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		reportPercentiles(b, ds)
+	})
+	b.Run("guest", func(b *testing.B) {
+		// One agent makes all b.N calls.
+		s.program(b, "test-agents", "bench")
+		b.ResetTimer()
+		reportPercentiles(b, benchAgent(b, b.N, 0))
+	})
+}
+
+// BenchmarkGuestFanout100: 100 echo calls in flight at once, per op.
+// baseline is 100 goroutines calling go-sdk's CallTool; guest is a JS
+// guest's 100 call-tool calls followed by recv until all 100 results are in.
+func BenchmarkGuestFanout100(b *testing.B) {
+	s := env(b)
+	const fan = 100
+	b.Run("baseline", func(b *testing.B) {
+		cs := directSession(b, s.mem.srv)
+		ds := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range fan {
+				wg.Go(func() {
+					if err := directEcho(cs); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			ds = append(ds, time.Since(start))
+		}
+		reportPercentiles(b, ds)
+	})
+	b.Run("guest", func(b *testing.B) {
+		s.program(b, "test-agents", "bench")
+		b.ResetTimer()
+		reportPercentiles(b, benchAgent(b, b.N, fan))
+	})
+}
