@@ -60,6 +60,7 @@ type agentRec struct {
 	inst     *host.Agent // the running instance, if any
 
 	sup     *suture.Supervisor
+	svc     *agentService // the current service
 	token   suture.ServiceToken
 	hasSup  bool // token names a sub-supervisor in the root
 	final   bool // the current service ended for good (exited, failed)
@@ -95,7 +96,7 @@ func (d *Daemon) startLocked(r *agentRec, onStarted func()) {
 		Timeout:          r.stopTimeout(),
 	})
 	sup.Add(svc)
-	r.sup, r.final, r.hasSup = sup, false, true
+	r.sup, r.svc, r.final, r.hasSup = sup, svc, false, true
 	r.setState(stateStarting)
 	r.token = d.root.Add(sup)
 }
@@ -110,7 +111,7 @@ func (d *Daemon) stopRec(r *agentRec, state string) {
 		d.mu.Unlock()
 		return
 	}
-	tok := r.token
+	tok, svc := r.token, r.svc
 	r.hasSup = false
 	if r.inst != nil {
 		r.setState(stateStopping)
@@ -119,6 +120,7 @@ func (d *Daemon) stopRec(r *agentRec, state string) {
 	if err := root.RemoveAndWait(tok, r.stopTimeout()); err != nil {
 		d.log.Error("agent did not stop in time", zap.String("agent", r.name), zap.Error(err))
 	}
+	svc.started() // stopped before it could start: nobody waits for it
 	d.mu.Lock()
 	r.gen++
 	r.inst = nil
