@@ -316,7 +316,9 @@ func (l *peerListener) Accept() (net.Conn, error) {
 // ---- HTTP ----
 
 // authenticate admits a request: on the unix socket by the peer check, on
-// TCP by the bearer token (whose sha256 is token).
+// TCP by the bearer token (whose sha256 is token), except the GET probes
+// /healthz and /readyz, which orchestrators (Kubernetes httpGet) call
+// without credentials.
 func (s *Server) authenticate(token []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if pc, ok := r.Context().Value(peerKey{}).(*peerConn); ok {
@@ -330,6 +332,10 @@ func (s *Server) authenticate(token []byte) http.Handler {
 		}
 		if token == nil { // not a unix connection and no TCP configured
 			writeError(w, http.StatusForbidden, "not served here")
+			return
+		}
+		if probe(r) { // liveness and readiness tell nothing secret
+			s.handler.ServeHTTP(w, r)
 			return
 		}
 		auth := r.Header.Get("Authorization")
@@ -348,6 +354,11 @@ func (s *Server) authenticate(token []byte) http.Handler {
 		}
 		s.handler.ServeHTTP(w, r)
 	})
+}
+
+// probe reports the unauthenticated health and readiness probes.
+func probe(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 }
 
 func (s *Server) routes() http.Handler {

@@ -523,7 +523,16 @@ func TestTCP(t *testing.T) {
 		{"Bearer " + token, 200, ""},
 		{"bearer " + token, 200, ""},
 	}
-	for _, path := range []string{"/v1/agents", "/healthz", "/metrics"} {
+	// The probes answer without a token (Kubernetes httpGet cannot send one).
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if a := request(t, hc, "GET", base+path, ""); a.status != 200 && a.status != 503 {
+			t.Errorf("GET %s without a token: %d %s", path, a.status, a.body)
+		}
+	}
+	if a := request(t, hc, "POST", base+"/healthz", ""); a.status != 401 {
+		t.Errorf("POST /healthz without a token: %d, want 401", a.status)
+	}
+	for _, path := range []string{"/v1/agents", "/v1/toolings", "/metrics"} {
 		for _, tt := range tests {
 			a := request(t, hc, "GET", base+path, tt.auth)
 			if a.status != tt.status {
