@@ -68,6 +68,8 @@ func TestProbeSynchronous(t *testing.T) {
 						t.Errorf("tool %s: no description", tl.Name)
 					}
 				}
+				// The server's pages hold 3 tools: all 4 means the host
+				// followed the cursor.
 				for _, n := range []string{"echo", "fail", "slow", "gate"} {
 					if !seen[n] {
 						t.Errorf("list-tools lacks %s: %+v", n, tools)
@@ -233,8 +235,11 @@ func TestProbeSynchronous(t *testing.T) {
 				if m, ok := byURI["test://notype"]; !ok || m != nil {
 					t.Errorf("test://notype missing or with a mime type: %+v", list)
 				}
-				if len(list) < 8+len(subURIs) {
-					t.Errorf("%d resources, want at least %d", len(list), 8+len(subURIs))
+				// Pages of 3: every resource means every cursor followed.
+				for _, u := range append([]string{"test://text", "test://blob", "test://multi", "test://firstof"}, subURIs...) {
+					if _, ok := byURI[u]; !ok {
+						t.Errorf("list-resources lacks %s (%d listed)", u, len(list))
+					}
 				}
 			},
 		},
@@ -432,20 +437,40 @@ func TestProbeCoalescing(t *testing.T) {
 	a := s.startProbe(t, probeOpts{},
 		step{"op": "get", "name": "mem", "as": "t"},
 		step{"op": "subscribe", "h": "t", "uri": uri, "as": "s"},
+		step{"op": "subscribe-list", "h": "t", "as": "l"},
+		step{"op": "call-tool", "h": "t", "tool": "echo", "args": map[string]any{"text": "between"}, "as": "e"},
 		step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "coalesce"}},
 		step{"op": "pending"},
+		step{"op": "recv", "timeout": 0},
+		step{"op": "recv", "timeout": 0},
 		step{"op": "recv", "timeout": 0},
 		step{"op": "recv", "timeout": 200},
 	)
 	s.mem.enterGate(t, "coalesce")
+	eventually(t, "the echo result", func() bool { return a.Inbox().Pending() == 1 })
 	s.mem.update(t, uri, "u1")
-	eventually(t, "the first update", func() bool { return a.Inbox().Pending() == 1 })
+	eventually(t, "the first update", func() bool { return a.Inbox().Pending() == 2 })
+	coalesced := func(n int) func() bool {
+		return func() bool { return a.Inbox().Stats().Coalesced == uint64(n) }
+	}
 	for i, text := range []string{"u2", "u3", "u4"} {
 		s.mem.update(t, uri, text)
-		eventually(t, "a coalesced update", func() bool { return a.Inbox().Stats().Coalesced == uint64(i+1) })
+		eventually(t, "a coalesced update", coalesced(i+1))
 	}
+	s.mem.addResource("test://added/coalesce-1", "x")
+	eventually(t, "the first list update", func() bool { return a.Inbox().Pending() == 3 })
+	s.mem.addResource("test://added/coalesce-2", "x")
+	eventually(t, "a coalesced list update", coalesced(4))
 	s.mem.openGate("coalesce")
-	checkSteps(t, finish(t, a), `"t"`, `"s"`, "*", "1", "s resource-updated test://sub/coalesce=u4", "null")
+	rs := finish(t, a)
+	// Arrival order is kept (an update replaces its payload in place); the
+	// newest content wins; the tool result is untouched.
+	checkSteps(t, rs, `"t"`, `"s"`, `"l"`, `"e"`, "*", "3",
+		"e tool-result echo between", "s resource-updated test://sub/coalesce=u4", "l resource-list-updated *", "null")
+	list := okAs[envelope](t, rs[8])
+	if !strings.Contains(string(list.Val), "test://added/coalesce-2") {
+		t.Errorf("the list update does not carry the newest list: %s", list.Val)
+	}
 }
 
 // TestProbeHandleDrop: dropping a handle (jco's Symbol.dispose) cancels its
@@ -664,4 +689,40 @@ func TestUncaughtExceptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProbeResubscribeFails: after the session is lost, a subscription
+// whose re-subscription fails gets one error envelope with its id; the
+// others keep working.
+func TestProbeResubscribeFails(t *testing.T) {
+	s := env(t)
+	const bad, good = "test://sub/resubscribe", "test://sub/shared"
+	a := s.startProbe(t, probeOpts{},
+		step{"op": "get", "name": "mem", "as": "t"},
+		step{"op": "subscribe", "h": "t", "uri": bad, "as": "bad"},
+		step{"op": "subscribe", "h": "t", "uri": good, "as": "good"},
+		step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "resubscribe"}},
+		step{"op": "recv", "timeout": 20000},
+		step{"op": "recv", "timeout": 20000},
+		step{"op": "recv", "timeout": 300},
+	)
+	s.mem.enterGate(t, "resubscribe")
+	s.mem.openGate("resubscribe")
+	s.mem.failSubscribe.Store(bad, true)
+	mem := s.mcps["mem"]
+	for ss := range s.mem.srv.Sessions() {
+		ss.Close()
+	}
+	// The tooling reconnects and re-subscribes good (a second subscribe
+	// on the server); then an update of good reaches the guest.
+	eventually(t, "the re-subscription", func() bool { return counter(&s.mem.subscribes, good).Load() == 2 })
+	s.mem.update(t, good, "after the reconnect")
+	rs := finish(t, a)
+	checkSteps(t, rs, `"t"`, `"bad"`, `"good"`, "*", "*", "*", "null")
+	got := []string{summary(rs[4]), summary(rs[5])} // in either order
+	slices.Sort(got)
+	if !strings.HasPrefix(got[0], "bad error ") || got[1] != "good resource-updated test://sub/shared=after the reconnect" {
+		t.Fatalf("after the reconnect the guest got %q", got)
+	}
+	eventually(t, "the mem tooling to be connected again", func() bool { return mem.Status().Connected })
 }

@@ -270,6 +270,7 @@ type testServer struct {
 	slowStarted   sync.Map // tag -> chan struct{} (closed when started)
 	slowCancelled sync.Map // tag -> chan struct{} (closed when its context ended)
 	gates         sync.Map // tag -> *gate
+	failSubscribe sync.Map // uri -> true: resources/subscribe fails
 
 	subscribes   sync.Map // uri -> *atomic.Int64
 	unsubscribes sync.Map // uri -> *atomic.Int64
@@ -305,7 +306,7 @@ func signal(m *sync.Map, key string) chan struct{} {
 // reset forgets what the server saw (each test starts afresh, so that
 // -count=N works).
 func (s *testServer) reset() {
-	for _, m := range []*sync.Map{&s.slowStarted, &s.slowCancelled, &s.gates, &s.subscribes, &s.unsubscribes, &s.reads} {
+	for _, m := range []*sync.Map{&s.slowStarted, &s.slowCancelled, &s.gates, &s.failSubscribe, &s.subscribes, &s.unsubscribes, &s.reads} {
 		m.Clear()
 	}
 }
@@ -316,7 +317,7 @@ func (s *testServer) gate(tag string) *gate {
 }
 
 // Subscribable URIs (one per test, so that the counters stay apart).
-var subURIs = []string{"test://sub/basic", "test://sub/coalesce", "test://sub/drop", "test://sub/exit", "test://sub/kill", "test://sub/busy", "test://sub/shared", "test://sub/stop", "test://sub/watch", slowSubscribeURI, stubbornSubscribeURI}
+var subURIs = []string{"test://sub/basic", "test://sub/coalesce", "test://sub/drop", "test://sub/exit", "test://sub/kill", "test://sub/busy", "test://sub/shared", "test://sub/stop", "test://sub/watch", "test://sub/resubscribe", slowSubscribeURI, stubbornSubscribeURI}
 
 // The resources/subscribe of these waits for the gate of the uri's name;
 // the stubborn one ignores notifications/cancelled (as a server does when
@@ -328,9 +329,13 @@ const (
 
 func newTestServer(subscribable bool) *testServer {
 	s := &testServer{content: map[string]string{}}
-	opts := &mcp.ServerOptions{}
+	// Small pages: list-tools and list-resources must follow the cursors.
+	opts := &mcp.ServerOptions{PageSize: 3}
 	if subscribable {
 		opts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			if _, fail := s.failSubscribe.Load(req.Params.URI); fail {
+				return errors.New("subscriptions to this uri are off")
+			}
 			switch uri := req.Params.URI; uri {
 			case slowSubscribeURI, stubbornSubscribeURI: // held until the test opens its gate
 				g := s.gate(uri)
