@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -148,9 +149,10 @@ func benchAgent(b *testing.B, n, batch int) []time.Duration {
 // BenchmarkGuestCallEcho: one echo call on the in-process go-sdk server.
 // baseline is go-sdk's ClientSession.CallTool from Go; pump is the same
 // call through the host's layers below WebAssembly (pump.Handle, the mcp
-// tooling); guest is a JS guest's call-tool-blocking, timed inside the
-// guest with performance.now() (ns/op also counts the agent's start,
-// amortized over b.N calls).
+// tooling); pump-locked is pump from a thread-locked goroutine; guest is a
+// JS guest's call-tool-blocking, timed inside the guest with
+// performance.now() (ns/op also counts the agent's start, amortized over
+// b.N calls).
 func BenchmarkGuestCallEcho(b *testing.B) {
 	s := env(b)
 	b.Run("baseline", func(b *testing.B) {
@@ -182,6 +184,33 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 			ds = append(ds, time.Since(start))
 		}
 		reportPercentiles(b, ds)
+	})
+	b.Run("pump-locked", func(b *testing.B) {
+		// The pump variant on a goroutine locked to its OS thread, as a
+		// host function runs (a cgo callback on the agent's thread): its
+		// wake-up after the result costs a thread hand-off.
+		a := s.hub.NewAgent("bench-pump-locked", inbox.New(16), nil)
+		defer a.Close()
+		h, err := a.Get("mem")
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan []time.Duration)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ds := make([]time.Duration, 0, b.N)
+			for range b.N {
+				start := time.Now()
+				if _, err := h.CallToolBlocking(context.Background(), "echo", string(echoArgs)); err != nil {
+					b.Error(err)
+					break
+				}
+				ds = append(ds, time.Since(start))
+			}
+			done <- ds
+		}()
+		reportPercentiles(b, <-done)
 	})
 	b.Run("guest", func(b *testing.B) {
 		// One agent makes all b.N calls.
