@@ -125,6 +125,9 @@ func (c *call) callTool() (res tooling.ToolResult, err error) {
 			err = tooling.Errorf(tooling.CodeInternal, "tools/call %q: the tooling panicked: %v", c.tool, r)
 		}
 	}()
+	if err := c.a.hub.removedErr(c.rt); err != nil {
+		return tooling.ToolResult{}, err // queued when its tooling was removed
+	}
 	return c.rt.t.CallTool(c.ctx, c.tool, json.RawMessage(c.args))
 }
 

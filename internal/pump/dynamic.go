@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/thejerf/suture/v4"
@@ -36,10 +37,12 @@ type dynState struct {
 	root    *suture.Supervisor // set when Serve starts
 	hook    suture.EventHook
 	tokens  map[string]suture.ServiceToken // each tooling's supervisor in root
-	removed map[*runtime]bool              // runtimes taken out of service
-	retired []*runtime                     // ditto, for Serve to wait on their calls
+	retired []*runtime                     // removed runtimes, for Serve to wait on their calls
 	stopped bool                           // Serve has returned
 }
+
+// removedFlag marks a runtime RemoveTooling took out of service.
+type removedFlag struct{ atomic.Bool }
 
 // lookup returns the runtime of the tooling called name.
 func (h *Hub) lookup(name string) (*runtime, bool) {
@@ -50,12 +53,10 @@ func (h *Hub) lookup(name string) (*runtime, bool) {
 }
 
 // removedErr is the error of every operation through a handle on a tooling
-// that RemoveTooling took away (nil while it is served).
+// that RemoveTooling took away, and of its calls still queued then (nil
+// while it is served).
 func (h *Hub) removedErr(rt *runtime) *tooling.Error {
-	h.dyn.mu.RLock()
-	gone := h.dyn.removed[rt]
-	h.dyn.mu.RUnlock()
-	if gone {
+	if rt.removed.Load() {
 		return tooling.Errorf(tooling.CodeUnavailable, "tooling %q was removed from the configuration", rt.name)
 	}
 	return nil
@@ -147,7 +148,8 @@ func (h *Hub) AddTooling(e Entry) error {
 // RemoveTooling stops serving the tooling called name: its sub-supervisor
 // is removed (the session is closed, a stdio server stopped, in-flight
 // calls fail) and RemoveTooling waits for it, up to 30s. From then on every
-// operation through a handle on it fails with unavailable, get() of the
+// operation through a handle on it fails with unavailable, as do its calls
+// still queued (when they would have run), get() of the
 // name with not-found, and each live subscription to it ends with one
 // unavailable error envelope. ErrNoTooling for a name not served.
 func (h *Hub) RemoveTooling(name string) error {
@@ -161,10 +163,7 @@ func (h *Hub) RemoveTooling(name string) error {
 	if i, ok := slices.BinarySearch(h.names, name); ok {
 		h.names = slices.Delete(h.names, i, i+1)
 	}
-	if h.dyn.removed == nil {
-		h.dyn.removed = make(map[*runtime]bool)
-	}
-	h.dyn.removed[rt] = true
+	rt.removed.Store(true)
 	h.dyn.retired = append(h.dyn.retired, rt)
 	tok, served := h.dyn.tokens[name]
 	delete(h.dyn.tokens, name)

@@ -16,12 +16,14 @@ import (
 )
 
 // namedMemTooling is a real mcp tooling called name, connected to s over
-// in-memory transports.
+// in-memory transports. Its connect timeout (30s) is longer than the tests
+// wait for an envelope: an operation left waiting for a session after its
+// tooling was removed would fail them.
 func namedMemTooling(t testing.TB, name string, s *server) *tooling.MCP {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout: cfgDur(5 * time.Second),
+		ConnectTimeout: cfgDur(30 * time.Second),
 		CallTimeout:    cfgDur(30 * time.Second),
 		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
@@ -155,5 +157,60 @@ func TestAddToolingBeforeAndAfterServe(t *testing.T) {
 	recvCh(t, done, "Serve to return")
 	if err := hub.AddTooling(pump.Entry{Tooling: namedMemTooling(t, "late", srv)}); !errors.Is(err, pump.ErrHubStopped) {
 		t.Fatalf("add after Serve: %v, want ErrHubStopped", err)
+	}
+}
+
+// TestRemoveToolingFailsQueuedCalls removes a tooling with one call running
+// and more queued behind its concurrency limit (async and blocking): every
+// one fails with unavailable at once, none waits for a session that will
+// never come.
+func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	srv := newServer(true)
+	extra := namedMemTooling(t, "extra", srv)
+	if err := e.hub.AddTooling(pump.Entry{Tooling: extra, Limits: pump.Limits{MaxConcurrentCalls: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	in := inbox.New(16)
+	a := e.hub.NewAgent("a", in, nil)
+	t.Cleanup(a.Close)
+	h, err := a.Get("extra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := h.CallTool("slow", `{"tag":"running"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvCh(t, srv.slowStarted, "the running call")
+	queued, err := h.CallTool("echo", `{"text":"queued"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocking := make(chan error, 1)
+	go func() {
+		_, err := h.CallToolBlocking(context.Background(), "echo", `{"text":"blocking"}`)
+		blocking <- err
+	}()
+	eventually(t, 10*time.Second, "the blocking call queued", func() bool {
+		for _, st := range e.hub.Stats() {
+			if st.Tooling == "extra" {
+				return st.Queued == 2
+			}
+		}
+		return false
+	})
+	if err := e.hub.RemoveTooling("extra"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		env := recv(t, in)
+		ev, ok := env.Event.(inbox.Error)
+		if (env.ID != running && env.ID != queued) || !ok || ev.Err.Code != tooling.CodeUnavailable {
+			t.Errorf("envelope %+v, want unavailable for %s or %s", env, running, queued)
+		}
+	}
+	if err := recvCh(t, blocking, "the blocking call"); codeOf(t, err) != tooling.CodeUnavailable {
+		t.Errorf("the queued blocking call: %v, want unavailable", err)
 	}
 }

@@ -91,6 +91,8 @@ type runtime struct {
 	gate   *gate
 	pump   *resPump
 	stats  counters
+	// removed is set by RemoveTooling (dynamic.go).
+	removed removedFlag
 }
 
 // NewHub makes the hub for entries and installs its resource pump as each
