@@ -260,3 +260,27 @@ func TestStopSpinningGuest(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
 }
+
+// TestFuel: on a host that meters fuel, an agent's Fuel bounds its work
+// (a spinning guest traps out of fuel) and 0 leaves it unlimited.
+func TestFuel(t *testing.T) {
+	s := env(t)
+	h, err := New(Options{Fuel: true, Log: s.log}, s.hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	spin := load(t, h, "spin", watSpin)
+	_, err = waitAgent(t, h.Start(spin, AgentConfig{Name: "fueled", Fuel: 100_000}, ""), 20*time.Second)
+	var tr *wt.Trap
+	if !errors.As(err, &tr) || tr.Code != wt.TrapOutOfFuel {
+		t.Fatalf("err = %v, want an out-of-fuel trap", err)
+	}
+	grow := load(t, h, "grow", watGrow)
+	if out, err := waitAgent(t, h.Start(grow, AgentConfig{Name: "unmetered"}, ""), 20*time.Second); err != nil || out != "grew" {
+		t.Fatalf("Fuel 0 on a metering host: %q, %v; want unlimited", out, err)
+	}
+	if out, err := waitAgent(t, h.Start(grow, AgentConfig{Name: "metered", Fuel: 1_000_000}, ""), 20*time.Second); err != nil || out != "grew" {
+		t.Fatalf("enough fuel: %q, %v", out, err)
+	}
+}
