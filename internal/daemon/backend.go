@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 
 	"go.uber.org/zap"
@@ -45,7 +46,7 @@ func (d *Daemon) Agents() []control.AgentStatus {
 
 // Toolings reports every configured tooling, sorted by name.
 func (d *Daemon) Toolings() []control.ToolingStatus {
-	d.sampleToolings(nil)
+	d.sampleToolings(context.Background(), false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make([]control.ToolingStatus, 0, len(d.toolings))
@@ -77,7 +78,7 @@ func (d *Daemon) Toolings() []control.ToolingStatus {
 
 // Ready reports whether every tooling has connected at least once.
 func (d *Daemon) Ready() bool {
-	d.sampleToolings(nil)
+	d.sampleToolings(context.Background(), false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.toolings {

@@ -342,7 +342,7 @@ func (d *Daemon) monitor(ctx context.Context) {
 	t := time.NewTicker(monitorEvery)
 	defer t.Stop()
 	for {
-		d.sampleToolings(ctx)
+		d.sampleToolings(ctx, true)
 		select {
 		case <-ctx.Done():
 			return
@@ -351,10 +351,10 @@ func (d *Daemon) monitor(ctx context.Context) {
 	}
 }
 
-// sampleToolings updates connectedOnce and, when ctx is not nil (the
-// monitor), fetches the tool count on each new connection (ctx bounds the
+// sampleToolings updates connectedOnce and, with fetch (the monitor),
+// fetches the tool count on each new connection (ctx bounds the
 // tools/list).
-func (d *Daemon) sampleToolings(ctx context.Context) {
+func (d *Daemon) sampleToolings(ctx context.Context, fetch bool) {
 	d.mu.Lock()
 	recs := make([]*toolingRec, 0, len(d.toolings))
 	for _, r := range d.toolings {
@@ -372,7 +372,7 @@ func (d *Daemon) sampleToolings(ctx context.Context) {
 			r.connectedOnce = true
 		}
 		fresh := false
-		if ctx != nil { // the monitor: fetch the tool count on a new connection
+		if fetch {
 			fresh = up && !r.wasConnected
 			r.wasConnected = up
 		}
