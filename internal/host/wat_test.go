@@ -284,3 +284,23 @@ func TestFuel(t *testing.T) {
 		t.Fatalf("enough fuel: %q, %v", out, err)
 	}
 }
+
+// TestStopAndWaitAreIdempotent: Stop after the end, Stop twice and Wait
+// twice are harmless and Wait keeps its answer.
+func TestStopAndWaitAreIdempotent(t *testing.T) {
+	s := env(t)
+	p := load(t, s.host, "echo", watEcho)
+	a := s.host.Start(p, AgentConfig{Name: "idem"}, "once")
+	out, err := waitAgent(t, a, 20*time.Second)
+	if err != nil || out != "once" {
+		t.Fatalf("run = %q, %v", out, err)
+	}
+	a.Stop()
+	a.Stop()
+	if out2, err2 := a.Wait(); out2 != out || err2 != nil {
+		t.Fatalf("Wait after Stop = %q, %v; want the first answer", out2, err2)
+	}
+	if a.Name() != "idem" || a.Inbox() == nil {
+		t.Fatalf("Name %q, Inbox %v", a.Name(), a.Inbox())
+	}
+}
