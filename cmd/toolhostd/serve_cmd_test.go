@@ -62,9 +62,10 @@ func expectNotify(t *testing.T, c *net.UnixConn, want string, log *syncBuffer) {
 
 // TestServe runs `toolhostd serve` in a subprocess as systemd would (a
 // notify socket, a watchdog), drives it through the control socket and
-// signals: READY=1, agents and toolings reported, SIGHUP reloads (a bad
-// config is refused and the daemon keeps running), SIGTERM stops it with
-// exit 0, STOPPING=1 and no server process left.
+// signals: READY=1, agents and toolings reported, SIGHUP and the API's
+// reload apply a config (a bad one is refused, the error says why and the
+// daemon keeps running), SIGTERM stops it with exit 0, STOPPING=1, no
+// server process left and the socket removed.
 func TestServe(t *testing.T) {
 	root := repoRoot(t)
 	abs := func(name string) string {
@@ -165,6 +166,20 @@ restart_backoff = { initial = "50ms", max = "200ms" }
 	waitFor(t, 30*time.Second, func() bool { return strings.Contains(stderr.String(), "reload failed") }, stderr)
 	if a := agents(); len(a) != 3 || a["spinner"].State != "running" {
 		t.Errorf("after a refused reload: %+v", a)
+	}
+	// The control API's reload says why.
+	if err := c.Reload(ctx); err == nil || !strings.Contains(err.Error(), "agent.broken.component") {
+		t.Errorf("reload through the control API with a broken config: %v", err)
+	}
+	// And applies a good one: late goes.
+	writeConfigFile(t, dir, "toolhostd.toml", base)
+	if err := c.Reload(ctx); err != nil {
+		t.Fatalf("reload through the control API: %v", err)
+	}
+	expectNotify(t, notify, "RELOADING=1", stderr)
+	expectNotify(t, notify, "READY=1", stderr)
+	if a := agents(); len(a) != 2 || a["spinner"].Restarts != 0 {
+		t.Errorf("after the API reload: %+v", a)
 	}
 
 	// SIGTERM: STOPPING=1, exit 0, nothing left behind.
