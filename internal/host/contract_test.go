@@ -547,8 +547,9 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 			}
 		}},
 		{"interrupted", true, "test://sub/kill", func(t *testing.T, out string, err error) {
-			if !errors.Is(err, ErrInterrupted) {
-				t.Fatalf("err = %v, want ErrInterrupted", err)
+			var tr *wt.Trap
+			if !errors.Is(err, ErrInterrupted) || !errors.As(err, &tr) || !wt.IsInterrupt(err) || len(tr.Backtrace) == 0 {
+				t.Fatalf("err = %v, want ErrInterrupted carrying the interrupt trap and the guest backtrace", err)
 			}
 		}},
 	} {
