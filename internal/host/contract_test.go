@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -726,5 +727,32 @@ func TestProbeResubscribeFails(t *testing.T) {
 	}
 	for _, name := range []string{"mem", "mem-short"} { // both sessions were on the server
 		eventually(t, name+" to be connected again", func() bool { return s.mcps[name].Status().Connected })
+	}
+}
+
+// TestManyAgents: agents running one Program at once keep to their own
+// inboxes and handles.
+func TestManyAgents(t *testing.T) {
+	s := env(t)
+	const n = 12
+	agents := make([]*Agent, n)
+	for i := range agents {
+		text := fmt.Sprint("agent-", i)
+		agents[i] = s.startProbe(t, probeOpts{name: text},
+			step{"op": "get", "name": "mem", "as": "t"},
+			step{"op": "call-tool", "h": "t", "tool": "echo", "args": map[string]any{"text": text}, "as": "c"},
+			step{"op": "call-tool-blocking", "h": "t", "tool": "echo", "args": map[string]any{"text": text + "-blocking"}},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv", "timeout": 0},
+			step{"op": "log", "message": text},
+		)
+	}
+	for i, a := range agents {
+		rs := finish(t, a)
+		text := fmt.Sprint("agent-", i)
+		checkSteps(t, rs, `"t"`, `"c"`, "*", "c tool-result echo "+text, "null", "true")
+		if got, _ := valueText(okAs[struct{ Value string }](t, rs[2]).Value); got != text+"-blocking" {
+			t.Errorf("agent %d: blocking echo %q", i, got)
+		}
 	}
 }
