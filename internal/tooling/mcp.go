@@ -126,7 +126,7 @@ type MCP struct {
 
 	// subMu serializes Subscribe, Unsubscribe and re-subscription.
 	subMu sync.Mutex
-	subs  map[string]struct{}
+	subs  map[string]*session // live subscriptions, by the session they were made on
 }
 
 type observerBox struct{ o Observer }
@@ -167,7 +167,7 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		},
 		log:   log.Named("tooling").With(zap.String("tooling", c.Name)),
 		ready: make(chan struct{}),
-		subs:  make(map[string]struct{}),
+		subs:  make(map[string]*session),
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff
@@ -521,7 +521,7 @@ func (m *MCP) Subscribe(ctx context.Context, uri string) error {
 	if err := m.subscribeOn(ctx, s, op, uri); err != nil {
 		return plainError(err)
 	}
-	m.subs[uri] = struct{}{}
+	m.subs[uri] = s
 	return nil
 }
 
@@ -560,13 +560,18 @@ func (m *MCP) resubscribe(s *session) {
 	m.subMu.Lock()
 	defer m.subMu.Unlock()
 	uris := make([]string, 0, len(m.subs))
-	for u := range m.subs {
-		uris = append(uris, u)
+	for u, on := range m.subs {
+		// A Subscribe that ran between the session going up and this
+		// re-subscription already made it on s.
+		if on != s {
+			uris = append(uris, u)
+		}
 	}
 	sort.Strings(uris)
 	for _, uri := range uris {
 		err := plainError(m.subscribeOn(s.ctx, s, fmt.Sprintf("resources/subscribe %q", uri), uri))
 		if err == nil {
+			m.subs[uri] = s
 			continue
 		}
 		if s.ctx.Err() != nil {
