@@ -756,3 +756,31 @@ func TestManyAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestJSMemoryLimit: a JS agent over its MemoryLimit gets a catchable
+// "out of memory" (memory.grow fails), while an agent without a limit
+// running alongside allocates the same amount.
+func TestJSMemoryLimit(t *testing.T) {
+	s := env(t)
+	p := s.program(t, "test-agents", "probe")
+	alloc := probeInput(t, []step{{"op": "alloc", "mb": 100}, {"op": "pending"}})
+	limited := s.host.Start(p, AgentConfig{Name: "limited", MemoryLimit: 48 << 20}, alloc)
+	free := s.host.Start(p, AgentConfig{Name: "unlimited"}, alloc)
+	for _, tc := range []struct {
+		a    *Agent
+		want []string
+	}{
+		{limited, []string{"thrown out of memory", "0"}},
+		{free, []string{"100", "0"}},
+	} {
+		out, err := waitAgent(t, tc.a, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.a.Name(), err)
+		}
+		var rs []stepResult
+		if err := json.Unmarshal([]byte(out), &rs); err != nil {
+			t.Fatal(err)
+		}
+		checkSteps(t, rs, tc.want...)
+	}
+}

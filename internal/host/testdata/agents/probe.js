@@ -16,8 +16,9 @@
 // or null: wait until one arrives); recv-until {id, timeout} (receives
 // until an envelope for id, keeping the others in "skipped"); try-recv;
 // pending; log {level, message}; spin {ms} (a busy loop, forever without
-// ms); fail {message} (run returns err); throw {what} (an exception
-// escapes run); stop-on-error (later steps are skipped after a failing step).
+// ms); alloc {mb} (keeps mb MB allocated); fail {message} (run returns
+// err); throw {what} (an exception escapes run); stop-on-error (later steps
+// are skipped after a failing step).
 import { get } from 'toolhost:agent/tooling@0.1.0';
 import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.1.0';
 import { write } from 'toolhost:agent/log@0.1.0';
@@ -29,6 +30,7 @@ export function run(input) {
   const vars = new Map(); // name -> handle or id
   const names = new Map(); // id -> name
   const out = [];
+  const kept = [];
 
   const handle = (s) => {
     const h = vars.get(s.h);
@@ -92,6 +94,11 @@ export function run(input) {
       let n = 0;
       while (Date.now() < end) n++;
       return n > 0;
+    },
+    alloc: (s) => {
+      // Keeps s.mb MB of array buffers alive until run returns.
+      for (let i = 0; i < s.mb; i++) kept.push(new Uint8Array(1 << 20).fill(i & 0xff));
+      return kept.length;
     },
     fail: (s) => {
       throw { fail: s.message ?? 'failed' };
