@@ -93,7 +93,6 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions) error {
 		}
 		return withExit(exitHost, fmt.Errorf("control socket %s: %w", srv.Socket(), err))
 	}
-	log.Info("control API listening", zap.String("socket", srv.Socket()))
 
 	dCtx, stopDaemon := context.WithCancel(context.Background())
 	defer stopDaemon()

@@ -309,6 +309,14 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		Fuel:          s.cfg.Limits.Fuel,
 		RunTimeout:    s.cfg.Limits.RunTimeout.Duration,
 		StopGrace:     s.cfg.StopGrace.Duration,
+		OnStarted:     s.recordInstantiate,
+	}
+}
+
+// recordInstantiate records the instantiation latency of each run.
+func (s *agentService) recordInstantiate(d time.Duration) {
+	if m := s.d.opts.metrics; m != nil {
+		m.AgentInstantiated(s.r.name, d)
 	}
 }
 

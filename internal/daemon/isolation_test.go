@@ -156,6 +156,9 @@ restart = "never"
 				if c := mt.GetCounter(); c != nil {
 					return c.GetValue(), true
 				}
+				if h := mt.GetHistogram(); h != nil {
+					return float64(h.GetSampleCount()), true
+				}
 				return mt.GetGauge().GetValue(), true
 			}
 		}
@@ -166,6 +169,9 @@ restart = "never"
 	}
 	if v, _ := value("toolhostd_agent_traps_total", map[string]string{"agent": "crasher"}); v < 2 {
 		t.Errorf("crasher traps: %v, want at least 2", v)
+	}
+	if v, _ := value("toolhostd_agent_instantiate_duration_seconds", map[string]string{"agent": "caller"}); v != 1 {
+		t.Errorf("caller instantiations observed: %v, want 1", v)
 	}
 
 	writeConfig(t, dir, header(t)+tool+caller)

@@ -34,6 +34,9 @@ type AgentConfig struct {
 	// StopGrace is how long a stopped agent has to return from run after
 	// its shutdown envelope before it is interrupted.
 	StopGrace time.Duration
+	// OnStarted, if set, is called on the agent's goroutine once the
+	// component is instantiated, with how long that took, before run.
+	OnStarted func(instantiate time.Duration)
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -187,7 +190,11 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	if err != nil {
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
-	a.log.Info("agent started", zap.Duration("instantiate", time.Since(instStart)))
+	instantiated := time.Since(instStart)
+	a.log.Info("agent started", zap.Duration("instantiate", instantiated))
+	if a.cfg.OnStarted != nil {
+		a.cfg.OnStarted(instantiated)
+	}
 	run, err := inst.Func("run")
 	if err != nil {
 		return "", err
