@@ -56,7 +56,7 @@ func valueCases() []valCase {
 		{"u32", prim("u32"), []Val{U32(0), U32(math.MaxUint32)}},
 		{"s64", prim("s64"), []Val{S64(math.MinInt64), S64(math.MaxInt64)}},
 		{"u64", prim("u64"), []Val{U64(0), U64(math.MaxUint64)}},
-		{"f32", prim("f32"), []Val{F32(3.25), F32(-0.0), F32(math.Inf(-1)), F32(math.MaxFloat32)}},
+		{"f32", prim("f32"), []Val{F32(3.25), F32(math.Copysign(0, -1)), F32(math.Inf(-1)), F32(math.MaxFloat32)}},
 		{"f64", prim("f64"), []Val{F64(math.Pi), F64(math.SmallestNonzeroFloat64), F64(math.Inf(1))}},
 		{"char", prim("char"), []Val{Char('a'), Char('€'), Char('😀'), Char(0x10FFFF)}},
 		{"string", prim("string"), []Val{String(""), String("hello"), String("héllo wörld ✓ 😀 日本語"), String(bigString)}},
