@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -51,4 +53,28 @@ func newLogger(h config.Host, w io.Writer) (*zap.Logger, error) {
 	// Many goroutines log (sessions, server stderr, agents): serialise writes.
 	ws := zapcore.Lock(zapcore.AddSync(w))
 	return zap.New(zapcore.NewCore(enc, ws, level), zap.ErrorOutput(ws)), nil
+}
+
+// oneShotTooling loads the config and returns the tooling called name and a
+// logger (to w, stderr) for a one-shot command: tools, call, resources,
+// read, watch.
+func oneShotTooling(opts *globalOptions, name string, w io.Writer) (*config.Tooling, *zap.Logger, error) {
+	c, err := loadConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, ok := c.Tooling[name]
+	if !ok {
+		names := make([]string, 0, len(c.Tooling))
+		for n := range c.Tooling {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, nil, withExit(exitUsage, fmt.Errorf("no tooling named %q (defined: %s)", name, strings.Join(names, ", ")))
+	}
+	log, err := newLogger(c.Host, w)
+	if err != nil {
+		return nil, nil, withExit(exitUsage, err)
+	}
+	return tc, log, nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -180,28 +179,9 @@ func newReadCmd() *cobra.Command {
 // name, runs f (cancelled by SIGINT/SIGTERM) and stops the session.
 func withTooling(cmd *cobra.Command, name string, f func(context.Context, tooling.Tooling) error) error {
 	flag, _ := cmd.Flags().GetString("config")
-	c, err := loadConfig(&globalOptions{configPath: flag})
+	tc, log, err := oneShotTooling(&globalOptions{configPath: flag}, name, cmd.ErrOrStderr())
 	if err != nil {
 		return err
-	}
-	tc, ok := c.Tooling[name]
-	if !ok {
-		names := make([]string, 0, len(c.Tooling))
-		for n := range c.Tooling {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return withExit(exitUsage, fmt.Errorf("no tooling named %q (defined: %s)", name, strings.Join(names, ", ")))
-	}
-	h := c.Host
-	if h.LogLevel == "" {
-		// A one-shot command: the server's stderr and session chatter only
-		// when asked for.
-		h.LogLevel = "warn"
-	}
-	log, err := newLogger(h, cmd.ErrOrStderr())
-	if err != nil {
-		return withExit(exitUsage, err)
 	}
 	defer func() { _ = log.Sync() }()
 	tc.Name = name

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -54,26 +52,9 @@ func newWatchCmd(opts *globalOptions) *cobra.Command {
 }
 
 func watchCmd(cmd *cobra.Command, opts *globalOptions, name, uri string) error {
-	c, err := loadConfig(opts)
+	tc, log, err := oneShotTooling(opts, name, cmd.ErrOrStderr())
 	if err != nil {
 		return err
-	}
-	tc, ok := c.Tooling[name]
-	if !ok {
-		names := make([]string, 0, len(c.Tooling))
-		for n := range c.Tooling {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return withExit(exitUsage, fmt.Errorf("no tooling named %q (defined: %s)", name, strings.Join(names, ", ")))
-	}
-	h := c.Host
-	if h.LogLevel == "" {
-		h.LogLevel = "warn" // the events go to stdout; session chatter only when asked for
-	}
-	log, err := newLogger(h, cmd.ErrOrStderr())
-	if err != nil {
-		return withExit(exitUsage, err)
 	}
 	defer func() { _ = log.Sync() }()
 	cfgs := map[string]*config.Tooling{name: tc}
