@@ -138,6 +138,7 @@ type session struct {
 	ctx     context.Context // cancelled with a *sessionLostError when it ends
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
+	bg      sync.WaitGroup // requests that outlive their caller (abandoned subscribes)
 }
 
 var _ Tooling = (*MCP)(nil)
@@ -518,11 +519,43 @@ func (m *MCP) Subscribe(ctx context.Context, uri string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.subscribeOn(ctx, s, op, uri); err != nil {
-		return plainError(err)
+	// The request is not cancelled with the caller: a server may complete
+	// a subscribe after the caller gave up (cancellation is only advisory),
+	// and nobody would ever withdraw that subscription. So the request runs
+	// on its own, bounded by the call timeout and the session; if the
+	// caller leaves first, a subscription that still succeeds is withdrawn.
+	done := make(chan error, 1)
+	s.bg.Go(func() { done <- m.subscribeOn(context.WithoutCancel(ctx), s, op, uri) })
+	select {
+	case err := <-done:
+		if err != nil {
+			return plainError(err)
+		}
+		m.subs[uri] = s
+		return nil
+	case <-ctx.Done():
+		s.bg.Go(func() { m.withdrawAbandoned(s, uri, <-done) })
+		return mapError(ctx, ctx, op, ctx.Err())
 	}
-	m.subs[uri] = s
-	return nil
+}
+
+// withdrawAbandoned unsubscribes from uri on s after a subscribe whose
+// caller gave up succeeded anyway, unless uri was subscribed again since.
+func (m *MCP) withdrawAbandoned(s *session, uri string, subscribeErr error) {
+	if subscribeErr != nil {
+		return
+	}
+	m.subMu.Lock()
+	defer m.subMu.Unlock()
+	if _, live := m.subs[uri]; live {
+		return
+	}
+	err := m.run(s.ctx, s, fmt.Sprintf("resources/unsubscribe %q", uri), func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	if err != nil {
+		m.log.Debug("withdrawing an abandoned subscription failed", zap.String("uri", uri), zap.Error(err))
+	}
 }
 
 func (m *MCP) subscribeOn(ctx context.Context, s *session, op, uri string) error {
@@ -787,6 +820,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	}
 	_ = cs.Close()
 	wg.Wait()
+	s.bg.Wait()
 	return time.Since(start), cause
 }
 
