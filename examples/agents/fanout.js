@@ -13,7 +13,7 @@ const defaults = {
   slow: { tool: 'trigger-long-running-operation', arguments: { duration: 60, steps: 1 } },
 };
 
-export function run(input) {
+function main(input) {
   const o = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
   const t = get(o.tooling);
   const waiting = new Map();
@@ -47,4 +47,19 @@ export function run(input) {
   }
   write('info', `fanout: ${results} results, ${errors} errors`);
   return `calls=${o.n} results=${results} errors=${errors} slow: ${cancelled}`;
+}
+
+// describe turns a thrown host-error (a ComponentError whose payload is the
+// record) or any other exception into run's err string.
+function describe(e) {
+  const p = e && e.payload;
+  return p && p.code ? `${p.code}: ${p.message}` : String(e);
+}
+
+export function run(input) {
+  try {
+    return main(input);
+  } catch (e) {
+    throw describe(e);
+  }
 }

@@ -20,7 +20,7 @@ function options(input) {
   return { ...defaults, uri: s };
 }
 
-export function run(input) {
+function main(input) {
   const o = options(input);
   const t = get(o.tooling);
   const sub = t.subscribeResource(o.uri);
@@ -40,4 +40,19 @@ export function run(input) {
   }
   t.unsubscribeResource(sub);
   return `${updates} updates of ${o.uri}`;
+}
+
+// describe turns a thrown host-error (a ComponentError whose payload is the
+// record) or any other exception into run's err string.
+function describe(e) {
+  const p = e && e.payload;
+  return p && p.code ? `${p.code}: ${p.message}` : String(e);
+}
+
+export function run(input) {
+  try {
+    return main(input);
+  } catch (e) {
+    throw describe(e);
+  }
 }
