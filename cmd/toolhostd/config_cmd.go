@@ -49,7 +49,7 @@ func newConfigValidateCmd() *cobra.Command {
 			case err != nil:
 				return withExit(exitUsage, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ok: %s: %d toolings, %d agents\n", path, len(c.Tooling), len(c.Agent))
+			fmt.Fprintf(cmd.OutOrStdout(), "ok: %s: %s, %s\n", path, count(len(c.Tooling), "tooling"), count(len(c.Agent), "agent"))
 			return nil
 		},
 	}
@@ -78,4 +78,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// count renders n with its noun, plural unless n is 1: "1 agent", "2 toolings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -55,11 +55,11 @@ func TestConfigValidate(t *testing.T) {
 		stderrLine int // number of lines on stderr, -1: don't check
 	}{
 		{name: "valid via --config", args: []string{"--config", good, "config", "validate"}, code: 0,
-			stdout: "ok: " + good + ": 2 toolings, 1 agents\n", stderrLine: 0},
+			stdout: "ok: " + good + ": 2 toolings, 1 agent\n", stderrLine: 0},
 		{name: "valid via argument", args: []string{"config", "validate", good}, code: 0,
-			stdout: "ok: " + good + ": 2 toolings, 1 agents\n", stderrLine: 0},
+			stdout: "ok: " + good + ": 2 toolings, 1 agent\n", stderrLine: 0},
 		{name: "valid via env", args: []string{"config", "validate"}, env: good, code: 0,
-			stdout: "ok: " + good + ": 2 toolings, 1 agents\n", stderrLine: 0},
+			stdout: "ok: " + good + ": 2 toolings, 1 agent\n", stderrLine: 0},
 		{name: "every error, one per line", args: []string{"config", "validate", bad}, code: 1,
 			stderrHas: append(wantBad, "toolhostd: "+bad+": 5 errors"), stderrLine: 6},
 		{name: "syntax error", args: []string{"--config", syntax, "config", "validate"}, code: 1,
@@ -121,7 +121,7 @@ func TestConfigDefault(t *testing.T) {
 	// What it prints is a valid config that `config validate` accepts.
 	p := writeConfigFile(t, t.TempDir(), "toolhostd.toml", stdout)
 	code, out, errb := runConfigCmd(t, "config", "validate", p)
-	if code != 0 || out != "ok: "+p+": 1 toolings, 1 agents\n" {
+	if code != 0 || out != "ok: "+p+": 1 tooling, 1 agent\n" {
 		t.Errorf("validate of the default: exit %d\n%s%s", code, out, errb)
 	}
 	if code, _, _ := runConfigCmd(t, "config", "default", "extra"); code != 64 {
