@@ -138,7 +138,31 @@ type session struct {
 	ctx     context.Context // cancelled with a *sessionLostError when it ends
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
-	bg      sync.WaitGroup // requests that outlive their caller (abandoned subscribes)
+
+	bgMu     sync.Mutex
+	bgClosed bool           // set before bg is waited for: no more spawns
+	bg       sync.WaitGroup // requests that outlive their caller (abandoned subscribes)
+}
+
+// spawn runs f on a goroutine owned by the session; false (f not run) once
+// the session is winding down.
+func (s *session) spawn(f func()) bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return false
+	}
+	s.bg.Go(f)
+	return true
+}
+
+// closeBackground waits for the session's goroutines; it follows the end
+// of s.ctx, which bounds each of them.
+func (s *session) closeBackground() {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 }
 
 var _ Tooling = (*MCP)(nil)
@@ -299,16 +323,31 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 		return nil
 	}
 	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
-		// The connection is closing: this session is done, whether or not
-		// its reader has noticed yet.
-		m.endSession(s, err)
+		// Either the connection is closing (the session's reader ends the
+		// session when it really is) or the server answered with one of
+		// the closing error codes: the request was not carried out, and
+		// the session is not torn down on the strength of an error code.
 		return &notSentError{mapError(ctx, tctx, op, err)}
 	}
 	return mapError(ctx, tctx, op, err)
 }
 
-// do is acquire then run; a request that was not sent because the session
-// was closing is made again on the next one (at most twice more).
+// once is acquire then run, never repeated.
+func (m *MCP) once(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
+	s, err := m.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	err = m.run(ctx, s, op, f)
+	if ns, ok := err.(*notSentError); ok {
+		return ns.err
+	}
+	return err
+}
+
+// do is acquire then run; a request answered "connection closed" is made
+// again (at most twice more): for reads and subscriptions only, never for
+// tool calls (see once).
 func (m *MCP) do(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
 	for attempt := 0; ; attempt++ {
 		s, err := m.acquire(ctx, op)
@@ -427,7 +466,10 @@ func (m *MCP) CallTool(ctx context.Context, name string, args json.RawMessage) (
 	}
 	op := fmt.Sprintf("tools/call %q", name)
 	var res *mcp.CallToolResult
-	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+	// One attempt only: a tool call may not be idempotent, so even a
+	// "connection closed" answer (which a server can also send as an error
+	// code) is not retried.
+	err := m.once(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
 		select {
 		case m.slots <- struct{}{}:
 			defer func() { <-m.slots }()
@@ -525,7 +567,9 @@ func (m *MCP) Subscribe(ctx context.Context, uri string) error {
 	// on its own, bounded by the call timeout and the session; if the
 	// caller leaves first, a subscription that still succeeds is withdrawn.
 	done := make(chan error, 1)
-	s.bg.Go(func() { done <- m.subscribeOn(context.WithoutCancel(ctx), s, op, uri) })
+	if !s.spawn(func() { done <- m.subscribeOn(context.WithoutCancel(ctx), s, op, uri) }) {
+		return Errorf(CodeUnavailable, "%s: the session is closing", op)
+	}
 	select {
 	case err := <-done:
 		if err != nil {
@@ -534,18 +578,28 @@ func (m *MCP) Subscribe(ctx context.Context, uri string) error {
 		m.subs[uri] = s
 		return nil
 	case <-ctx.Done():
-		s.bg.Go(func() { m.withdrawAbandoned(s, uri, <-done) })
+		// The caller leaves; done is buffered, so the request's goroutine
+		// ends either way. If the session is closing, it is gone with it.
+		s.spawn(func() { m.withdrawAbandoned(s, uri, <-done) })
 		return mapError(ctx, ctx, op, ctx.Err())
 	}
 }
 
 // withdrawAbandoned unsubscribes from uri on s after a subscribe whose
 // caller gave up succeeded anyway, unless uri was subscribed again since.
+// It never waits for subMu past the end of the session (a Subscribe may
+// hold subMu while it waits for the next session).
 func (m *MCP) withdrawAbandoned(s *session, uri string, subscribeErr error) {
 	if subscribeErr != nil {
 		return
 	}
-	m.subMu.Lock()
+	for !m.subMu.TryLock() {
+		select {
+		case <-s.ctx.Done():
+			return // the server forgets the session's subscriptions with it
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	defer m.subMu.Unlock()
 	if _, live := m.subs[uri]; live {
 		return
@@ -820,7 +874,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	}
 	_ = cs.Close()
 	wg.Wait()
-	s.bg.Wait()
+	s.closeBackground()
 	return time.Since(start), cause
 }
 
