@@ -34,7 +34,7 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "ok empty input", args: []string{"run", testdata("echo.wat")}, code: 0, stdout: "\n"},
 		{name: "input file", args: []string{"run", testdata("echo.wat"), "--input-file", inputFile}, code: 0, stdout: "from a file\n"},
 		{name: "err", args: []string{"run", testdata("says-no.wat")}, code: 1, stderrHas: "agent says no", stdoutNone: true},
-		{name: "trap", args: []string{"run", testdata("traps.wat")}, code: 2, stderrHas: "unreachable", stdoutNone: true},
+		{name: "trap", args: []string{"run", testdata("traps.wat")}, code: 2, stderrHas: "`unreachable` instruction executed (in m!inner @ 0x55)\nguest backtrace:\n  0: m!inner @ 0x55\n  1: m!", stdoutNone: true},
 		{name: "no run export", args: []string{"run", testdata("norun.wat")}, code: 2, stderrHas: "no export `run", stdoutNone: true},
 		{name: "missing file", args: []string{"run", testdata("nope.wasm")}, code: 2, stderrHas: "nope.wasm", stdoutNone: true},
 		{name: "no agent", args: []string{"run"}, code: 64, stderrHas: "accepts 1 arg", stdoutNone: true},

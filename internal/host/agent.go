@@ -214,14 +214,15 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	return string(s), nil
 }
 
-// explain attaches the host's reason to a failure it caused.
+// explain attaches the host's reason to a failure it caused (an interrupt);
+// a trap of the guest's own stays a trap even while it is being stopped.
 func (a *Agent) explain(err error) error {
-	if r := a.reason.Load(); r != nil {
+	if r := a.reason.Load(); r != nil && wt.IsInterrupt(err) {
 		return fmt.Errorf("%w (%w)", *r, err)
 	}
 	var exit *wt.ExitError
 	if errors.As(err, &exit) {
-		return fmt.Errorf("agent called exit(%d) instead of returning from run", exit.Status)
+		return fmt.Errorf("agent called exit(%d) instead of returning from run: %w", exit.Status, err)
 	}
 	return err
 }

@@ -15,7 +15,15 @@ import (
 // handles.go), never Go pointers, and never let a panic unwind into C.
 
 //export goHostFuncCall
-func goHostFuncCall(fnH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, args *cval, nargs C.size_t, results *cval, nresults C.size_t) *C.wasmtime_error_t {
+func goHostFuncCall(fnH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, args *cval, nargs C.size_t, results *cval, nresults C.size_t) (cerr *C.wasmtime_error_t) {
+	// The user function's panics are caught in invoke, with their cause;
+	// this catches the binding's own (a stale index, a conversion bug), which
+	// must not unwind into wasmtime either.
+	defer func() {
+		if p := recover(); p != nil {
+			cerr = panicError("host function call", p)
+		}
+	}()
 	hf := handles.get(uintptr(fnH)).(*hostFunc)
 	s := handles.get(uintptr(storeH)).(*Store)
 	return s.runHostFunc(hf, ctx, cvals(args, int(nargs)), cvals(results, int(nresults)))
@@ -89,6 +97,14 @@ func (s *Store) releaseBorrows(mark int) {
 	s.borrows = s.borrows[:mark]
 }
 
+// panicError is the wasmtime error for a panic of the binding itself in a
+// callback (no store may be known): the guest traps with its message.
+func panicError(where string, p any) *C.wasmtime_error_t {
+	cmsg := C.CString(fmt.Sprintf("toolhostd: panic in %s: %v", where, p))
+	defer C.free(unsafe.Pointer(cmsg))
+	return C.wasmtime_error_new(cmsg)
+}
+
 // hostError records err as the cause of the coming trap and returns the C
 // error handed to wasmtime.
 func (s *Store) hostError(name string, err error) *C.wasmtime_error_t {
@@ -103,7 +119,12 @@ func (s *Store) hostError(name string, err error) *C.wasmtime_error_t {
 }
 
 //export goResourceDtor
-func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t) *C.wasmtime_error_t {
+func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.uint32_t) (cerr *C.wasmtime_error_t) {
+	defer func() {
+		if p := recover(); p != nil {
+			cerr = panicError("resource destructor call", p)
+		}
+	}()
 	rd := handles.get(uintptr(resH)).(*resourceDef)
 	s := handles.get(uintptr(storeH)).(*Store)
 	if rd.dtor == nil {
@@ -125,12 +146,12 @@ func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.u
 
 //export goWrite
 func goWrite(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (written C.ptrdiff_t) {
-	w := handles.get(uintptr(h)).(*writer)
 	defer func() {
 		if recover() != nil {
 			written = -1
 		}
 	}()
+	w := handles.get(uintptr(h)).(*writer)
 	if n == 0 {
 		return 0
 	}

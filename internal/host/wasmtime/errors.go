@@ -112,6 +112,8 @@ type Trap struct {
 	Cause     error   // the host function's error or *PanicError, if one caused this
 }
 
+// Error is one line (the trap and its innermost frame), followed, when the
+// guest was more than one frame deep, by the whole guest backtrace.
 func (t *Trap) Error() string {
 	var b strings.Builder
 	b.WriteString("wasmtime: ")
@@ -129,6 +131,12 @@ func (t *Trap) Error() string {
 		b.WriteString(" (in ")
 		b.WriteString(t.Backtrace[0].String())
 		b.WriteString(")")
+	}
+	if len(t.Backtrace) > 1 {
+		b.WriteString("\nguest backtrace:")
+		for i, f := range t.Backtrace {
+			fmt.Fprintf(&b, "\n  %d: %s", i, f)
+		}
 	}
 	return b.String()
 }

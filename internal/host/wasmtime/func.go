@@ -28,10 +28,10 @@ func (i *Instance) Func(names ...string) (*Func, error) {
 	}
 	var idx *C.wasmtime_component_export_index_t
 	for n, name := range names {
-		var cname *C.char
-		if len(name) > 0 {
-			cname = (*C.char)(unsafe.Pointer(unsafe.StringData(name)))
+		if name == "" {
+			return nil, fmt.Errorf("wasmtime: lookup func: empty export name")
 		}
+		cname := (*C.char)(unsafe.Pointer(unsafe.StringData(name)))
 		next := C.wasmtime_component_instance_get_export_index(&i.inst, s.ctx, idx, cname, C.size_t(len(name)))
 		if idx != nil {
 			C.wasmtime_component_export_index_delete(idx)

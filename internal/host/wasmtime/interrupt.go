@@ -95,7 +95,7 @@ func (s *Store) Interrupt() {
 // Store.Interrupt.
 func IsInterrupt(err error) bool {
 	var t *Trap
-	return errors.As(err, &t) && strings.Contains(t.Message, interruptMsg)
+	return errors.As(err, &t) && t.Cause == nil && strings.Contains(t.Message, interruptMsg)
 }
 
 // closeInterrupt forgets the flag before wasmtime frees it with the store.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -87,6 +88,11 @@ func (l *Linker) define(li *LinkerInstance, d linkerDef) error {
 	}
 	if d.name == "" {
 		return errors.New("wasmtime: define: empty name")
+	}
+	if !utf8.ValidString(d.name) {
+		// wasmtime refuses it before taking the callback's handle, which
+		// would then never be released.
+		return fmt.Errorf("wasmtime: define %q: name is not valid UTF-8", d.name)
 	}
 	if li.names[d.name] {
 		return fmt.Errorf("wasmtime: define %s: defined twice", li.qualify(d.name))
