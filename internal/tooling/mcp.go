@@ -119,6 +119,7 @@ type MCP struct {
 	cur      *session      // nil while no session is up
 	ready    chan struct{} // closed while cur != nil
 	lastErr  error
+	secrets  []redaction // expanded secrets of the current transport (redact)
 	restarts int
 	tools    []Tool // cache, valid while toolsOK
 	toolsOK  bool
@@ -322,6 +323,7 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 	if err == nil {
 		return nil
 	}
+	err = m.redact(err)
 	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
 		// Either the connection is closing (the session's reader ends the
 		// session when it really is) or the server answered with one of
@@ -741,7 +743,7 @@ func (m *MCP) Serve(ctx context.Context) error {
 		}
 		// Jitter: a delay in [backoff/2, backoff).
 		delay := backoff/2 + rand.N(backoff/2+1)
-		m.log.Warn("session down; reconnecting", zap.Error(err), zap.Duration("backoff", delay))
+		m.log.Warn("session down; reconnecting", zap.Error(m.redact(err)), zap.Duration("backoff", delay))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -759,6 +761,7 @@ func (m *MCP) Serve(ctx context.Context) error {
 // endSession takes s out of service at once (operations then wait for the
 // next session) and cancels its context, failing its in-flight requests.
 func (m *MCP) endSession(s *session, cause error) {
+	cause = m.redact(cause)
 	m.mu.Lock()
 	if m.cur == s {
 		m.cur = nil
@@ -772,6 +775,7 @@ func (m *MCP) endSession(s *session, cause error) {
 }
 
 func (m *MCP) setLastErr(err error) {
+	err = m.redact(err)
 	m.mu.Lock()
 	m.lastErr = err
 	m.mu.Unlock()

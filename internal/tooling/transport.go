@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -76,14 +78,26 @@ func (m *MCP) dial() (*dialed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("url: %w", err)
 		}
+		var secrets []redaction
+		if u != cfg.URL {
+			// Errors of net/http quote the URL: show the config's text instead.
+			secrets = append(secrets, redaction{u, cfg.URL})
+			if pu, err := url.Parse(u); err == nil {
+				secrets = append(secrets, redaction{pu.String(), cfg.URL}, redaction{pu.Redacted(), cfg.URL})
+			}
+		}
 		h := make(http.Header, len(cfg.Headers))
 		for k, v := range cfg.Headers {
 			ev, err := expand(v)
 			if err != nil {
 				return nil, fmt.Errorf("header %s: %w", k, err)
 			}
+			if ev != v && ev != "" {
+				secrets = append(secrets, redaction{ev, "[" + k + " redacted]"})
+			}
 			h.Set(k, ev)
 		}
+		m.setSecrets(secrets)
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h}}
 		d := &dialed{cleanup: base.CloseIdleConnections}
@@ -245,4 +259,44 @@ func zapLevel(l slog.Level) zapcore.Level {
 		return zapcore.DebugLevel
 	}
 	return zapcore.DebugLevel
+}
+
+// redaction replaces an expanded secret in error text by safe text.
+type redaction struct{ secret, shown string }
+
+// redactedError is an error whose text had secrets replaced; the chain
+// below it is kept for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (m *MCP) setSecrets(rs []redaction) {
+	m.mu.Lock()
+	m.secrets = rs
+	m.mu.Unlock()
+}
+
+// redact returns err with every expanded secret of the current transport
+// (a url or header value that came from ${env:...} or ${file:...}) replaced,
+// so that it can be logged, stored as the last error and shown to agents.
+func (m *MCP) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	m.mu.Lock()
+	rs := m.secrets
+	m.mu.Unlock()
+	msg := err.Error()
+	red := msg
+	for _, r := range rs {
+		red = strings.ReplaceAll(red, r.secret, r.shown)
+	}
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
 }
