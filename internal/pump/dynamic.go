@@ -195,6 +195,7 @@ func (p *resPump) endAll(herr *tooling.Error) {
 			u.refs--
 		}
 		u.active = false
+		u.epoch++
 	}
 	for id, s := range p.listSubs {
 		s.ended = true

@@ -32,6 +32,7 @@ type uriState struct {
 	refs    int             // subscribers, including ones mid-subscribe
 	subs    map[string]*sub // live subscribers by id
 	active  bool            // the MCP subscription is made
+	epoch   uint64          // bumped whenever active is cleared underneath subscribers
 	reading bool            // a read (or its fan-out) is in flight
 	dirty   bool            // an update came during the read
 
@@ -96,27 +97,36 @@ func (p *resPump) subscribe(ctx context.Context, s *sub) error {
 
 	u.op.Lock()
 	defer u.op.Unlock()
-	p.mu.Lock()
-	active := u.active
-	p.mu.Unlock()
-	if !active {
-		if err := p.rt.t.Subscribe(ctx, s.uri); err != nil {
-			p.mu.Lock()
-			u.refs--
-			if u.refs == 0 && p.uris[s.uri] == u {
-				delete(p.uris, s.uri)
+	for {
+		p.mu.Lock()
+		active, epoch := u.active, u.epoch
+		p.mu.Unlock()
+		if !active {
+			if err := p.rt.t.Subscribe(ctx, s.uri); err != nil {
+				p.mu.Lock()
+				u.refs--
+				if u.refs == 0 && p.uris[s.uri] == u {
+					delete(p.uris, s.uri)
+				}
+				p.mu.Unlock()
+				s.a.in.CloseStream(s.id)
+				return tooling.AsError(err)
 			}
-			p.mu.Unlock()
-			s.a.in.CloseStream(s.id)
-			return tooling.AsError(err)
+			p.rt.log.Debug("mcp subscription made", zap.String("uri", s.uri))
 		}
-		p.rt.log.Debug("mcp subscription made", zap.String("uri", s.uri))
+		p.mu.Lock()
+		if u.epoch != epoch {
+			// A failed re-subscription (or the tooling's removal) ended the
+			// MCP subscription while this one was being made: make it again
+			// rather than join subscribers that nothing feeds.
+			p.mu.Unlock()
+			continue
+		}
+		u.active = true
+		u.subs[s.id] = s
+		p.mu.Unlock()
+		return nil
 	}
-	p.mu.Lock()
-	u.active = true
-	u.subs[s.id] = s
-	p.mu.Unlock()
-	return nil
 }
 
 // subscribeList makes the resource-list subscription s live.
@@ -249,6 +259,7 @@ func (p *resPump) ResubscribeFailed(uri string, err error) {
 		u.refs--
 	}
 	u.active = false // the tooling dropped it
+	u.epoch++
 	p.mu.Unlock()
 	for _, s := range ended {
 		s.a.in.EndStream(s.id, inbox.Error{Err: *herr})
