@@ -322,7 +322,7 @@ func defineLog(root *wt.LinkerInstance) error {
 		if err != nil {
 			return err
 		}
-		if ce := stateOf(c).log.Check(lvl, msg); ce != nil {
+		if ce := stateOf(c).log.Check(lvl, guestText(msg)); ce != nil {
 			ce.Write()
 		}
 		return nil

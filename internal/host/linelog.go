@@ -2,6 +2,8 @@ package host
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -60,5 +62,30 @@ func (w *lineLogger) Flush() {
 
 func (w *lineLogger) emit(line []byte) {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
-	w.log.Info(string(line), zap.String("stream", w.stream))
+	w.log.Info(guestText(string(line)), zap.String("stream", w.stream))
+}
+
+// guestText makes guest-supplied text safe as a log message: control
+// characters (a newline that would forge another log line, terminal escapes)
+// are shown as \uXXXX; tabs stay.
+func guestText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

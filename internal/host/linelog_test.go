@@ -18,6 +18,7 @@ func FuzzLineLogger(f *testing.F) {
 	f.Add([]byte("no newline"), uint8(1))
 	f.Add([]byte("crlf\r\n\r\n\nend"), uint8(2))
 	f.Add(bytes.Repeat([]byte("x"), maxLine+10), uint8(200))
+	f.Add([]byte("esc \x1b[2J and bell \x07\n"), uint8(4))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		core, logs := observer.New(zapcore.InfoLevel)
 		w := newLineLogger(zap.New(core), "stdout")
@@ -40,10 +41,10 @@ func FuzzLineLogger(f *testing.F) {
 				rest = nil
 			}
 			for len(line) > maxLine {
-				want = append(want, string(line[:maxLine]))
+				want = append(want, guestText(string(line[:maxLine])))
 				line = line[maxLine:]
 			}
-			want = append(want, strings.TrimSuffix(string(line), "\r"))
+			want = append(want, guestText(strings.TrimSuffix(string(line), "\r")))
 		}
 		var got []string
 		for _, e := range logs.All() {
@@ -56,4 +57,19 @@ func FuzzLineLogger(f *testing.F) {
 			t.Fatalf("logged %q, want %q", got, want)
 		}
 	})
+}
+
+func TestGuestTextEscapesControlCharacters(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain text, ünïcode ✓", "plain text, ünïcode ✓"},
+		{"tab\tstays", "tab\tstays"},
+		{"forged\n2026-01-01T00:00:00Z\tERROR\thost\tfake", `forged\u000a2026-01-01T00:00:00Z` + "\tERROR\thost\tfake"},
+		{"\x1b[31mred\x1b[0m", `\u001b[31mred\u001b[0m`},
+		{"cr\rdel\x7f", `cr\u000ddel\u007f`},
+	}
+	for _, c := range cases {
+		if got := guestText(c.in); got != c.want {
+			t.Errorf("guestText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }

@@ -877,6 +877,12 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		d.kill()
 	}
 	_ = cs.Close()
+	if d.kill != nil {
+		// After a graceful close too: what the server started itself (npx
+		// → node, a shell's children) shares its process group and must
+		// not outlive the session.
+		d.kill()
+	}
 	wg.Wait()
 	s.closeBackground()
 	return time.Since(start), cause
