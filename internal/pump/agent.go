@@ -66,9 +66,13 @@ func (a *Agent) Close() {
 		hs = append(hs, hd)
 	}
 	a.mu.Unlock()
+	// In parallel: each may wait up to unsubscribeTimeout on its server, and
+	// agent exit must stay bounded by one such wait, not their sum.
+	var wg sync.WaitGroup
 	for _, hd := range hs {
-		hd.Close()
+		wg.Go(hd.Close)
 	}
+	wg.Wait()
 	a.cancel()
 }
 
@@ -103,9 +107,11 @@ func (h *Handle) Close() {
 		}
 		c.cancel()
 	}
+	var wg sync.WaitGroup
 	for _, s := range subs {
-		h.rt.pump.unsubscribe(s)
+		wg.Go(func() { h.rt.pump.unsubscribe(s) })
 	}
+	wg.Wait()
 }
 
 // Kind is the tooling's implementation, e.g. "mcp".

@@ -33,7 +33,9 @@ const (
 
 // unsubscribeTimeout bounds the MCP resources/unsubscribe made when the last
 // subscriber of a uri goes (the caller does not wait on the server for more).
-const unsubscribeTimeout = 5 * time.Second
+// It stays below the daemon's stop margin so that an agent's exit, which
+// withdraws its subscriptions in parallel, is bounded by one such wait.
+const unsubscribeTimeout = 3 * time.Second
 
 // Limits are one tooling's call limits.
 type Limits struct {
