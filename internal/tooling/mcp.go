@@ -334,22 +334,12 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 	return mapError(ctx, tctx, op, err)
 }
 
-// once is acquire then run, never repeated.
-func (m *MCP) once(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
-	s, err := m.acquire(ctx, op)
-	if err != nil {
-		return err
-	}
-	err = m.run(ctx, s, op, f)
-	if ns, ok := err.(*notSentError); ok {
-		return ns.err
-	}
-	return err
-}
-
-// do is acquire then run; a request answered "connection closed" is made
-// again (at most twice more): for reads and subscriptions only, never for
-// tool calls (see once).
+// do is acquire then run. A request answered "connection closed" is made
+// again on the next session (at most twice more) only when its session then
+// really ends: go-sdk reports a request it refused to send on a closing
+// connection that way, and such a request never reached the server, so
+// even a tool call may be made again. A server can also answer with the
+// jsonrpc closing codes while staying up; then nothing is repeated.
 func (m *MCP) do(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
 	for attempt := 0; ; attempt++ {
 		s, err := m.acquire(ctx, op)
@@ -361,7 +351,7 @@ func (m *MCP) do(ctx context.Context, op string, f func(context.Context, *mcp.Cl
 		if !errors.As(err, &ns) {
 			return err
 		}
-		if attempt == 2 {
+		if attempt == 2 || !sessionEnds(s) {
 			return ns.err
 		}
 	}
@@ -468,10 +458,8 @@ func (m *MCP) CallTool(ctx context.Context, name string, args json.RawMessage) (
 	}
 	op := fmt.Sprintf("tools/call %q", name)
 	var res *mcp.CallToolResult
-	// One attempt only: a tool call may not be idempotent, so even a
-	// "connection closed" answer (which a server can also send as an error
-	// code) is not retried.
-	err := m.once(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+	// A call is repeated only if it never reached the server (see do).
+	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
 		select {
 		case m.slots <- struct{}{}:
 			defer func() { <-m.slots }()
@@ -672,6 +660,22 @@ func (m *MCP) resubscribe(s *session) {
 		if o := m.obs(); o != nil {
 			o.ResubscribeFailed(uri, err)
 		}
+	}
+}
+
+// closingGrace is how long do waits for a session that answered
+// "connection closed" to end.
+const closingGrace = 2 * time.Second
+
+// sessionEnds reports whether s ends within closingGrace.
+func sessionEnds(s *session) bool {
+	t := time.NewTimer(closingGrace)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
