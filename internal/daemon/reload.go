@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -23,12 +24,23 @@ func (p plan) empty() bool {
 		len(p.addAgent)+len(p.removeAgent)+len(p.changeAgent) == 0
 }
 
-// diff compares two configs entry by entry.
+// diff compares two configs entry by entry. An agent granted a tooling
+// that changes counts as changed too: its handles would point at the old
+// session, so it restarts with the new one.
 func diff(old, cur *config.Config) plan {
 	var p plan
 	p.addTooling, p.removeTooling, p.changeTooling = diffMaps(old.Tooling, cur.Tooling)
 	p.addAgent, p.removeAgent, p.changeAgent = diffMaps(old.Agent, cur.Agent)
 	p.hostChanged = !reflect.DeepEqual(old.Host, cur.Host)
+	for _, name := range sortedKeys(cur.Agent) {
+		if _, existed := old.Agent[name]; !existed || slices.Contains(p.changeAgent, name) {
+			continue
+		}
+		if slices.ContainsFunc(cur.Agent[name].Toolings, func(t string) bool { return slices.Contains(p.changeTooling, t) }) {
+			p.changeAgent = append(p.changeAgent, name)
+		}
+	}
+	slices.Sort(p.changeAgent)
 	return p
 }
 
@@ -53,8 +65,8 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 // Reload re-reads and validates the config file. On any error the running
 // config stays and the error says why (a config error lists every problem
 // with file:line:col). Otherwise agents and toolings that were added are
-// started, removed ones stopped, changed ones restarted; unchanged ones
-// and their sessions are not touched. Changes to [host] need a restart of
+// started, removed ones stopped, changed ones (and agents granted a changed
+// tooling) restarted; unchanged ones and their sessions are not touched. Changes to [host] need a restart of
 // toolhostd and are only logged. A reload that adds the first agent with
 // limits.fuel > 0 to a daemon started without one is refused
 // (ErrNeedsFuel): fuel metering is an engine setting.

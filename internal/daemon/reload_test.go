@@ -176,3 +176,32 @@ component = "/d.wasm"
 		t.Errorf("a config against itself: %+v", q)
 	}
 }
+
+// TestDiffRestartsAgentsOfChangedToolings: an agent whose own config is the
+// same but which is granted a tooling that changes restarts with it; one
+// granted only unchanged toolings does not.
+func TestDiffRestartsAgentsOfChangedToolings(t *testing.T) {
+	parse := func(s string) *config.Config {
+		c, err := config.Parse("", []byte("version = 1\n"+s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	agents := `
+[agent.uses-x]
+component = "/a.wasm"
+toolings = ["x"]
+[agent.uses-y]
+component = "/b.wasm"
+toolings = ["y"]
+[agent.uses-none]
+component = "/c.wasm"
+`
+	old := parse("[tooling.x]\ncommand = \"x\"\n[tooling.y]\ncommand = \"y\"\n" + agents)
+	cur := parse("[tooling.x]\ncommand = \"x\"\nargs = [\"--new\"]\n[tooling.y]\ncommand = \"y\"\n" + agents)
+	p := diff(old, cur)
+	if !slices.Equal(p.changeTooling, []string{"x"}) || !slices.Equal(p.changeAgent, []string{"uses-x"}) {
+		t.Errorf("plan %+v: want tooling x and agent uses-x changed", p)
+	}
+}
