@@ -138,31 +138,7 @@ restart = "never"
 
 	value := func(name string, labels map[string]string) (float64, bool) {
 		t.Helper()
-		fams, err := m.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fams {
-			if f.GetName() != name {
-				continue
-			}
-		metric:
-			for _, mt := range f.GetMetric() {
-				for k, v := range labels {
-					if !hasLabel(mt, k, v) {
-						continue metric
-					}
-				}
-				if c := mt.GetCounter(); c != nil {
-					return c.GetValue(), true
-				}
-				if h := mt.GetHistogram(); h != nil {
-					return float64(h.GetSampleCount()), true
-				}
-				return mt.GetGauge().GetValue(), true
-			}
-		}
-		return 0, false
+		return metricValue(t, m, name, labels)
 	}
 	if v, _ := value("toolhostd_tooling_calls_total", map[string]string{"tooling": "gosrv", "tool": "echo", "outcome": "ok"}); v != 1 {
 		t.Errorf("gosrv echo calls: %v, want 1", v)
@@ -190,4 +166,35 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// metricValue is the value of the first series of the family name whose
+// labels include labels: a counter's or gauge's value, a histogram's count.
+func metricValue(t *testing.T, m *metrics.Metrics, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, mt := range f.GetMetric() {
+			for k, v := range labels {
+				if !hasLabel(mt, k, v) {
+					continue metric
+				}
+			}
+			if c := mt.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+			if h := mt.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount()), true
+			}
+			return mt.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

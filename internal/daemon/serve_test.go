@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 )
 
 func probeInput(t testing.TB, steps ...map[string]any) string {
@@ -84,7 +85,9 @@ env = { MODE = "test" }
 		wat(t, "trap"),
 		wat(t, "spin"),
 	)
-	r := serve(t, writeConfig(t, dir, cfg))
+	m := metrics.New()
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
+	m.SetBackend(r.d)
 
 	eventually(t, 60*time.Second, "every tooling connected (Ready)", r.d.Ready)
 	for _, name := range []string{"gosrv", "everything"} {
@@ -128,6 +131,13 @@ env = { MODE = "test" }
 	})
 	if second := readPID(t, pidfile); second == first {
 		t.Errorf("gosrv still has pid %d", second)
+	}
+	// The restart shows in the metrics too.
+	if v, _ := metricValue(t, m, "toolhostd_tooling_session_restarts_total", map[string]string{"tooling": "gosrv"}); v < 1 {
+		t.Errorf("toolhostd_tooling_session_restarts_total{tooling=gosrv} = %v, want ≥ 1", v)
+	}
+	if v, _ := metricValue(t, m, "toolhostd_tooling_connected", map[string]string{"tooling": "gosrv"}); v != 1 {
+		t.Errorf("toolhostd_tooling_connected{tooling=gosrv} = %v, want 1", v)
 	}
 	caller := r.waitAgent(t, "caller", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	if caller.LastError != "" {
