@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -38,33 +37,4 @@ func runWithLeakCheck(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// repoRoot walks up from the package directory to go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
-// builtAgent is the path of an example agent built by `make agents`; the
-// test fails, it does not skip, when it is missing.
-func builtAgent(t *testing.T, name string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "build", "agents", name+".wasm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: run `make agents` (make test does)", p)
-	}
-	return p
 }

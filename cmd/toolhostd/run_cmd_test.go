@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 func testdata(name string) string { return filepath.Join("testdata", name) }
@@ -21,7 +23,7 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	badConfig := writeConfigFile(t, t.TempDir(), "bad.toml", "version = 1\n[tooling.x]\ncomand = \"node\"\n")
-	example := filepath.Join(repoRoot(t), "configs", "example.toml")
+	example := filepath.Join(testenv.Root(t), "configs", "example.toml")
 	cases := []struct {
 		name       string
 		args       []string
@@ -66,8 +68,8 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestRunHelloAgainstExampleConfig(t *testing.T) {
-	hello := builtAgent(t, "hello")
-	example := filepath.Join(repoRoot(t), "configs", "example.toml")
+	hello := testenv.Agent(t, "agents", "hello")
+	example := filepath.Join(testenv.Root(t), "configs", "example.toml")
 	code, out, errs := runConfigCmd(t, "--config", example, "run", hello)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
@@ -117,8 +119,8 @@ func TestRunHelloAgainstExampleConfig(t *testing.T) {
 func TestRunSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			watch := builtAgent(t, "watch")
-			example := filepath.Join(repoRoot(t), "configs", "example.toml")
+			watch := testenv.Agent(t, "agents", "watch")
+			example := filepath.Join(testenv.Root(t), "configs", "example.toml")
 			cmd := exec.Command(os.Args[0], "--config", example, "run", watch,
 				"--input", `{"count": 1000, "toggle": false}`, "--grace", "5s")
 			cmd.Env = append(os.Environ(), envAsMain+"=1")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 func TestServeConfigError(t *testing.T) {
@@ -67,7 +69,7 @@ func expectNotify(t *testing.T, c *net.UnixConn, want string, log *syncBuffer) {
 // daemon keeps running), SIGTERM stops it with exit 0, STOPPING=1, no
 // server process left and the socket removed.
 func TestServe(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	abs := func(name string) string {
 		p, err := filepath.Abs(testdata(name))
 		if err != nil {

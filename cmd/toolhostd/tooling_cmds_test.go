@@ -3,33 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // everythingConfig writes a config with server-everything on stdio; the
 // test fails (it does not skip) when node_modules is missing.
 func everythingConfig(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("%s is missing: run `make deps` to install the npm MCP servers", entry)
-	}
+	entry := testenv.NPMServer(t, "server-everything")
 	cfg := fmt.Sprintf("version = 1\n\n[tooling.everything]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\nconnect_timeout = \"30s\"\n", entry)
 	return writeConfigFile(t, t.TempDir(), "toolhostd.toml", cfg)
 }

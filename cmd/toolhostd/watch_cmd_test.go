@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,8 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 func TestWatchUsage(t *testing.T) {
@@ -176,10 +177,7 @@ func TestWatch(t *testing.T) {
 // TestWatchInterrupt runs `toolhostd watch everything --list` against the
 // npm server-everything in a subprocess and stops it with SIGINT: exit 0.
 func TestWatchInterrupt(t *testing.T) {
-	entry := filepath.Join(repoRoot(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("%s is missing: run `make deps` to install the npm MCP servers", entry)
-	}
+	entry := testenv.NPMServer(t, "server-everything")
 	cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf(
 		"version = 1\n[host]\nlog_level = \"info\"\n[tooling.everything]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\nconnect_timeout = \"30s\"\n", entry))
 	self, err := os.Executable()

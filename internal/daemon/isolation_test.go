@@ -12,6 +12,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // TestIntensityLimit crash-loops an agent fast enough to trip its
@@ -64,7 +66,7 @@ toolings = ["gosrv", "broken"]
 input = %q
 restart = "always"
 restart_backoff = { initial = "10ms", max = "50ms" }
-`, builtAgent(t, "test-agents", "probe"), probeInput(t,
+`, testenv.Agent(t, "test-agents", "probe"), probeInput(t,
 		map[string]any{"op": "get", "name": "gosrv", "as": "g"},
 		map[string]any{"op": "call-tool-blocking", "h": "g", "tool": "echo", "args": map[string]any{"text": "fine"}},
 	))))
@@ -125,7 +127,7 @@ component = %q
 toolings = ["gosrv"]
 input = %q
 restart = "never"
-`, builtAgent(t, "test-agents", "probe"), probeInput(t,
+`, testenv.Agent(t, "test-agents", "probe"), probeInput(t,
 		map[string]any{"op": "get", "name": "gosrv", "as": "g"},
 		map[string]any{"op": "call-tool-blocking", "h": "g", "tool": "echo", "args": map[string]any{"text": "counted"}},
 	))

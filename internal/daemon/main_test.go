@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // The tests run `serve` end to end: a config in a temp dir, real MCP
@@ -72,42 +73,6 @@ func runTestServer() int {
 
 // ---- fixtures ----
 
-var rootOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-})
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := rootOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-// builtAgent is build/<dir>/<name>.wasm; a missing one fails the test.
-func builtAgent(t testing.TB, dir, name string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "build", dir, name+".wasm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run make agents", p, err)
-	}
-	return p
-}
-
 // wat is testdata/<name>.wat as an absolute path.
 func wat(t testing.TB, name string) string {
 	t.Helper()
@@ -118,21 +83,11 @@ func wat(t testing.TB, name string) string {
 	return p
 }
 
-func everythingEntry(t testing.TB) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run make deps", p, err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is not on PATH: %v", err)
-	}
-	return p
-}
+func everythingEntry(t testing.TB) string { return testenv.NPMServer(t, "server-everything") }
 
 // header is the start of every test config: the shared compile cache.
 func header(t testing.TB) string {
-	return fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\n\n", filepath.Join(repoRoot(t), "build", "test-cache"))
+	return fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\n\n", filepath.Join(testenv.Root(t), "build", "test-cache"))
 }
 
 // goTooling is a [tooling.<name>] running this test binary as a go-sdk

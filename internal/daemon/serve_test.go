@@ -10,6 +10,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 func probeInput(t testing.TB, steps ...map[string]any) string {
@@ -67,16 +69,16 @@ stop_grace = "200ms"
 env = { MODE = "test" }
 `,
 		everythingEntry(t),
-		builtAgent(t, "agents", "hello"),
+		testenv.Agent(t, "agents", "hello"),
 		`{"toolings":["everything","gosrv"],"call":{"tooling":"everything","tool":"echo","arguments":{"message":"hi from serve"}}}`,
-		builtAgent(t, "test-agents", "probe"),
+		testenv.Agent(t, "test-agents", "probe"),
 		probeInput(t,
 			map[string]any{"op": "get", "name": "everything"},
 			map[string]any{"op": "get", "name": "gosrv", "as": "g"},
 			map[string]any{"op": "call-tool", "h": "g", "tool": "slow", "args": map[string]any{"tag": "doomed"}, "as": "slow"},
 			map[string]any{"op": "recv-until", "id": "slow", "timeout": 60000},
 		),
-		builtAgent(t, "test-agents", "probe"),
+		testenv.Agent(t, "test-agents", "probe"),
 		probeInput(t,
 			map[string]any{"op": "get", "name": "everything", "as": "e"},
 			map[string]any{"op": "call-tool", "h": "e", "tool": "trigger-long-running-operation", "args": map[string]any{"duration": 120, "steps": 2}, "as": "long"},
@@ -102,7 +104,7 @@ env = { MODE = "test" }
 
 	// The JS agent ran against server-everything; gosrv was not granted.
 	hello := r.waitAgent(t, "hello", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
-	if hello.LastError != "" || hello.Restarts != 0 || hello.Component != builtAgent(t, "agents", "hello") {
+	if hello.LastError != "" || hello.Restarts != 0 || hello.Component != testenv.Agent(t, "agents", "hello") {
 		t.Errorf("hello: %+v", hello)
 	}
 	out, _ := r.output("hello")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,8 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // The package's tests share one Host (one engine, one compile cache under
@@ -89,35 +90,6 @@ func env(t testing.TB) *suite {
 	return &shared
 }
 
-// repoRoot walks up from the package directory to the directory of go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-func npmEntry(root, pkg string) (string, error) {
-	p := filepath.Join(root, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is missing (%v): run `make deps`", p, err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		return "", fmt.Errorf("node is not on PATH: %w", err)
-	}
-	return p, nil
-}
-
 func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
 
 func toolingConfig(name string) *config.Tooling {
@@ -141,7 +113,7 @@ func inMemory(s *testServer) tooling.Option {
 }
 
 func (s *suite) setUp() error {
-	root, err := repoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -161,11 +133,11 @@ func (s *suite) setUp() error {
 	if err := os.WriteFile(filepath.Join(s.fsDir, "note.txt"), []byte("a note for the agents\n"), 0o600); err != nil {
 		return err
 	}
-	everything, err := npmEntry(root, "server-everything")
+	everything, err := testenv.NPMServerPath(root, "server-everything")
 	if err != nil {
 		return err
 	}
-	filesystem, err := npmEntry(root, "server-filesystem")
+	filesystem, err := testenv.NPMServerPath(root, "server-filesystem")
 	if err != nil {
 		return err
 	}
@@ -248,9 +220,9 @@ func (s *suite) program(t testing.TB, dir, name string) *Program {
 	if p, ok := s.progs[key]; ok {
 		return p
 	}
-	path := filepath.Join(s.root, "build", dir, name+".wasm")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is missing (%v): run make agents", path, err)
+	path, err := testenv.AgentPath(s.root, dir, name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	p, err := s.host.LoadFile(path)
 	if err != nil {

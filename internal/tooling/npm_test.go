@@ -20,45 +20,14 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-// repoRoot walks up from the package directory to the directory of go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// npmServer returns the path of an npm MCP server's entry point; the test
-// fails (it does not skip) when node_modules is missing.
-func npmServer(t testing.TB, pkg string) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing (%v): run `make deps` to install the npm MCP servers", p, err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is not on PATH: %v", err)
-	}
-	return p
-}
 
 func everythingStdio(t *testing.T) *config.Tooling {
 	cfg := testConfig("everything")
 	cfg.Command = "node"
-	cfg.Args = []string{npmServer(t, "server-everything"), "stdio"}
+	cfg.Args = []string{testenv.NPMServer(t, "server-everything"), "stdio"}
 	cfg.ConnectTimeout = dur(30 * time.Second)
 	return cfg
 }
@@ -66,7 +35,7 @@ func everythingStdio(t *testing.T) *config.Tooling {
 // everythingHTTP starts server-everything's streamable HTTP transport on a
 // free port and returns its config.
 func everythingHTTP(t *testing.T) *config.Tooling {
-	entry := npmServer(t, "server-everything")
+	entry := testenv.NPMServer(t, "server-everything")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +242,7 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 }
 
 func TestFilesystemServer(t *testing.T) {
-	entry := npmServer(t, "server-filesystem")
+	entry := testenv.NPMServer(t, "server-filesystem")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte("a note\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,88 @@
+// Package testenv finds, for the test suites, what `make test` prepares
+// before running them: the repository root, the JS agents `make agents`
+// builds into build/, and the npm MCP servers `make deps` installs. A
+// missing piece is an error naming the make target to run: tests fail on
+// it, they never skip. Only tests import this package.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// RepoRoot is the directory of go.mod above the working directory (a
+// test's package directory).
+var RepoRoot = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+})
+
+// AgentPath is build/<dir>/<name>.wasm under root ("agents" for
+// examples/agents, "test-agents" for internal/host/testdata/agents).
+func AgentPath(root, dir, name string) (string, error) {
+	p := filepath.Join(root, "build", dir, name+".wasm")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is missing (%v): run `make agents` (make test does)", p, err)
+	}
+	return p, nil
+}
+
+// NPMServerPath is the entry point of @modelcontextprotocol/<pkg> under
+// root's node_modules; node must be on PATH to run it.
+func NPMServerPath(root, pkg string) (string, error) {
+	p := filepath.Join(root, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is missing (%v): run `make deps` (make test does)", p, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("node is not on PATH: %w", err)
+	}
+	return p, nil
+}
+
+// Root is RepoRoot, failing t on error.
+func Root(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// Agent is AgentPath under the repository root, failing t on error.
+func Agent(t testing.TB, dir, name string) string {
+	t.Helper()
+	p, err := AgentPath(Root(t), dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// NPMServer is NPMServerPath under the repository root, failing t on error.
+func NPMServer(t testing.TB, pkg string) string {
+	t.Helper()
+	p, err := NPMServerPath(Root(t), pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
