@@ -54,10 +54,16 @@ func TestInterruptStopsSpinningGuest(t *testing.T) {
 
 func TestInterruptAfterCloseAndWithoutEnable(t *testing.T) {
 	te := newTrapEnv(t, EngineConfig{EpochInterruption: true})
-	s, _ := te.instance(t, StoreConfig{})
+	ticking(t, te.e)
+	s, inst := te.instance(t, StoreConfig{})
 	s.Interrupt() // not enabled: nothing happens
 	if err := s.EnableInterrupt(); err != nil {
 		t.Fatal(err)
+	}
+	// The early Interrupt left no flag behind: guest code runs across ticks.
+	time.Sleep(20 * time.Millisecond)
+	if _, err := call(t, inst, "grow", U32(0)); err != nil {
+		t.Fatalf("an Interrupt before EnableInterrupt stopped later guest code: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
