@@ -282,7 +282,8 @@ func TestDefaultConfig(t *testing.T) {
 		t.Errorf("host %+v, defaults %+v", c.Host, d.Host)
 	}
 	if ev.Kind != dev.Kind || ev.Transport != dev.Transport || ev.ConnectTimeout != dev.ConnectTimeout ||
-		ev.CallTimeout != dev.CallTimeout || ev.MaxConcurrentCalls != dev.MaxConcurrentCalls || ev.Restart != dev.Restart {
+		ev.CallTimeout != dev.CallTimeout || ev.MaxConcurrentCalls != dev.MaxConcurrentCalls || ev.Restart != dev.Restart ||
+		ev.MaxMessageBytes != dev.MaxMessageBytes || ev.PingInterval != dev.PingInterval || ev.PingTimeout != dev.PingTimeout {
 		t.Errorf("tooling %+v\ndefaults %+v", ev, dev)
 	}
 	if w.Restart != dw.Restart || w.RestartBackoff != dw.RestartBackoff || w.InboxCapacity != dw.InboxCapacity || w.StopGrace != dw.StopGrace ||

@@ -41,6 +41,10 @@ cwd = "."                       # stdio: working directory; default: toolhostd's
 connect_timeout = "10s"         # start (or connect) and MCP initialize
 call_timeout = "60s"            # one tools/call, resources/read, ...
 max_concurrent_calls = 16       # in-flight calls on the session; more wait in a queue
+max_message_bytes = "64MiB"     # the largest JSON-RPC message taken from the server; a bigger
+                                # answer fails its own call only (integer bytes or "16MiB", "1GB")
+ping_interval = "1s"            # liveness: a ping this often, which must be answered within
+ping_timeout = "3s"             # ping_timeout, else the server is replaced (killed and restarted)
 restart = { initial_backoff = "250ms", max_backoff = "30s", healthy_after = "60s" }
                                 # reconnect with exponential backoff (with jitter) from initial to
                                 # max; a session up for healthy_after resets the backoff

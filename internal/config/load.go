@@ -512,7 +512,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 	t := &Tooling{Name: name}
 	n0 := len(d.errs)
 	var restartSet bool
-	d.fields(path, m, handlers{
+	hs := handlers{
 		"kind": func(p []string, v any) {
 			t.Kind, _ = d.asEnum(p, v, "mcp")
 		},
@@ -565,7 +565,10 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 				"healthy_after":   func(p []string, v any) { t.Restart.HealthyAfter, _ = d.asDuration(p, v, true) },
 			})
 		},
-	})
+	}
+	sessionDefaults := d.toolingSession(t, hs)
+	d.fields(path, m, hs)
+	sessionDefaults()
 
 	// Defaults.
 	setDefault(&t.Kind, DefaultKind)

@@ -53,6 +53,11 @@ type Tooling struct {
 	CallTimeout        Duration          `toml:"call_timeout"`
 	MaxConcurrentCalls int               `toml:"max_concurrent_calls"`
 	Restart            Restart           `toml:"restart"`
+
+	// Session keys (session.go).
+	MaxMessageBytes ByteSize `toml:"max_message_bytes"` // one JSON-RPC message from the server
+	PingInterval    Duration `toml:"ping_interval"`     // liveness check: a ping this often
+	PingTimeout     Duration `toml:"ping_timeout"`      // that must be answered this fast
 }
 
 // Restart is a tooling's session restart policy.
