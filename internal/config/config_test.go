@@ -192,7 +192,8 @@ func TestDefaults(t *testing.T) {
 	want := Tooling{
 		Name: "a", Kind: "mcp", Transport: "stdio", Command: "x",
 		ConnectTimeout: Duration{10 * time.Second}, CallTimeout: Duration{60 * time.Second}, MaxConcurrentCalls: 16,
-		Restart: Restart{Duration{250 * time.Millisecond}, Duration{30 * time.Second}, Duration{60 * time.Second}},
+		Restart:         Restart{Duration{250 * time.Millisecond}, Duration{30 * time.Second}, Duration{60 * time.Second}},
+		MaxMessageBytes: 64 << 20, PingInterval: Duration{time.Second}, PingTimeout: Duration{3 * time.Second},
 	}
 	if a == nil || !equalJSON(t, *a, want) {
 		t.Errorf("tooling a = %+v\nwant %+v", a, want)
