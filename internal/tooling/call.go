@@ -1,0 +1,293 @@
+package tooling
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// acquire returns the live session, waiting for one at most the connect
+// timeout.
+func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
+	var timeout <-chan time.Time
+	for {
+		m.mu.Lock()
+		s, ready := m.cur, m.ready
+		m.mu.Unlock()
+		if s != nil {
+			if s.ctx.Err() == nil {
+				return s, nil
+			}
+			// Ended but still current: take it out so ready is renewed.
+			m.endSession(s, context.Cause(s.ctx))
+			continue
+		}
+		if timeout == nil {
+			t := time.NewTimer(m.connectTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, mapError(ctx, ctx, op, ctx.Err())
+		case <-timeout:
+			m.mu.Lock()
+			lastErr := m.lastErr
+			m.mu.Unlock()
+			if lastErr != nil {
+				return nil, Errorf(CodeUnavailable, "%s: no session within %v; last connection error: %v", op, m.connectTimeout, lastErr)
+			}
+			return nil, Errorf(CodeUnavailable, "%s: no session within %v", op, m.connectTimeout)
+		}
+	}
+}
+
+// notSentError is a request go-sdk refused to send, or the server refused
+// to run, because the connection was closing: it ran nowhere, so it may be
+// made again on the next session.
+type notSentError struct{ err *Error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+
+// run makes one request on s, bounded by ctx, the call timeout and the
+// life of s, and maps its error.
+func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Context, *mcp.ClientSession) error) error {
+	opCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	defer stop()
+	tctx, tcancel := context.WithTimeoutCause(opCtx, m.callTimeout, errCallTimeout)
+	defer tcancel()
+	m.inFlight.Add(1)
+	defer m.inFlight.Add(-1)
+	err := f(tctx, s.cs)
+	if err == nil {
+		return nil
+	}
+	err = m.redact(err)
+	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
+		// Either the connection is closing (the session's reader ends the
+		// session when it really is) or the server answered with one of
+		// the closing error codes: the request was not carried out, and
+		// the session is not torn down on the strength of an error code.
+		return &notSentError{mapError(ctx, tctx, op, err)}
+	}
+	return mapError(ctx, tctx, op, err)
+}
+
+// do is acquire then run. A request answered "connection closed" is made
+// again on the next session (at most twice more) only when its session then
+// really ends: go-sdk reports a request it refused to send on a closing
+// connection that way, and such a request never reached the server, so
+// even a tool call may be made again. A server can also answer with the
+// jsonrpc closing codes while staying up; then nothing is repeated.
+func (m *MCP) do(ctx context.Context, op string, f func(context.Context, *mcp.ClientSession) error) error {
+	for attempt := 0; ; attempt++ {
+		s, err := m.acquire(ctx, op)
+		if err != nil {
+			return err
+		}
+		err = m.run(ctx, s, op, f)
+		var ns *notSentError
+		if !errors.As(err, &ns) {
+			return err
+		}
+		if attempt == 2 || !sessionEnds(s) {
+			return ns.err
+		}
+	}
+}
+
+// ListTools returns every tool, from the cache while it is valid (it is
+// dropped on tools/list_changed and on every new session).
+func (m *MCP) ListTools(ctx context.Context) ([]Tool, error) {
+	m.mu.Lock()
+	if m.toolsOK {
+		t := slices.Clone(m.tools)
+		m.mu.Unlock()
+		return t, nil
+	}
+	m.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		s, err := m.acquire(ctx, "tools/list")
+		if err != nil {
+			return nil, err
+		}
+		tools, err := m.fetchToolsOn(ctx, s)
+		var ns *notSentError
+		if errors.As(err, &ns) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			return nil, plainError(err)
+		}
+		return slices.Clone(tools), nil
+	}
+}
+
+// fetchTools lists every tool on s and caches the list unless it was
+// invalidated meanwhile.
+func (m *MCP) fetchTools(ctx context.Context, s *session) ([]Tool, error) {
+	tools, err := m.fetchToolsOn(ctx, s)
+	return tools, plainError(err)
+}
+
+// plainError unwraps a notSentError for callers that do not retry.
+func plainError(err error) error {
+	var ns *notSentError
+	if errors.As(err, &ns) {
+		return ns.err
+	}
+	return err
+}
+
+func (m *MCP) fetchToolsOn(ctx context.Context, s *session) ([]Tool, error) {
+	m.mu.Lock()
+	gen := m.toolsGen
+	m.mu.Unlock()
+	var out []Tool
+	err := m.run(ctx, s, "tools/list", func(ctx context.Context, cs *mcp.ClientSession) error {
+		out = out[:0]
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			out = append(out, convertTool(t))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []Tool{}
+	}
+	m.mu.Lock()
+	if gen == m.toolsGen && m.cur == s {
+		m.tools, m.toolsOK = out, true
+	}
+	m.mu.Unlock()
+	return out, nil
+}
+
+func convertTool(t *mcp.Tool) Tool {
+	out := Tool{Name: t.Name, InputSchema: `{"type":"object"}`}
+	if t.Description != "" {
+		d := t.Description
+		out.Description = &d
+	}
+	if t.InputSchema != nil {
+		if b, err := json.Marshal(t.InputSchema); err == nil {
+			out.InputSchema = string(b)
+		}
+	}
+	return out
+}
+
+// CallTool calls tool name with args (a JSON object; empty means {}). An
+// MCP result with isError true is a success here. It is never retried.
+func (m *MCP) CallTool(ctx context.Context, name string, args json.RawMessage) (ToolResult, error) {
+	if name == "" {
+		return ToolResult{}, Errorf(CodeInvalidArgument, "tools/call: empty tool name")
+	}
+	a := bytes.TrimSpace(args)
+	if len(a) == 0 {
+		a = []byte("{}")
+	}
+	if a[0] != '{' || !json.Valid(a) {
+		return ToolResult{}, Errorf(CodeInvalidArgument, "tools/call %q: arguments must be a JSON object", name)
+	}
+	op := fmt.Sprintf("tools/call %q", name)
+	var res *mcp.CallToolResult
+	// A call is repeated only if it never reached the server (see do).
+	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+		select {
+		case m.slots <- struct{}{}:
+			defer func() { <-m.slots }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		var err error
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(a)})
+		return err
+	})
+	if err != nil {
+		return ToolResult{}, err
+	}
+	v, err := json.Marshal(res)
+	if err != nil {
+		return ToolResult{}, Errorf(CodeInternal, "%s: encoding the result: %v", op, err)
+	}
+	return ToolResult{Name: name, Arguments: string(a), Value: string(v)}, nil
+}
+
+// ListResources returns every resource, following pagination.
+func (m *MCP) ListResources(ctx context.Context) ([]ResourceInfo, error) {
+	out := []ResourceInfo{}
+	err := m.do(ctx, "resources/list", func(ctx context.Context, cs *mcp.ClientSession) error {
+		out = out[:0]
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			ri := ResourceInfo{URI: r.URI, Name: r.Name}
+			if r.Description != "" {
+				d := r.Description
+				ri.Description = &d
+			}
+			if r.MIMEType != "" {
+				mt := r.MIMEType
+				ri.MIMEType = &mt
+			}
+			out = append(out, ri)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadResource reads uri and applies the contract's encoding rule
+// (EncodeContent) to the content whose uri is uri, else the first.
+func (m *MCP) ReadResource(ctx context.Context, uri string) (ResourceContent, error) {
+	op := fmt.Sprintf("resources/read %q", uri)
+	var res *mcp.ReadResourceResult
+	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		return err
+	})
+	if err != nil {
+		return ResourceContent{}, err
+	}
+	c := SelectContent(uri, res.Contents)
+	if c == nil {
+		return ResourceContent{}, Errorf(CodeProtocol, "%s: the server returned no contents", op)
+	}
+	return EncodeContent(c), nil
+}
+
+// closingGrace is how long do waits for a session that answered
+// "connection closed" to end.
+const closingGrace = 2 * time.Second
+
+// sessionEnds reports whether s ends within closingGrace.
+func sessionEnds(s *session) bool {
+	t := time.NewTimer(closingGrace)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -1,0 +1,215 @@
+package tooling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/thejerf/suture/v4"
+	"go.uber.org/zap"
+)
+
+var errConnectTimeout = errors.New("connect timeout")
+
+// Serve keeps a session up until ctx ends: connect (bounded by the connect
+// timeout), watch it (liveness pings), and after it ends reconnect with
+// exponential backoff and jitter, re-subscribing every live subscription.
+// It returns suture.ErrDoNotRestart for a config it can never run.
+func (m *MCP) Serve(ctx context.Context) error {
+	if m.opts.dial == nil {
+		if err := checkConfig(m.cfg); err != nil {
+			m.setLastErr(err)
+			m.log.Error("tooling cannot run", zap.Error(err))
+			return fmt.Errorf("tooling %s: %w (%w)", m.name, err, suture.ErrDoNotRestart)
+		}
+	}
+	backoff := m.initialBackoff
+	for {
+		healthy, err := m.runSession(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if healthy >= m.healthyAfter {
+			backoff = m.initialBackoff
+		}
+		// Jitter: a delay in [backoff/2, backoff).
+		delay := backoff/2 + rand.N(backoff/2+1)
+		m.log.Warn("session down; reconnecting", zap.Error(m.redact(err)), zap.Duration("backoff", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, m.maxBackoff)
+		m.mu.Lock()
+		m.restarts++
+		m.mu.Unlock()
+	}
+}
+
+// endSession takes s out of service at once (operations then wait for the
+// next session) and cancels its context, failing its in-flight requests.
+func (m *MCP) endSession(s *session, cause error) {
+	cause = m.redact(cause)
+	m.mu.Lock()
+	if m.cur == s {
+		m.cur = nil
+		m.ready = make(chan struct{})
+		m.lastErr = cause
+		m.toolsOK, m.tools = false, nil
+		m.toolsGen++
+	}
+	m.mu.Unlock()
+	s.cancel(&sessionLostError{cause})
+}
+
+func (m *MCP) setLastErr(err error) {
+	err = m.redact(err)
+	m.mu.Lock()
+	m.lastErr = err
+	m.mu.Unlock()
+}
+
+// runSession connects once and returns when that session has ended, with
+// how long it was up and why it ended.
+func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
+	var d *dialed
+	if m.opts.dial != nil {
+		t, err := m.opts.dial(ctx)
+		if err != nil {
+			err = fmt.Errorf("dialing: %w", err)
+			m.setLastErr(err)
+			return 0, err
+		}
+		d = &dialed{transport: t}
+	} else {
+		var err error
+		if d, err = m.dial(); err != nil {
+			err = fmt.Errorf("preparing the transport: %w", err)
+			m.setLastErr(err)
+			return 0, err
+		}
+	}
+	if d.cleanup != nil {
+		defer d.cleanup()
+	}
+	// The context given to Connect must outlive the handshake: go-sdk's SSE
+	// transport ties its event stream to it. The connect timeout cancels
+	// it only while Connect runs.
+	life, endLife := context.WithCancelCause(ctx)
+	defer endLife(nil)
+	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
+	if !timer.Stop() && err == nil {
+		_ = cs.Close()
+		err = context.Cause(life)
+	}
+	if err != nil {
+		if errors.Is(context.Cause(life), errConnectTimeout) {
+			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
+		} else {
+			err = fmt.Errorf("connecting: %w", err)
+		}
+		m.setLastErr(err)
+		return 0, err
+	}
+	sctx, scancel := context.WithCancelCause(context.Background())
+	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1)}
+	start := time.Now()
+	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
+	defer stopOnCancel()
+
+	m.mu.Lock()
+	m.cur = s
+	close(m.ready)
+	m.toolsOK, m.tools = false, nil
+	m.toolsGen++
+	m.mu.Unlock()
+	fields := []zap.Field{}
+	if s.init != nil && s.init.ServerInfo != nil {
+		fields = append(fields, zap.String("server", s.init.ServerInfo.Name), zap.String("server_version", s.init.ServerInfo.Version))
+	}
+	if s.init != nil {
+		fields = append(fields, zap.String("protocol", s.init.ProtocolVersion))
+	}
+	m.log.Info("session up", fields...)
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := cs.Wait()
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		m.endSession(s, err)
+	})
+	wg.Go(func() { m.liveness(s) })
+	wg.Go(func() {
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-s.refresh:
+				if _, err := m.fetchTools(s.ctx, s); err != nil {
+					m.log.Debug("refreshing the tool list failed", zap.Error(err))
+				}
+			}
+		}
+	})
+	m.resubscribe(s)
+
+	<-s.ctx.Done()
+	cause := context.Cause(s.ctx)
+	m.endSession(s, cause) // no-op unless cancelled directly
+
+	if ctx.Err() == nil && d.kill != nil {
+		// Dead or unresponsive: do not wait for it to exit by itself.
+		d.kill()
+	}
+	_ = cs.Close()
+	if d.kill != nil {
+		// After a graceful close too: what the server started itself (npx
+		// → node, a shell's children) shares its process group and must
+		// not outlive the session.
+		d.kill()
+	}
+	wg.Wait()
+	s.closeBackground()
+	return time.Since(start), cause
+}
+
+// liveness pings the server; a ping unanswered within the timeout tears
+// the session down (go-sdk's own keepalive closes the session but leaves
+// in-flight calls waiting on a hung peer).
+func (m *MCP) liveness(s *session) {
+	if m.opts.pingInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(m.opts.pingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(s.ctx, m.opts.pingTimeout)
+		err := s.cs.Ping(pctx, nil)
+		cancel()
+		if err == nil || s.ctx.Err() != nil {
+			continue
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound {
+			continue // it answered: alive, just without ping
+		}
+		m.endSession(s, fmt.Errorf("liveness check failed: %w", err))
+		return
+	}
+}
