@@ -1,0 +1,3 @@
+module github.com/toolhostd/toolhostd/sdk/go
+
+go 1.26.0
