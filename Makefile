@@ -8,6 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: help build test bench check deps agents demo clean
+.SECONDEXPANSION:
 
 help: ## list the targets
 	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,13 +25,43 @@ TEST_AGENTS := $(patsubst internal/host/testdata/agents/%.js,build/test-agents/%
 COMPONENTIZE = @mkdir -p $(@D) && echo "componentize-js $< -> $@" && \
 	node_modules/.bin/componentize-js $< --wit wit --world-name agent -d http fetch-event -o $@
 
-agents: $(AGENTS) $(TEST_AGENTS) ## build the example and test JS agents into build/ (componentize-js)
-
 build/agents/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
 	$(COMPONENTIZE)
 
 build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
 	$(COMPONENTIZE)
+
+# Go agents (sdk/go): a reactor module from mainline Go, componentized with
+# jco's JS API and the WASI preview1 reactor adapter (scripts/componentize-go.mjs).
+# Each directory of examples/agents-go and internal/host/testdata/agents-go
+# is one agent; both are modules of their own that use sdk/go by a replace.
+GO_SDK_SRC := sdk/go/go.mod $(wildcard sdk/go/toolhost/*.go)
+GO_AGENTS := $(patsubst examples/agents-go/%/,build/agents-go/%.wasm,$(wildcard examples/agents-go/*/)) \
+	$(patsubst internal/host/testdata/agents-go/%/,build/test-agents-go/%.wasm,$(wildcard internal/host/testdata/agents-go/*/))
+GO_COMPONENTIZE = @mkdir -p $(@D) && echo "go (wasip1) $(<D) -> $@" && \
+	(cd $(<D)/.. && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $@.core) ./$(notdir $(<D))) && \
+	node scripts/componentize-go.mjs --wit wit/agent.wit --world agent $@.core $@ && rm -f $@.core
+
+build/agents-go/%.wasm: examples/agents-go/%/main.go $$(wildcard examples/agents-go/$$*/*.go) examples/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
+	$(GO_COMPONENTIZE)
+
+build/test-agents-go/%.wasm: internal/host/testdata/agents-go/%/main.go $$(wildcard internal/host/testdata/agents-go/$$*/*.go) internal/host/testdata/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
+	$(GO_COMPONENTIZE)
+
+# The same JS agents built with componentize-qjs (QuickJS; --sync: without
+# it the component needs component-model async).
+QJS_AGENTS := $(patsubst examples/agents/%.js,build/agents-qjs/%.wasm,$(wildcard examples/agents/*.js)) \
+	$(patsubst internal/host/testdata/agents/%.js,build/test-agents-qjs/%.wasm,$(wildcard internal/host/testdata/agents/*.js))
+QJS_COMPONENTIZE = @mkdir -p $(@D) && echo "componentize-qjs $< -> $@" && \
+	node_modules/.bin/componentize-qjs --wit wit --js $< -n agent --sync -o $@ >/dev/null
+
+build/agents-qjs/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
+	$(QJS_COMPONENTIZE)
+
+build/test-agents-qjs/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
+	$(QJS_COMPONENTIZE)
+
+agents: $(AGENTS) $(TEST_AGENTS) $(GO_AGENTS) $(QJS_AGENTS) ## build the example and test agents into build/ (componentize-js, Go, componentize-qjs)
 
 build: ## build bin/toolhostd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
