@@ -32,7 +32,7 @@ function main(input) {
   let errors = 0;
   while (waiting.size > 0) {
     const env = recv(30000);
-    if (env === undefined) {
+    if (env == null) { // none: undefined (componentize-js) or null (componentize-qjs)
       throw `timed out with ${waiting.size} results missing`;
     }
     if (env.event.tag === 'shutdown') {

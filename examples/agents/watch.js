@@ -28,7 +28,7 @@ function main(input) {
   let updates = 0;
   for (;;) {
     const env = recv(undefined);
-    if (env === undefined || env.event.tag === 'shutdown') break;
+    if (env == null || env.event.tag === 'shutdown') break; // none: undefined or null (componentize-qjs)
     if (env.id !== sub) continue;
     if (env.event.tag === 'error') throw `subscription failed: ${env.event.val.code}: ${env.event.val.message}`;
     if (env.event.tag === 'resource-updated') {

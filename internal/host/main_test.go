@@ -446,7 +446,8 @@ func (s *testServer) openGate(tag string) { close(s.gate(tag).release) }
 
 // ---- the probe agent ----
 
-// step is one step of a probe run (the JS side of testdata/agents/probe.js).
+// step is one step of a probe run (the guest side is testdata/agents/probe.js
+// and its Go port testdata/agents-go/probe).
 type step map[string]any
 
 // stepResult is what the probe reports for one step.
@@ -471,6 +472,7 @@ type envelope struct {
 }
 
 type probeOpts struct {
+	guest    guest // which build of the probe (default componentize-js)
 	name     string
 	grants   []string // nil: all
 	capacity int
@@ -507,7 +509,7 @@ func probeInput(t testing.TB, steps []step) string {
 // startProbe starts the probe agent on steps; the test ends it.
 func (s *suite) startProbe(t testing.TB, o probeOpts, steps ...step) *Agent {
 	t.Helper()
-	a := s.host.Start(s.program(t, "test-agents", "probe"), o.config(), probeInput(t, steps))
+	a := s.host.Start(s.program(t, o.guest.dir(), "probe"), o.config(), probeInput(t, steps))
 	t.Cleanup(func() {
 		a.Stop()
 		<-a.Done()

@@ -1,6 +1,8 @@
 // probe: a tiny interpreter of steps, so that Go tests can drive every
 // function of toolhost:agent@0.1.0 from the guest side and assert on what
-// the guest saw. Input: JSON {"steps": [{"op": ..., ...}, ...]}. Output: a
+// the guest saw. It is built with componentize-js and with
+// componentize-qjs and must hold under both engines (an option that is
+// none arrives as undefined under the first, null under the second). Input: JSON {"steps": [{"op": ..., ...}, ...]}. Output: a
 // JSON array with one entry per step: {"op", "ok": value} or {"op", "err":
 // {code, message}} for a host-error, {"op", "thrown": text} for anything
 // else thrown. Handles and ids live in named variables ("as" stores a
@@ -47,7 +49,7 @@ export function run(input) {
   };
   const args = (s) => (s.raw !== undefined ? s.raw : JSON.stringify(s.args ?? {}));
   const envelope = (e) => {
-    if (e === undefined) return null;
+    if (e == null) return null; // none: undefined (componentize-js) or null (componentize-qjs)
     return { id: names.get(e.id) ?? e.id, tag: e.event.tag, val: e.event.val ?? null };
   };
 
@@ -77,7 +79,7 @@ export function run(input) {
       const skipped = [];
       for (;;) {
         const e = recv(s.timeout ?? undefined);
-        if (e === undefined) return { got: null, skipped };
+        if (e == null) return { got: null, skipped };
         if (e.id === want) return { got: envelope(e), skipped };
         skipped.push(envelope(e));
         if (e.event.tag === 'shutdown') return { got: null, skipped };

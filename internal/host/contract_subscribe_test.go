@@ -1,0 +1,175 @@
+package host
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Contract tests (see contract_sync_test.go): subscriptions, coalescing and
+// re-subscription.
+
+func TestProbeSubscribe(t *testing.T) {
+	forGuests(t, func(t *testing.T, g guest) {
+		s := env(t)
+		const uri = "test://sub/basic"
+		a := s.startProbe(t, probeOpts{guest: g},
+			step{"op": "get", "name": "mem", "as": "t"},
+			step{"op": "subscribe", "h": "t", "uri": uri, "as": "s"},
+			step{"op": "subscribe", "h": "t", "uri": uri, "as": "s2"},
+			step{"op": "subscribe-list", "h": "t", "as": "l"},
+			step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "sub-1"}},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv-until", "id": "l", "timeout": 20000},
+			step{"op": "unsubscribe", "h": "t", "id": "s"},
+			step{"op": "unsubscribe", "h": "t", "id": "s"},
+			step{"op": "unsubscribe-list", "h": "t", "id": "l"},
+			step{"op": "unsubscribe-list", "h": "t", "id": "l"},
+			step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "sub-2"}},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv", "timeout": 300},
+			step{"op": "unsubscribe", "h": "t", "id": "s2"},
+		)
+		s.mem.enterGate(t, "sub-1")
+		if n := counter(&s.mem.subscribes, uri).Load(); n != 1 {
+			t.Fatalf("server saw %d subscribes for two subscriptions, want 1", n)
+		}
+		s.mem.update(t, uri, "v1")
+		eventually(t, "the update in both subscriptions", func() bool { return a.Inbox().Pending() == 2 })
+		s.mem.addResource("test://added/subscribe", "new") // list_changed
+		eventually(t, "the list update", func() bool { return a.Inbox().Pending() == 3 })
+		s.mem.openGate("sub-1")
+		s.mem.enterGate(t, "sub-2")
+		if n := counter(&s.mem.unsubscribes, uri).Load(); n != 0 {
+			t.Fatalf("server saw %d unsubscribes with one subscription left", n)
+		}
+		s.mem.update(t, uri, "v2")
+		eventually(t, "the update for s2", func() bool { return a.Inbox().Pending() == 1 })
+		s.mem.addResource("test://added/subscribe-2", "new") // no envelope: l ended
+		s.mem.openGate("sub-2")
+		rs := finish(t, a)
+		checkSteps(t, rs, `"t"`, `"s"`, `"s2"`, `"l"`, "*",
+			"*", "*", "*",
+			"true", "false", "true", "false", "*",
+			"s2 resource-updated test://sub/basic=v2", "null", "true")
+		// One envelope per subscription, in fan-out order (unspecified).
+		u := []string{envSummary(okAs[envelope](t, rs[5])), envSummary(okAs[envelope](t, rs[6]))}
+		slices.Sort(u)
+		if u[0] != "s resource-updated test://sub/basic=v1" || u[1] != "s2 resource-updated test://sub/basic=v1" {
+			t.Errorf("updates %q, want v1 for s and for s2", u)
+		}
+		got := okAs[struct {
+			Got envelope `json:"got"`
+		}](t, rs[7])
+		if got.Got.ID != "l" || got.Got.Tag != "resource-list-updated" || !strings.Contains(string(got.Got.Val), "test://added/subscribe") {
+			t.Errorf("list update %+v", got.Got)
+		}
+		eventually(t, "the MCP unsubscribe after the last subscription", func() bool {
+			return counter(&s.mem.unsubscribes, uri).Load() == 1
+		})
+	})
+}
+
+func TestProbeCoalescing(t *testing.T) {
+	forGuests(t, func(t *testing.T, g guest) {
+		s := env(t)
+		const uri = "test://sub/coalesce"
+		a := s.startProbe(t, probeOpts{guest: g},
+			step{"op": "get", "name": "mem", "as": "t"},
+			step{"op": "subscribe", "h": "t", "uri": uri, "as": "s"},
+			step{"op": "subscribe-list", "h": "t", "as": "l"},
+			step{"op": "call-tool", "h": "t", "tool": "echo", "args": map[string]any{"text": "between"}, "as": "e"},
+			step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "coalesce"}},
+			step{"op": "pending"},
+			step{"op": "recv", "timeout": 0},
+			step{"op": "recv", "timeout": 0},
+			step{"op": "recv", "timeout": 0},
+			step{"op": "recv", "timeout": 200},
+		)
+		s.mem.enterGate(t, "coalesce")
+		eventually(t, "the echo result", func() bool { return a.Inbox().Pending() == 1 })
+		s.mem.update(t, uri, "u1")
+		eventually(t, "the first update", func() bool { return a.Inbox().Pending() == 2 })
+		coalesced := func(n int) func() bool {
+			return func() bool { return a.Inbox().Stats().Coalesced == uint64(n) }
+		}
+		for i, text := range []string{"u2", "u3", "u4"} {
+			s.mem.update(t, uri, text)
+			eventually(t, "a coalesced update", coalesced(i+1))
+		}
+		s.mem.addResource("test://added/coalesce-1", "x")
+		eventually(t, "the first list update", func() bool { return a.Inbox().Pending() == 3 })
+		s.mem.addResource("test://added/coalesce-2", "x")
+		eventually(t, "a coalesced list update", coalesced(4))
+		s.mem.openGate("coalesce")
+		rs := finish(t, a)
+		// Arrival order is kept (an update replaces its payload in place); the
+		// newest content wins; the tool result is untouched.
+		checkSteps(t, rs, `"t"`, `"s"`, `"l"`, `"e"`, "*", "3",
+			"e tool-result echo between", "s resource-updated test://sub/coalesce=u4", "l resource-list-updated *", "null")
+		list := okAs[envelope](t, rs[8])
+		if !strings.Contains(string(list.Val), "test://added/coalesce-2") {
+			t.Errorf("the list update does not carry the newest list: %s", list.Val)
+		}
+	})
+}
+
+func TestStopDuringSubscribe(t *testing.T) {
+	forGuests(t, func(t *testing.T, g guest) {
+		s := env(t)
+		for _, uri := range []string{slowSubscribeURI, stubbornSubscribeURI} {
+			t.Run(uri, func(t *testing.T) {
+				a := s.startProbe(t, probeOpts{guest: g},
+					step{"op": "get", "name": "mem", "as": "t"},
+					step{"op": "subscribe", "h": "t", "uri": uri, "as": "s"},
+					step{"op": "recv", "timeout": 10000},
+				)
+				g := s.mem.gate(uri)
+				wait(t, g.entered, "the subscribe to reach the server")
+				a.Stop()
+				checkSteps(t, finish(t, a), `"t"`, "err cancelled", "00000000-0000-0000-0000-000000000000 shutdown")
+				close(g.release) // the server completes the subscribe after the agent left
+				wait(t, g.done, "the subscribe handler to return")
+				subs, unsubs := counter(&s.mem.subscribes, uri), counter(&s.mem.unsubscribes, uri)
+				eventually(t, "the abandoned subscription withdrawn", func() bool { return subs.Load() == 1 && unsubs.Load() == 1 })
+			})
+		}
+	})
+}
+
+func TestProbeResubscribeFails(t *testing.T) {
+	forGuests(t, func(t *testing.T, g guest) {
+		s := env(t)
+		const bad, good = "test://sub/resubscribe", "test://sub/shared"
+		a := s.startProbe(t, probeOpts{guest: g},
+			step{"op": "get", "name": "mem", "as": "t"},
+			step{"op": "subscribe", "h": "t", "uri": bad, "as": "bad"},
+			step{"op": "subscribe", "h": "t", "uri": good, "as": "good"},
+			step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "resubscribe"}},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv", "timeout": 20000},
+			step{"op": "recv", "timeout": 300},
+		)
+		s.mem.enterGate(t, "resubscribe")
+		s.mem.openGate("resubscribe")
+		s.mem.failSubscribe.Store(bad, true)
+		for ss := range s.mem.srv.Sessions() {
+			ss.Close()
+		}
+		// The tooling reconnects and re-subscribes good (a second subscribe
+		// on the server); then an update of good reaches the guest.
+		eventually(t, "the re-subscription", func() bool { return counter(&s.mem.subscribes, good).Load() == 2 })
+		s.mem.update(t, good, "after the reconnect")
+		rs := finish(t, a)
+		checkSteps(t, rs, `"t"`, `"bad"`, `"good"`, "*", "*", "*", "null")
+		got := []string{summary(rs[4]), summary(rs[5])} // in either order
+		slices.Sort(got)
+		if !strings.HasPrefix(got[0], "bad error ") || got[1] != "good resource-updated test://sub/shared=after the reconnect" {
+			t.Fatalf("after the reconnect the guest got %q", got)
+		}
+		for _, name := range []string{"mem", "mem-short"} { // both sessions were on the server
+			eventually(t, name+" to be connected again", func() bool { return s.mcps[name].Status().Connected })
+		}
+	})
+}

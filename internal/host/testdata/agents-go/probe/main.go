@@ -1,0 +1,339 @@
+// probe: the Go port of testdata/agents/probe.js, the interpreter of steps
+// that lets the host's contract tests drive every function of
+// toolhost:agent@0.1.0 from the guest side. Same input, same output (see
+// probe.js for the ops); where Go differs from JS:
+//   - an option that is none is reported as null (JS omits the key);
+//   - "throw" panics (an uncaught exception is a Go panic here);
+//   - "alloc" keeps mb MB of byte slices reachable until run returns;
+//   - "gc-stress" {n, mb, h} is Go's own: n rounds of every import of the
+//     world, with runtime.GC() between calls and mb MB allocated and
+//     dropped per round, checking every result (see gcstress.go).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolhostd/toolhostd/sdk/go/toolhost"
+)
+
+type step struct {
+	Op      string          `json:"op"`
+	Name    string          `json:"name"`
+	As      string          `json:"as"`
+	H       string          `json:"h"`
+	ID      string          `json:"id"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Raw     *string         `json:"raw"`
+	URI     string          `json:"uri"`
+	Timeout *float64        `json:"timeout"`
+	Level   *string         `json:"level"`
+	Message *string         `json:"message"`
+	MS      *float64        `json:"ms"`
+	MB      int             `json:"mb"`
+	N       int             `json:"n"`
+	What    string          `json:"what"`
+}
+
+// failure makes run return err (the "fail" op).
+type failure struct{ msg string }
+
+func (f failure) Error() string { return f.msg }
+
+type probe struct {
+	handles map[string]*toolhost.Tooling
+	ids     map[string]string // variable -> id
+	names   map[string]string // id -> variable
+	kept    [][]byte
+}
+
+func (p *probe) handle(s *step) (*toolhost.Tooling, error) {
+	h, ok := p.handles[s.H]
+	if !ok {
+		return nil, fmt.Errorf("Error: no handle %s", s.H)
+	}
+	return h, nil
+}
+
+func (p *probe) id(s *step) string {
+	if v, ok := p.ids[s.ID]; ok {
+		return v
+	}
+	return s.ID
+}
+
+// bindID stores an id under s.As and reports the name (or the id).
+func (p *probe) bindID(s *step, id string) any {
+	if s.As == "" {
+		return id
+	}
+	p.ids[s.As] = id
+	p.names[id] = s.As
+	return s.As
+}
+
+func (p *probe) args(s *step) string {
+	if s.Raw != nil {
+		return *s.Raw
+	}
+	if len(s.Args) == 0 || string(s.Args) == "null" {
+		return "{}"
+	}
+	return string(s.Args)
+}
+
+type envelopeOut struct {
+	ID  string `json:"id"`
+	Tag string `json:"tag"`
+	Val any    `json:"val"`
+}
+
+type hostErrOut struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func errOut(e *toolhost.HostError) hostErrOut {
+	return hostErrOut{Code: e.Code.String(), Message: e.Message}
+}
+
+func (p *probe) envelope(e toolhost.Envelope, ok bool) any {
+	if !ok {
+		return nil
+	}
+	id := e.ID
+	if n, ok := p.names[id]; ok {
+		id = n
+	}
+	out := envelopeOut{ID: id, Tag: e.Event.Tag()}
+	switch ev := e.Event.(type) {
+	case toolhost.ToolResultEvent:
+		out.Val = ev.Result
+	case toolhost.ErrorEvent:
+		out.Val = errOut(ev.Err)
+	case toolhost.ResourceListUpdatedEvent:
+		out.Val = ev.Resources
+	case toolhost.ResourceUpdatedEvent:
+		out.Val = ev.Content
+	}
+	return out
+}
+
+func recvTimeout(s *step) time.Duration {
+	if s.Timeout == nil {
+		return toolhost.Forever
+	}
+	return time.Duration(*s.Timeout * float64(time.Millisecond))
+}
+
+func (p *probe) do(s *step) (any, error) {
+	switch s.Op {
+	case "get":
+		t, err := toolhost.Get(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if s.As == "" {
+			return struct{}{}, nil
+		}
+		p.handles[s.As] = t
+		return s.As, nil
+	case "recv":
+		return p.envelope(toolhost.Recv(recvTimeout(s))), nil
+	case "recv-until":
+		want := p.id(s)
+		skipped := []any{}
+		for {
+			e, ok := toolhost.Recv(recvTimeout(s))
+			if !ok {
+				return map[string]any{"got": nil, "skipped": skipped}, nil
+			}
+			if e.ID == want {
+				return map[string]any{"got": p.envelope(e, true), "skipped": skipped}, nil
+			}
+			skipped = append(skipped, p.envelope(e, true))
+			if _, shut := e.Event.(toolhost.ShutdownEvent); shut {
+				return map[string]any{"got": nil, "skipped": skipped}, nil
+			}
+		}
+	case "try-recv":
+		return p.envelope(toolhost.TryRecv()), nil
+	case "pending":
+		return toolhost.Pending(), nil
+	case "log":
+		level, msg := "info", ""
+		if s.Level != nil {
+			level = *s.Level
+		}
+		if s.Message != nil {
+			msg = *s.Message
+		}
+		l, ok := map[string]toolhost.Level{"debug": toolhost.LevelDebug, "info": toolhost.LevelInfo, "warn": toolhost.LevelWarn, "error": toolhost.LevelError}[level]
+		if !ok {
+			return nil, fmt.Errorf("TypeError: bad level %s", level)
+		}
+		toolhost.Log(l, msg)
+		return true, nil
+	case "spin":
+		var end time.Time
+		if s.MS != nil {
+			end = time.Now().Add(time.Duration(*s.MS * float64(time.Millisecond)))
+		}
+		n := 0
+		for s.MS == nil || time.Now().Before(end) {
+			n++
+		}
+		return n > 0, nil
+	case "alloc":
+		for i := range s.MB {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(i)
+			}
+			p.kept = append(p.kept, b)
+		}
+		return len(p.kept), nil
+	case "fail":
+		msg := "failed"
+		if s.Message != nil {
+			msg = *s.Message
+		}
+		return nil, failure{msg}
+	case "throw":
+		if s.What == "host-error" {
+			_, err := toolhost.Get("no-such-tooling")
+			panic(err)
+		}
+		msg := "thrown"
+		if s.Message != nil {
+			msg = *s.Message
+		}
+		panic(msg)
+	case "gc-stress":
+		return gcStress(s)
+	}
+	t, err := p.handle(s)
+	if err != nil {
+		return nil, err
+	}
+	switch s.Op {
+	case "drop":
+		if err := t.Close(); err != nil {
+			return nil, err
+		}
+		delete(p.handles, s.H)
+		return true, nil
+	case "kind":
+		return t.Kind(), nil
+	case "name":
+		return t.Name(), nil
+	case "list-tools":
+		return t.ListTools()
+	case "call-tool":
+		id, err := t.CallTool(s.Tool, p.args(s))
+		if err != nil {
+			return nil, err
+		}
+		return p.bindID(s, id), nil
+	case "is-open":
+		return t.IsOpen(p.id(s)), nil
+	case "cancel":
+		return t.Cancel(p.id(s)), nil
+	case "call-tool-blocking":
+		return t.CallToolBlocking(s.Tool, p.args(s))
+	case "list-resources":
+		return t.ListResources()
+	case "read-resource":
+		return t.ReadResource(s.URI)
+	case "subscribe-list":
+		id, err := t.SubscribeResourceList()
+		if err != nil {
+			return nil, err
+		}
+		return p.bindID(s, id), nil
+	case "unsubscribe-list":
+		return t.UnsubscribeResourceList(p.id(s)), nil
+	case "subscribe":
+		id, err := t.SubscribeResource(s.URI)
+		if err != nil {
+			return nil, err
+		}
+		return p.bindID(s, id), nil
+	case "unsubscribe":
+		return t.UnsubscribeResource(p.id(s)), nil
+	}
+	return nil, failure{"unknown op " + s.Op}
+}
+
+type result struct {
+	Op      string      `json:"op"`
+	OK      any         `json:"ok,omitempty"`
+	Err     *hostErrOut `json:"err,omitempty"`
+	Thrown  string      `json:"thrown,omitempty"`
+	Skipped bool        `json:"skipped,omitempty"`
+}
+
+// okResult marshals ok even when it is false, 0 or null.
+func (r result) MarshalJSON() ([]byte, error) {
+	switch {
+	case r.Skipped:
+		return json.Marshal(map[string]any{"op": r.Op, "skipped": true})
+	case r.Err != nil:
+		return json.Marshal(map[string]any{"op": r.Op, "err": r.Err})
+	case r.Thrown != "":
+		return json.Marshal(map[string]any{"op": r.Op, "thrown": r.Thrown})
+	}
+	return json.Marshal(map[string]any{"op": r.Op, "ok": r.OK})
+}
+
+func run(input string) (string, error) {
+	var in struct {
+		Steps []step `json:"steps"`
+	}
+	if strings.TrimSpace(input) == "" {
+		input = "{}"
+	}
+	if err := json.Unmarshal([]byte(input), &in); err != nil {
+		return "", err
+	}
+	p := &probe{handles: map[string]*toolhost.Tooling{}, ids: map[string]string{}, names: map[string]string{}}
+	out := []result{}
+	stopOnError, failed := false, false
+	for i := range in.Steps {
+		s := &in.Steps[i]
+		if s.Op == "stop-on-error" {
+			stopOnError = true
+			continue
+		}
+		if failed && stopOnError {
+			out = append(out, result{Op: s.Op, Skipped: true})
+			continue
+		}
+		v, err := p.do(s)
+		var he *toolhost.HostError
+		var f failure
+		switch {
+		case err == nil:
+			out = append(out, result{Op: s.Op, OK: v})
+		case errors.As(err, &f):
+			return "", f
+		case errors.As(err, &he):
+			failed = true
+			e := errOut(he)
+			out = append(out, result{Op: s.Op, Err: &e})
+		default:
+			failed = true
+			out = append(out, result{Op: s.Op, Thrown: err.Error()})
+		}
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+func init() { toolhost.Run(run) }
+
+func main() {}
