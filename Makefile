@@ -35,17 +35,19 @@ build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_
 # jco's JS API and the WASI preview1 reactor adapter (scripts/componentize-go.mjs).
 # Each directory of examples/agents-go and internal/host/testdata/agents-go
 # is one agent; both are modules of their own that use sdk/go by a replace.
+# An agent directory with a world.wit is built against it instead of
+# wit/agent.wit (the host's tests of a guest that does not match).
 GO_SDK_SRC := sdk/go/go.mod $(wildcard sdk/go/toolhost/*.go)
 GO_AGENTS := $(patsubst examples/agents-go/%/,build/agents-go/%.wasm,$(wildcard examples/agents-go/*/)) \
 	$(patsubst internal/host/testdata/agents-go/%/,build/test-agents-go/%.wasm,$(wildcard internal/host/testdata/agents-go/*/))
 GO_COMPONENTIZE = @mkdir -p $(@D) && echo "go (wasip1) $(<D) -> $@" && \
 	(cd $(<D)/.. && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $@.core) ./$(notdir $(<D))) && \
-	node scripts/componentize-go.mjs --wit wit/agent.wit --world agent $@.core $@ && rm -f $@.core
+	node scripts/componentize-go.mjs --wit $(or $(wildcard $(<D)/world.wit),wit/agent.wit) --world agent $@.core $@ && rm -f $@.core
 
 build/agents-go/%.wasm: examples/agents-go/%/main.go $$(wildcard examples/agents-go/$$*/*.go) examples/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
 	$(GO_COMPONENTIZE)
 
-build/test-agents-go/%.wasm: internal/host/testdata/agents-go/%/main.go $$(wildcard internal/host/testdata/agents-go/$$*/*.go) internal/host/testdata/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
+build/test-agents-go/%.wasm: internal/host/testdata/agents-go/%/main.go $$(wildcard internal/host/testdata/agents-go/$$*/*.go internal/host/testdata/agents-go/$$*/world.wit) internal/host/testdata/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
 	$(GO_COMPONENTIZE)
 
 # The same JS agents built with componentize-qjs (QuickJS; --sync: without

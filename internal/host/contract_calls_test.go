@@ -110,6 +110,8 @@ func TestProbeCallTimeout(t *testing.T) {
 	})
 }
 
+// TestManyAgents: agents running one Program at once keep to their own
+// inboxes and handles.
 func TestManyAgents(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)

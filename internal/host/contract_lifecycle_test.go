@@ -11,6 +11,8 @@ import (
 // Contract tests (see contract_sync_test.go): handle drop, shutdown and the
 // end of an agent.
 
+// TestProbeHandleDrop: dropping a handle (jco's Symbol.dispose) cancels its
+// calls and ends its subscriptions, on the server too.
 func TestProbeHandleDrop(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)
@@ -39,6 +41,9 @@ func TestProbeHandleDrop(t *testing.T) {
 	})
 }
 
+// TestProbeShutdown: Stop gives the guest the shutdown envelope (the zero
+// uuid), fails its blocking call with cancelled, and recv then returns
+// none at once.
 func TestProbeShutdown(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)
@@ -67,6 +72,9 @@ func TestProbeShutdown(t *testing.T) {
 	})
 }
 
+// TestAgentEndReleasesEverything: an agent that returns, and one that is
+// interrupted while spinning, leave no call running and no subscription on
+// the server.
 func TestAgentEndReleasesEverything(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)

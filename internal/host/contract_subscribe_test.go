@@ -71,6 +71,8 @@ func TestProbeSubscribe(t *testing.T) {
 	})
 }
 
+// TestProbeCoalescing: several updates while the guest does not recv give
+// one envelope with the newest content.
 func TestProbeCoalescing(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)
@@ -115,6 +117,11 @@ func TestProbeCoalescing(t *testing.T) {
 	})
 }
 
+// TestStopDuringSubscribe: an agent stopped while its subscribe-resource
+// waits on the server gets cancelled at once, and no MCP subscription
+// outlives it: the tooling lets the request finish on the server (a server
+// may complete a subscribe whatever the client says) and withdraws the
+// subscription nobody holds.
 func TestStopDuringSubscribe(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)
@@ -138,6 +145,9 @@ func TestStopDuringSubscribe(t *testing.T) {
 	})
 }
 
+// TestProbeResubscribeFails: after the session is lost, a subscription
+// whose re-subscription fails gets one error envelope with its id; the
+// others keep working.
 func TestProbeResubscribeFails(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)

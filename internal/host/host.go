@@ -129,7 +129,8 @@ func (h *Host) LoadFile(path string) (*Program, error) {
 }
 
 // Load compiles (or takes from the compile cache) a component and checks
-// that it exports `run: func(string) -> result<string, string>`. Imports
+// that it exports `run: func(string) -> result<string, string>` and that
+// its imports of toolhost:agent@0.1.0 have the host's types. Imports
 // the host does not provide are defined as traps: the agent fails only if
 // it calls one.
 func (h *Host) Load(name string, component []byte) (*Program, error) {
@@ -138,7 +139,7 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
-	if err := checkExports(comp); err != nil {
+	if err := errors.Join(checkExports(comp), checkImports(comp)); err != nil {
 		comp.Close()
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}

@@ -3,7 +3,8 @@
 // toolhost:agent@0.1.0 from the guest side. Same input, same output (see
 // probe.js for the ops); where Go differs from JS:
 //   - an option that is none is reported as null (JS omits the key);
-//   - "throw" panics (an uncaught exception is a Go panic here);
+//   - "throw" panics (an uncaught exception is a Go panic here), and what
+//     "nil" dereferences a nil pointer;
 //   - "alloc" keeps mb MB of byte slices reachable until run returns;
 //   - "gc-stress" {n, mb, h} is Go's own: n rounds of every import of the
 //     world, with runtime.GC() between calls and mb MB allocated and
@@ -204,9 +205,13 @@ func (p *probe) do(s *step) (any, error) {
 		}
 		return nil, failure{msg}
 	case "throw":
-		if s.What == "host-error" {
+		switch s.What {
+		case "host-error":
 			_, err := toolhost.Get("no-such-tooling")
 			panic(err)
+		case "nil":
+			var p *probe
+			return len(p.kept), nil // a nil dereference
 		}
 		msg := "thrown"
 		if s.Message != nil {
