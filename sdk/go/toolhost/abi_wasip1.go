@@ -152,16 +152,26 @@ var (
 	zeroBlock    uint64
 )
 
-// ReserveSize is the initial size of the region an import call's result is
-// lowered into; the region doubles after a call that used more than half
-// of it. A single result larger than the region traps.
-const ReserveSize = 8 << 20
 
 // badAddress is past the end of any 32-bit linear memory that could hold
 // the block asked for: the host traps on it.
 const badAddress = 0xFFFF_FFF8
 
 func init() { newReserve(ReserveSize) }
+
+// Reserve makes the region an import call's result is lowered into hold
+// at least n bytes, for a call whose result (all its strings and lists
+// together, e.g. a tool's arguments and its value) may be larger than
+// ReserveSize: a result that does not fit traps ("realloc return: beyond
+// end of memory"). The region also doubles by itself after a result that
+// filled more than half of it.
+func Reserve(n int) {
+	lock()
+	defer unlock()
+	if n > 0 && uint64(n) > uint64(len(reserve))*8 {
+		newReserve(uint32(min(uint64(n)+7, 1<<32-8)) &^ 7)
+	}
+}
 
 func newReserve(size uint32) {
 	if reserveFloor > 0 {

@@ -41,7 +41,8 @@
 // goroutines run only while run's handler is running. Strings passed to
 // the host must be valid UTF-8. A single import's result (all its strings
 // and lists) is lowered into a reserved region that starts at ReserveSize
-// and grows after large results; one larger than the region traps.
+// (8 MiB) and grows after large results; one larger than the region
+// traps, so call Reserve before a call that may return more.
 //
 // Outside wasip1 the package compiles, its layout and lifting are tested
 // natively, and every host call panics.

@@ -43,3 +43,9 @@ func bump(base, limit uint32, used *uint32, align, size uint32) uint32 {
 	*used = off + size
 	return base + off
 }
+
+// ReserveSize is the initial size of the region an import call's result is
+// lowered into; the region doubles after a call that used more than half
+// of it, and Reserve enlarges it ahead of a large result. A single result
+// larger than the region traps.
+const ReserveSize = 8 << 20
