@@ -152,7 +152,6 @@ var (
 	zeroBlock    uint64
 )
 
-
 // badAddress is past the end of any 32-bit linear memory that could hold
 // the block asked for: the host traps on it.
 const badAddress = 0xFFFF_FFF8
