@@ -1,6 +1,6 @@
 // Package testenv finds, for the test suites, what `make test` prepares
-// before running them: the repository root, the JS agents `make agents`
-// builds into build/, and the npm MCP servers `make deps` installs. A
+// before running them: the repository root, the agents `make agents`
+// builds into build/ (JS with componentize-js and componentize-qjs, Go), and the npm MCP servers `make deps` installs. A
 // missing piece is an error naming the make target to run: tests fail on
 // it, they never skip. Only tests import this package.
 package testenv
@@ -34,8 +34,12 @@ var RepoRoot = sync.OnceValues(func() (string, error) {
 	}
 })
 
-// AgentPath is build/<dir>/<name>.wasm under root ("agents" for
-// examples/agents, "test-agents" for internal/host/testdata/agents).
+// AgentPath is build/<dir>/<name>.wasm under root. The directories `make
+// agents` fills: "agents" (examples/agents, componentize-js),
+// "agents-qjs" (the same with componentize-qjs), "agents-go"
+// (examples/agents-go), and for the tests "test-agents",
+// "test-agents-qjs" (internal/host/testdata/agents) and "test-agents-go"
+// (internal/host/testdata/agents-go).
 func AgentPath(root, dir, name string) (string, error) {
 	p := filepath.Join(root, "build", dir, name+".wasm")
 	if _, err := os.Stat(p); err != nil {
