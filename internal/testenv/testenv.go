@@ -1,7 +1,7 @@
 // Package testenv finds, for the test suites, what `make test` prepares
 // before running them: the repository root, the agents `make agents`
-// builds into build/ (JS with componentize-js and componentize-qjs, Go), and the npm MCP servers `make deps` installs. A
-// missing piece is an error naming the make target to run: tests fail on
+// builds into build/ (JS with componentize-js and componentize-qjs, Go),
+// and the npm MCP servers `make deps` installs. A missing piece is an error naming the make target to run: tests fail on
 // it, they never skip. Only tests import this package.
 package testenv
 
