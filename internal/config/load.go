@@ -51,6 +51,9 @@ func Load(path string) (*Config, error) {
 // listing every problem found, in document order.
 func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, dir: baseDir(name)}
+	if e := checkNesting(name, data); e != nil {
+		return nil, Errors{e}
+	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, Errors{d.tomlError(data, err)}
