@@ -133,6 +133,9 @@ func (h *Host) LoadFile(path string) (*Program, error) {
 // the host does not provide are defined as traps: the agent fails only if
 // it calls one.
 func (h *Host) Load(name string, component []byte) (*Program, error) {
+	if err := checkComponentBytes(component); err != nil {
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
 	start := time.Now()
 	comp, cached, err := h.compile(component)
 	if err != nil {
