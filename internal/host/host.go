@@ -137,7 +137,7 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	start := time.Now()
-	comp, cached, err := h.compile(component)
+	comp, cached, err := h.compile(name, component)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
@@ -156,9 +156,9 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 
 // compile returns the compiled component, from the cache when it has a
 // sound entry; a refused entry is dropped and recompiled.
-func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
+func (h *Host) compile(name string, component []byte) (*wt.Component, bool, error) {
 	if h.cache == nil {
-		c, err := wt.NewComponent(h.engine, component)
+		c, err := h.compileLogged(name, component)
 		return c, false, err
 	}
 	key := h.cache.Key(component, h.fp)
@@ -174,7 +174,7 @@ func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
 		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
 		h.cache.Invalidate(key)
 	}
-	c, err := wt.NewComponent(h.engine, component)
+	c, err := h.compileLogged(name, component)
 	if err != nil {
 		return nil, false, err
 	}
