@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -154,7 +156,9 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	start := time.Now()
 	a.out, a.err = a.run(h, p, st, input, stdout, stderr)
 	if a.err != nil {
-		a.log.Warn("agent failed", zap.Duration("duration", time.Since(start)), zap.Error(a.err))
+		// The first line only: the caller reports the whole error (with
+		// a trap's backtrace) once.
+		a.log.Warn("agent failed", zap.Duration("duration", time.Since(start)), zap.String("error", headline(a.err)))
 	} else {
 		a.log.Info("agent finished", zap.Duration("duration", time.Since(start)))
 	}
@@ -225,4 +229,23 @@ func (a *Agent) explain(err error) error {
 		return fmt.Errorf("agent called exit(%d) instead of returning from run: %w", exit.Status, err)
 	}
 	return err
+}
+
+// maxHeadline bounds the error text of the host's own "agent failed" line.
+const maxHeadline = 512
+
+// headline is the first line of err, at most maxHeadline bytes.
+func headline(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > maxHeadline {
+		n := maxHeadline
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
 }
