@@ -373,7 +373,7 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("/readyz", only(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) {
 		if !s.opts.Backend.Ready() {
-			writeError(w, http.StatusServiceUnavailable, "not ready: not every tooling has connected yet")
+			writeError(w, http.StatusServiceUnavailable, "not ready: not every agent has started or not every tooling has connected yet")
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
