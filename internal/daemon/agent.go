@@ -312,6 +312,16 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		RunTimeout:    s.cfg.Limits.RunTimeout.Duration,
 		StopGrace:     s.cfg.StopGrace.Duration,
 		OnStarted:     s.recordInstantiate,
+		LogRate:       s.cfg.Limits.LogRate,
+		LogBurst:      s.cfg.Limits.LogBurst,
+		OnLogDropped:  s.recordLogDropped,
+	}
+}
+
+// recordLogDropped counts a guest log line dropped over the rate limit.
+func (s *agentService) recordLogDropped() {
+	if m := s.d.opts.metrics; m != nil {
+		m.AgentLogDropped(s.r.name)
 	}
 }
 

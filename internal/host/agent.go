@@ -39,6 +39,12 @@ type AgentConfig struct {
 	// OnStarted, if set, is called on the agent's goroutine once the
 	// component is instantiated, with how long that took, before run.
 	OnStarted func(instantiate time.Duration)
+	// LogRate bounds the guest's log lines (log.write, stdout and stderr
+	// lines) per second, LogBurst at once; 0: unlimited. OnLogDropped, if
+	// set, is called for each line dropped.
+	LogRate      float64
+	LogBurst     int
+	OnLogDropped func()
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -142,14 +148,17 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		killed:   a.killed,
 		handles:  make(map[uint32]*pump.Handle),
 	}
+	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
+	stdout.limit, stderr.limit = st.logs, st.logs
 	defer func() {
 		st.closeHandles()
 		st.pa.Close()
 		a.in.Shutdown()
 		stdout.Flush()
 		stderr.Flush()
+		st.logs.flush()
 		a.stop()
 		a.kill()
 	}()
