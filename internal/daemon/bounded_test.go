@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 )
 
 // TestFailureOutputBounded: a stack overflow (a backtrace of thousands of
@@ -57,5 +58,24 @@ restart = "never"
 		if n > 3*control.MaxLastError {
 			t.Errorf("%s: %d bytes of log for one failure", name, n)
 		}
+	}
+}
+
+// TestLogRateFromConfig: limits.log_rate and log_burst reach the agent;
+// the lines dropped are counted in the metrics.
+func TestLogRateFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	m := metrics.New()
+	r := serve(t, writeConfig(t, dir, header(t)+fmt.Sprintf(`[agent.flood]
+component = %q
+input = "xxxxx"
+restart = "never"
+limits = { log_rate = 10, log_burst = 20 }
+`, wat(t, "flood"))), WithMetrics(m))
+	r.waitAgent(t, "flood", "exited", func(a control.AgentStatus) bool { return a.State == stateExited })
+	written := r.logs.FilterMessage("flood").Len()
+	dropped, _ := metricValue(t, m, "toolhostd_agent_log_lines_dropped_total", map[string]string{"agent": "flood"})
+	if written < 20 || written > 40 || int(dropped) != 5000-written {
+		t.Errorf("%d lines written, %v dropped, of 5000", written, dropped)
 	}
 }
