@@ -206,6 +206,7 @@ func TestDefaults(t *testing.T) {
 		Name: "w", Component: "/etc/toolhostd/w.wasm", Restart: "on-failure",
 		RestartBackoff: Backoff{Duration{time.Second}, Duration{time.Minute}},
 		InboxCapacity:  1024, StopGrace: Duration{10 * time.Second},
+		Limits: Limits{LogRate: 1000, LogBurst: 10000},
 	}
 	if w == nil || !equalJSON(t, *w, wantA) {
 		t.Errorf("agent w = %+v\nwant %+v", w, wantA)

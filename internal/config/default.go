@@ -64,8 +64,10 @@ env = { MODE = "prod" }         # the agent's environment (WASI)
 restart = "on-failure"          # never | on-failure | always
 restart_backoff = { initial = "1s", max = "1m" }
 inbox_capacity = 1024           # envelopes queued for the agent before producers wait
-limits = { memory = "256MiB", fuel = 0, run_timeout = "0s" }   # 0 = unlimited; memory is
-                                # an integer (bytes) or "512KiB", "256MiB", "1GB", ...
+limits = { memory = "256MiB", fuel = 0, run_timeout = "0s", log_rate = 1000, log_burst = 10000 }
+                                # 0 = unlimited; memory is an integer (bytes) or "512KiB",
+                                # "256MiB", "1GB", ...; log_rate: guest log lines (log.write,
+                                # stdout, stderr) per second, log_burst at once; more are dropped
 stop_grace = "10s"              # on stop, time to return before the agent is interrupted
 `
 

@@ -26,6 +26,12 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("version = 1\n[tooling.a]\nurl = \"http://h\"\ntransport = \"sse\"\n"))
 	f.Add([]byte("version = 1\n[[tooling.x]]\n[agent.\"\"]\n"))
+	// Nesting at and past MaxNesting, every way TOML nests, and brackets
+	// hidden in strings and comments.
+	f.Add([]byte("version = 1\nx = " + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + "\n"))
+	f.Add([]byte("version = 1\nx = " + strings.Repeat("[{a=", 40) + "1" + strings.Repeat("}]", 40) + "\n"))
+	f.Add([]byte("version = 1\n[" + strings.Repeat("a.", 40) + "a]\n" + strings.Repeat("b.", 40) + "c = { " + strings.Repeat("d.", 40) + "e = 1 }\n"))
+	f.Add([]byte("version = 1 # [[[[\nx = [\"[[[\", '{{{', \"\"\"\n[[[\\\"\"\"\" \"\"\", '''\n{{{ '' ''', # ]]]\n]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("/cfg/f.toml", data)
 		if err != nil {

@@ -33,6 +33,8 @@ const (
 	DefaultAgentBackoffMax    = time.Minute
 	DefaultInboxCapacity      = 1024
 	DefaultStopGrace          = 10 * time.Second
+	DefaultLogRate            = 1000  // guest log lines per second
+	DefaultLogBurst           = 10000 // guest log lines at once
 )
 
 // Load reads the file at path and parses it with Parse.
@@ -51,6 +53,9 @@ func Load(path string) (*Config, error) {
 // listing every problem found, in document order.
 func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, dir: baseDir(name)}
+	if e := checkNesting(name, data); e != nil {
+		return nil, Errors{e}
+	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, Errors{d.tomlError(data, err)}
@@ -659,7 +664,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	}
 	a := &Agent{Name: name}
 	_, graceSet := m["stop_grace"]
-	var backoffSet bool
+	var backoffSet, logRateSet bool
 	d.fields(path, m, handlers{
 		"component": func(p []string, v any) {
 			s, ok := d.asPlainString(p, v)
@@ -743,6 +748,8 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 					}
 				},
 				"run_timeout": func(p []string, v any) { a.Limits.RunTimeout, _ = d.asDuration(p, v, false) },
+				"log_rate":    func(p []string, v any) { logRateSet = d.logRate(p, v, &a.Limits.LogRate) },
+				"log_burst":   func(p []string, v any) { a.Limits.LogBurst, _ = d.asInt(p, v, 1) },
 			})
 		},
 		"stop_grace": func(p []string, v any) {
@@ -766,7 +773,34 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	if !graceSet {
 		a.StopGrace = Duration{DefaultStopGrace}
 	}
+	if !logRateSet {
+		a.Limits.LogRate = DefaultLogRate
+	}
+	if a.Limits.LogBurst == 0 {
+		a.Limits.LogBurst = DefaultLogBurst
+	}
 	return a
+}
+
+// logRate decodes limits.log_rate (lines per second, an integer or a
+// float, 0 for unlimited) and reports whether it was valid.
+func (d *decoder) logRate(p []string, v any, out *float64) bool {
+	var x float64
+	switch n := v.(type) {
+	case int64:
+		x = float64(n)
+	case float64:
+		x = n
+	default:
+		d.errAt(p, "want a number of lines per second (0: unlimited), got %s", typeName(v))
+		return false
+	}
+	if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		d.errAt(p, "must be a non-negative number (0: unlimited)")
+		return false
+	}
+	*out = x
+	return true
 }
 
 func (d *decoder) knownToolings() string {

@@ -93,6 +93,11 @@ type Limits struct {
 	Memory     ByteSize `toml:"memory"`
 	Fuel       uint64   `toml:"fuel"`
 	RunTimeout Duration `toml:"run_timeout"`
+	// LogRate is how many guest log lines (log.write, stdout, stderr
+	// lines) per second the agent may write on average, LogBurst how many
+	// at once; lines over it are dropped and counted. LogRate 0: unlimited.
+	LogRate  float64 `toml:"log_rate"`
+	LogBurst int     `toml:"log_burst"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("250ms").

@@ -50,7 +50,8 @@ type Backend interface {
 	// Reload re-reads and validates the config; on error the old one keeps
 	// running and the error says why.
 	Reload() error
-	// Ready reports whether every tooling has connected at least once.
+	// Ready reports whether every agent has started (or failed to load)
+	// and every tooling has connected at least once.
 	Ready() bool
 }
 

@@ -373,7 +373,7 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.HandleFunc("/readyz", only(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) {
 		if !s.opts.Backend.Ready() {
-			writeError(w, http.StatusServiceUnavailable, "not ready: not every tooling has connected yet")
+			writeError(w, http.StatusServiceUnavailable, "not ready: not every agent has started or not every tooling has connected yet")
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -452,13 +452,16 @@ func (s *Server) listAgents(w http.ResponseWriter, _ *http.Request) {
 	if list == nil {
 		list = []AgentStatus{}
 	}
+	for i := range list {
+		list[i] = capAgent(list[i])
+	}
 	writeJSON(w, http.StatusOK, AgentList{Agents: list})
 }
 
 func (s *Server) findAgent(name string) (AgentStatus, bool) {
 	for _, a := range s.opts.Backend.Agents() {
 		if a.Name == name {
-			return a, true
+			return capAgent(a), true
 		}
 	}
 	return AgentStatus{}, false
@@ -521,6 +524,9 @@ func (s *Server) listToolings(w http.ResponseWriter, _ *http.Request) {
 	list := s.opts.Backend.Toolings()
 	if list == nil {
 		list = []ToolingStatus{}
+	}
+	for i := range list {
+		list[i].LastError = CapError(list[i].LastError)
 	}
 	writeJSON(w, http.StatusOK, ToolingList{Toolings: list})
 }

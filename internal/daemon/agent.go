@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
@@ -245,7 +247,7 @@ func (s *agentService) decide(runErr error, ran time.Duration) error {
 			r.traps++
 		}
 		if failed {
-			r.lastErr = runErr.Error()
+			r.lastErr = control.CapError(runErr.Error())
 		}
 		switch {
 		case restart:
@@ -269,15 +271,15 @@ func (s *agentService) decide(runErr error, ran time.Duration) error {
 	}
 	switch {
 	case failed:
-		s.log().Warn("agent run failed", append(fields, zap.Bool("trap", trap), zap.Error(runErr))...)
+		s.log().Warn("agent run failed", append(fields, zap.Bool("trap", trap), zap.String("error", control.CapError(runErr.Error())))...)
 	default:
 		s.log().Info("agent run returned ok", fields...)
 	}
 	switch {
 	case !restart:
 		return fmt.Errorf("agent %s: %w", s.r.name, suture.ErrDoNotRestart)
-	case failed:
-		return fmt.Errorf("agent %s: %w", s.r.name, runErr)
+	case failed: // logged above: the supervisor's event gets the first line
+		return fmt.Errorf("agent %s: %s", s.r.name, headline(runErr))
 	}
 	return nil // suture restarts a service that returns, nil included
 }
@@ -288,11 +290,11 @@ func (s *agentService) decide(runErr error, ran time.Duration) error {
 func (s *agentService) cannotRun(err error) error {
 	s.update(func(r *agentRec) {
 		r.final = true
-		r.lastErr = err.Error()
+		r.lastErr = control.CapError(err.Error())
 		r.setState(stateFailed)
 	})
-	s.log().Error("agent cannot run", zap.Error(err))
-	return fmt.Errorf("agent %s: %w (%w)", s.r.name, err, suture.ErrDoNotRestart)
+	s.log().Error("agent cannot run", zap.String("error", control.CapError(err.Error())))
+	return fmt.Errorf("agent %s: %s (%w)", s.r.name, headline(err), suture.ErrDoNotRestart)
 }
 
 func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
@@ -310,6 +312,16 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		RunTimeout:    s.cfg.Limits.RunTimeout.Duration,
 		StopGrace:     s.cfg.StopGrace.Duration,
 		OnStarted:     s.recordInstantiate,
+		LogRate:       s.cfg.Limits.LogRate,
+		LogBurst:      s.cfg.Limits.LogBurst,
+		OnLogDropped:  s.recordLogDropped,
+	}
+}
+
+// recordLogDropped counts a guest log line dropped over the rate limit.
+func (s *agentService) recordLogDropped() {
+	if m := s.d.opts.metrics; m != nil {
+		m.AgentLogDropped(s.r.name)
 	}
 }
 
@@ -349,6 +361,16 @@ func restarts(policy string, failed bool) bool {
 func isTrap(err error) bool {
 	var trap *wt.Trap
 	return errors.As(err, &trap)
+}
+
+// headline is the first line of err, cut to maxOutputLog bytes: enough to
+// name a failure where it has been logged in full already.
+func headline(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return truncate(s, maxOutputLog)
 }
 
 func truncate(s string, n int) string {

@@ -76,8 +76,15 @@ func (d *Daemon) Toolings() []control.ToolingStatus {
 	return out
 }
 
-// Ready reports whether every tooling has connected at least once.
+// Ready reports whether the first instance of every agent was started (or
+// could not be: its component did not load) and every tooling has
+// connected at least once. systemd's READY=1 waits for the same.
 func (d *Daemon) Ready() bool {
+	select {
+	case <-d.started:
+	default:
+		return false
+	}
 	d.sampleToolings(context.Background(), false)
 	d.mu.Lock()
 	defer d.mu.Unlock()

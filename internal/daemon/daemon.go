@@ -94,6 +94,7 @@ type Daemon struct {
 	served   bool
 	stopping bool
 	startWG  sync.WaitGroup // first instance of each agent at Serve
+	started  chan struct{}  // closed once startWG is done
 
 	closeOnce sync.Once
 	closeErr  error
@@ -146,6 +147,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		toolings: map[string]*toolingRec{},
 		agents:   map[string]*agentRec{},
 		notify:   newNotifier(log.Named("systemd")),
+		started:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(&d.opts)
@@ -250,15 +252,24 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	return nil
 }
 
-// announceReady tells systemd READY=1 once every agent was started and
-// the ready gate (the control socket) is open.
+// announceReady tells systemd READY=1 once the daemon is Ready (every
+// agent started or failed to, every tooling connected once), as /readyz
+// reports it, and the ready gate (the control socket) is open.
 func (d *Daemon) announceReady(ctx context.Context) {
-	started := make(chan struct{})
-	go func() { d.startWG.Wait(); close(started) }()
+	go func() { d.startWG.Wait(); close(d.started) }()
 	select {
-	case <-started:
+	case <-d.started:
 	case <-ctx.Done():
 		return
+	}
+	t := time.NewTicker(monitorEvery)
+	defer t.Stop()
+	for !d.Ready() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
 	}
 	if g := d.opts.readyGate; g != nil {
 		select {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -37,6 +39,12 @@ type AgentConfig struct {
 	// OnStarted, if set, is called on the agent's goroutine once the
 	// component is instantiated, with how long that took, before run.
 	OnStarted func(instantiate time.Duration)
+	// LogRate bounds the guest's log lines (log.write, stdout and stderr
+	// lines) per second, LogBurst at once; 0: unlimited. OnLogDropped, if
+	// set, is called for each line dropped.
+	LogRate      float64
+	LogBurst     int
+	OnLogDropped func()
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -140,21 +148,26 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		killed:   a.killed,
 		handles:  make(map[uint32]*pump.Handle),
 	}
+	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
+	stdout.limit, stderr.limit = st.logs, st.logs
 	defer func() {
 		st.closeHandles()
 		st.pa.Close()
 		a.in.Shutdown()
 		stdout.Flush()
 		stderr.Flush()
+		st.logs.flush()
 		a.stop()
 		a.kill()
 	}()
 	start := time.Now()
 	a.out, a.err = a.run(h, p, st, input, stdout, stderr)
 	if a.err != nil {
-		a.log.Warn("agent failed", zap.Duration("duration", time.Since(start)), zap.Error(a.err))
+		// The first line only: the caller reports the whole error (with
+		// a trap's backtrace) once.
+		a.log.Warn("agent failed", zap.Duration("duration", time.Since(start)), zap.String("error", headline(a.err)))
 	} else {
 		a.log.Info("agent finished", zap.Duration("duration", time.Since(start)))
 	}
@@ -225,4 +238,23 @@ func (a *Agent) explain(err error) error {
 		return fmt.Errorf("agent called exit(%d) instead of returning from run: %w", exit.Status, err)
 	}
 	return err
+}
+
+// maxHeadline bounds the error text of the host's own "agent failed" line.
+const maxHeadline = 512
+
+// headline is the first line of err, at most maxHeadline bytes.
+func headline(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > maxHeadline {
+		n := maxHeadline
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
 }

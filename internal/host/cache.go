@@ -12,6 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
 // cacheMagic ends every cache entry, followed by nothing: the trailer is
@@ -197,4 +202,22 @@ func unwrapEntry(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return payload, true
+}
+
+// compileLogged compiles a component that is not in the cache, saying so
+// at info before (a large component takes seconds) and how long it took
+// after.
+func (h *Host) compileLogged(name string, component []byte) (*wt.Component, error) {
+	where := "no compile cache"
+	if h.cache != nil {
+		where = "first start; cached in " + h.cache.Dir()
+	}
+	h.log.Info(fmt.Sprintf("compiling %s (%s)", name, where), zap.String("component", name), zap.Int("bytes", len(component)))
+	start := time.Now()
+	c, err := wt.NewComponent(h.engine, component)
+	if err != nil {
+		return nil, err
+	}
+	h.log.Info("compiled "+name, zap.String("component", name), zap.Duration("duration", time.Since(start)))
+	return c, nil
 }

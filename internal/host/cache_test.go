@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestCompileCacheRoundTrip(t *testing.T) {
@@ -209,4 +213,44 @@ func TestHostWithoutCache(t *testing.T) {
 		t.Fatal("a cache without a directory")
 	}
 	loadAndRun(t, h)
+}
+
+// TestCompileIsLogged: a component compiled (not taken from the cache)
+// says so at info before compiling, naming the cache directory, and how
+// long it took after; a start from the cache logs neither.
+func TestCompileIsLogged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	obs, logs := observer.New(zapcore.InfoLevel)
+	h, err := New(Options{CacheDir: dir, Log: zap.New(obs)}, env(t).hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	compiles := func() []observer.LoggedEntry {
+		return logs.FilterFieldKey("component").AllUntimed()
+	}
+	loadClose := func() {
+		t.Helper()
+		p, err := h.Load("echo.wat", []byte(watEcho))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+	}
+	loadClose()
+	got := compiles()
+	if len(got) != 2 {
+		t.Fatalf("logged %d compile lines, want 2: %+v", len(got), got)
+	}
+	if got[0].Message != "compiling echo.wat (first start; cached in "+dir+")" || got[0].Level != zapcore.InfoLevel {
+		t.Errorf("before: %s %q", got[0].Level, got[0].Message)
+	}
+	d, ok := got[1].ContextMap()["duration"].(time.Duration)
+	if got[1].Message != "compiled echo.wat" || got[1].Level != zapcore.InfoLevel || !ok || d <= 0 {
+		t.Errorf("after: %s %q %v", got[1].Level, got[1].Message, got[1].ContextMap())
+	}
+	loadClose()
+	if n := len(compiles()); n != 2 {
+		t.Errorf("a start from the cache logged %d more compile lines", n-2)
+	}
 }

@@ -134,8 +134,11 @@ func (h *Host) LoadFile(path string) (*Program, error) {
 // the host does not provide are defined as traps: the agent fails only if
 // it calls one.
 func (h *Host) Load(name string, component []byte) (*Program, error) {
+	if err := checkComponentBytes(component); err != nil {
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
 	start := time.Now()
-	comp, cached, err := h.compile(component)
+	comp, cached, err := h.compile(name, component)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
@@ -154,9 +157,9 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 
 // compile returns the compiled component, from the cache when it has a
 // sound entry; a refused entry is dropped and recompiled.
-func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
+func (h *Host) compile(name string, component []byte) (*wt.Component, bool, error) {
 	if h.cache == nil {
-		c, err := wt.NewComponent(h.engine, component)
+		c, err := h.compileLogged(name, component)
 		return c, false, err
 	}
 	key := h.cache.Key(component, h.fp)
@@ -172,7 +175,7 @@ func (h *Host) compile(component []byte) (*wt.Component, bool, error) {
 		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
 		h.cache.Invalidate(key)
 	}
-	c, err := wt.NewComponent(h.engine, component)
+	c, err := h.compileLogged(name, component)
 	if err != nil {
 		return nil, false, err
 	}

@@ -32,6 +32,7 @@ type agentState struct {
 	pa   *pump.Agent
 	in   *inbox.Inbox
 	log  *zap.Logger
+	logs *logLimiter // guest log lines
 	// stopping ends when the host asks the agent to stop: blocking tooling
 	// operations then fail with cancelled.
 	stopping context.Context
@@ -322,7 +323,12 @@ func defineLog(root *wt.LinkerInstance) error {
 		if err != nil {
 			return err
 		}
-		if ce := stateOf(c).log.Check(lvl, guestText(msg)); ce != nil {
+		st := stateOf(c)
+		if ce := st.log.Check(lvl, ""); ce != nil && st.logs.allow() {
+			if len(msg) > maxLine {
+				msg = msg[:maxLine] + "…"
+			}
+			ce.Message = guestText(msg)
 			ce.Write()
 		}
 		return nil

@@ -17,6 +17,7 @@ const maxLine = 16 << 10
 type lineLogger struct {
 	log    *zap.Logger
 	stream string
+	limit  *logLimiter // nil: unlimited
 
 	mu  sync.Mutex
 	buf []byte
@@ -62,6 +63,9 @@ func (w *lineLogger) Flush() {
 
 func (w *lineLogger) emit(line []byte) {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if !w.limit.allow() {
+		return
+	}
 	w.log.Info(guestText(string(line)), zap.String("stream", w.stream))
 }
 

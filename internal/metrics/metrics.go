@@ -46,6 +46,7 @@ type Metrics struct {
 	resubFailed *prometheus.CounterVec
 	traps       *prometheus.CounterVec
 	instantiate *prometheus.HistogramVec
+	logDropped  *prometheus.CounterVec
 
 	state *stateCollector
 
@@ -99,6 +100,10 @@ func New() *Metrics {
 			Help:    "Time to instantiate an agent's component (compile cache hit or miss included), by agent.",
 			Buckets: prometheus.ExponentialBucketsRange(0.00001, 30, 15),
 		}, []string{"agent"}),
+		logDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "agent", Name: "log_lines_dropped_total",
+			Help: "Guest log lines (log.write, stdout, stderr) dropped over the agent's limits.log_rate, by agent.",
+		}, []string{"agent"}),
 		inboxes: map[string]*inboxSource{},
 	}
 	m.state = &stateCollector{m: m}
@@ -106,7 +111,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed,
-		m.traps, m.instantiate, m.state,
+		m.traps, m.instantiate, m.logDropped, m.state,
 	)
 	return m
 }
@@ -127,6 +132,12 @@ func (m *Metrics) AgentInstantiated(agent string, d time.Duration) {
 // AgentTrapped records that one run of the agent ended in a trap.
 func (m *Metrics) AgentTrapped(agent string) {
 	m.traps.WithLabelValues(agent).Inc()
+}
+
+// AgentLogDropped records that one guest log line of the agent was
+// dropped over its rate limit.
+func (m *Metrics) AgentLogDropped(agent string) {
+	m.logDropped.WithLabelValues(agent).Inc()
 }
 
 // AgentInbox makes scrapes report the coalesced updates and the deliveries
@@ -157,6 +168,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	l := prometheus.Labels{"agent": agent}
 	m.traps.DeletePartialMatch(l)
 	m.instantiate.DeletePartialMatch(l)
+	m.logDropped.DeletePartialMatch(l)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer

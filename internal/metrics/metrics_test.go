@@ -438,6 +438,9 @@ func TestScrape(t *testing.T) {
 	m.SetBackend(be)
 	m.AgentTrapped("a")
 	m.AgentTrapped("a")
+	for range 3 {
+		m.AgentLogDropped("a")
+	}
 	m.AgentInstantiated("a", 40*time.Microsecond)
 	m.AgentInstantiated("a", 2*time.Second)
 
@@ -498,6 +501,7 @@ func TestScrape(t *testing.T) {
 		"toolhostd_agent_inbox_depth":                  dto.MetricType_GAUGE,
 		"toolhostd_agent_coalesced_updates_total":      dto.MetricType_COUNTER,
 		"toolhostd_agent_instantiate_duration_seconds": dto.MetricType_HISTOGRAM,
+		"toolhostd_agent_log_lines_dropped_total":      dto.MetricType_COUNTER,
 	}
 	var missing []string
 	for name, typ := range wantFamilies {
@@ -527,6 +531,7 @@ func TestScrape(t *testing.T) {
 		{"toolhostd_agent_restarts_total", []string{"agent=a"}, 2},
 		{"toolhostd_agent_inbox_depth", []string{"agent=a"}, 3},
 		{"toolhostd_agent_traps_total", []string{"agent=a"}, 2},
+		{"toolhostd_agent_log_lines_dropped_total", []string{"agent=a"}, 3},
 		{"toolhostd_agent_coalesced_updates_total", []string{"agent=a"}, 2},
 		{"toolhostd_agent_deliveries_total", []string{"agent=a"}, 2},
 		{"toolhostd_tooling_connected", []string{"tooling=fs"}, 1},
@@ -552,7 +557,7 @@ func TestScrape(t *testing.T) {
 	m.ForgetAgent("a")
 	m.ForgetTooling("fs")
 	g := families(t, m)
-	for _, name := range []string{"toolhostd_agent_traps_total", "toolhostd_agent_instantiate_duration_seconds", "toolhostd_agent_coalesced_updates_total",
+	for _, name := range []string{"toolhostd_agent_traps_total", "toolhostd_agent_instantiate_duration_seconds", "toolhostd_agent_coalesced_updates_total", "toolhostd_agent_log_lines_dropped_total",
 		"toolhostd_agent_deliveries_total", "toolhostd_tooling_calls_total", "toolhostd_pump_reads_total", "toolhostd_pump_updates_received_total"} {
 		if g[name] != nil {
 			t.Errorf("%s still has %d series", name, len(g[name].GetMetric()))

@@ -66,6 +66,13 @@ func (b *Backend) AddAgent(a control.AgentStatus) {
 	b.mu.Unlock()
 }
 
+// AddTooling adds a tooling.
+func (b *Backend) AddTooling(ts control.ToolingStatus) {
+	b.mu.Lock()
+	b.toolings = append(b.toolings, ts)
+	b.mu.Unlock()
+}
+
 // Actions returns the actions performed, e.g. "restart a", "reload".
 func (b *Backend) Actions() []string {
 	b.mu.Lock()

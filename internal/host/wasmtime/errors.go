@@ -99,6 +99,9 @@ func (f Frame) String() string {
 	if f.Module != "" {
 		name = f.Module + "!" + name
 	}
+	if f.ModuleOffset == ^uint(0) { // wasmtime knows no offset (a trap at entry)
+		return name
+	}
 	return fmt.Sprintf("%s @ 0x%x", name, f.ModuleOffset)
 }
 
@@ -113,7 +116,9 @@ type Trap struct {
 }
 
 // Error is one line (the trap and its innermost frame), followed, when the
-// guest was more than one frame deep, by the whole guest backtrace.
+// guest was more than one frame deep, by the guest backtrace: repeated
+// frames collapsed ("… 16,300 more frames of f"), and at most
+// maxShownLines lines.
 func (t *Trap) Error() string {
 	var b strings.Builder
 	b.WriteString("wasmtime: ")
@@ -134,9 +139,7 @@ func (t *Trap) Error() string {
 	}
 	if len(t.Backtrace) > 1 {
 		b.WriteString("\nguest backtrace:")
-		for i, f := range t.Backtrace {
-			fmt.Fprintf(&b, "\n  %d: %s", i, f)
-		}
+		formatBacktrace(&b, t.Backtrace)
 	}
 	return b.String()
 }

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// parseAlloc parses data and returns its error and the bytes allocated.
+func parseAlloc(t *testing.T, data []byte) (error, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse("/cfg/deep.toml", data)
+	runtime.ReadMemStats(&after)
+	return err, after.TotalAlloc - before.TotalAlloc
+}
+
+// maxParseAlloc is the most any config under 1 MiB may cost to validate.
+const maxParseAlloc = 50 << 20
+
+// TestNestingLimit: a config nested 10,000 levels deep (every way TOML
+// nests) is refused at once with the position of the first level too deep
+// and its key, and costs next to nothing (it cost about 1 GB).
+func TestNestingLimit(t *testing.T) {
+	const n = 10000
+	for _, tc := range []struct {
+		name, doc string
+		line, col int
+		key, msg  string
+	}{
+		{"arrays", "version = 1\n[tooling.a]\nargs = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
+			3, 8 + MaxNesting, "tooling.a.args", "arrays and inline tables nested more than 16 deep"},
+		{"inline tables", "version = 1\nx = " + strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n) + "\n",
+			2, 5 + 3*MaxNesting, "x", "arrays and inline tables nested more than 16 deep"},
+		{"mixed", "version = 1\nx = " + strings.Repeat("[{a=", n) + "1" + strings.Repeat("}]", n) + "\n",
+			2, 5 + 4*(MaxNesting/2), "x", "arrays and inline tables nested more than 16 deep"},
+		{"dotted key", "version = 1\n\n  " + strings.Repeat("a.", n) + "a = 1\n",
+			3, 3, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.…", "key has 10001 parts; at most 16 are allowed"},
+		{"table header", "version = 1\n[" + strings.Repeat("a.", n) + "a]\n",
+			2, 1, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.…", "table name has 10001 parts; at most 16 are allowed"},
+		{"inline dotted key", "version = 1\n[tooling.a]\nenv = { " + strings.Repeat("b.", n) + "b = \"x\" }\n",
+			3, 9, ("tooling.a.env." + strings.Repeat("b.", 40))[:80] + "…", "key has 10001 parts; at most 16 are allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err, alloc := parseAlloc(t, []byte(tc.doc))
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) != 1 {
+				t.Fatalf("want one error, got %v", err)
+			}
+			e := errs[0]
+			if e.File != "/cfg/deep.toml" || e.Line != tc.line || e.Col != tc.col || e.Key != tc.key || e.Msg != tc.msg {
+				t.Errorf("error = %s:%d:%d key %q msg %q\nwant line %d col %d key %q msg %q", e.File, e.Line, e.Col, e.Key, e.Msg, tc.line, tc.col, tc.key, tc.msg)
+			}
+			if alloc > 1<<20 {
+				t.Errorf("refusing it allocated %d bytes", alloc)
+			}
+		})
+	}
+}
+
+// TestNestingWithinLimit: nesting up to the limit, and brackets, dots and
+// quotes inside strings and comments, are left to the parser and the
+// schema.
+func TestNestingWithinLimit(t *testing.T) {
+	noNesting := func(t *testing.T, doc string) error {
+		t.Helper()
+		_, err := Parse("/cfg/ok.toml", []byte(doc))
+		if err != nil && (strings.Contains(err.Error(), "nested more than") || strings.Contains(err.Error(), "parts; at most") || strings.Contains(err.Error(), "more than 10000")) {
+			t.Fatalf("refused as too deep or too large:\n%s\n%v", doc, err)
+		}
+		return err
+	}
+	deep := "version = 1\nx = " + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + "\n"
+	if err := noNesting(t, deep); err == nil || !strings.Contains(err.Error(), "x: unknown key") {
+		t.Errorf("want the schema's unknown key, got %v", err)
+	}
+	dotted := "version = 1\n" + strings.Repeat("a.", MaxNesting-1) + "a = 1\n"
+	if err := noNesting(t, dotted); err == nil || !strings.Contains(err.Error(), "a: unknown key") {
+		t.Errorf("want the schema's unknown key, got %v", err)
+	}
+	quoted := `version = 1 # [[[[[[[[[[[[[[[[[[[[[[[[[[ "
+[tooling."a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t"] # [[[[
+command = "node"
+args = ["[[[[[[[[[[[[[[[[[[[[[[[[[", '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{', """
+[[[[[[[[[[[[[[[[[[[[[[[[ \""" "\\""", '''
+{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{ '' ''',
+  # ]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]
+  "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t",
+]
+env = { "x.y.z.a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q" = "[[[[[[[[[[[[[[[[[[[[{{{{{{{{{{{{{{{" }
+`
+	if err := noNesting(t, quoted); err == nil || !strings.Contains(err.Error(), `tooling."a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t"`) {
+		t.Errorf("want the schema's error on the tooling name, got %v", err)
+	}
+	// A multi-line string's lines are counted: the error after it is at
+	// the right line.
+	after := "version = 1\nx = \"\"\"\na\\\nb\n\"\"\"\ny = " + strings.Repeat("[", MaxNesting+1) + "\n"
+	_, err := Parse("/cfg/ok.toml", []byte(after))
+	if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("/cfg/ok.toml:6:%d: y: arrays and inline tables nested", 5+MaxNesting)) {
+		t.Errorf("want the nesting error at 6:%d, got %v", 5+MaxNesting, err)
+	}
+}
+
+// TestParseCostBound: no config under 1 MiB costs more than ~50 MB to
+// parse and validate, whatever its shape: deep, wide, many tables, many
+// keys, many errors.
+func TestParseCostBound(t *testing.T) {
+	const size = 1<<20 - 64
+	fill := func(head, unit, tail string) string {
+		var b strings.Builder
+		b.WriteString(head)
+		for i := 0; b.Len()+len(unit)+len(tail)+8 < size; i++ {
+			b.WriteString(strings.ReplaceAll(unit, "N", fmt.Sprint(i)))
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+	for _, tc := range []struct{ name, doc string }{
+		{"deep arrays", "version = 1\nx = " + strings.Repeat("[", size/2-10) + strings.Repeat("]", size/2-10) + "\n"},
+		{"deep inline tables", "version = 1\nx = " + fill("", "{a=", "") + "\n"},
+		{"long dotted key", fill("version = 1\n", "a.", "a = 1\n")},
+		{"wide array", fill("version = 1\nx = [", "1,", "1]\n")},
+		{"wide nested arrays", fill("version = 1\nx = [", "[[[1]]],", "1]\n")},
+		{"long args", fill("version = 1\n[tooling.a]\ncommand = \"x\"\nargs = [", `"",`, "\"\"]\n")},
+		{"many toolings", fill("version = 1\n", "[tooling.tN]\ncommand = \"x\"\n", "")},
+		{"many bad toolings", fill("version = 1\n", "[tooling.tN]\ncomand = \"x\"\n", "")},
+		{"many keys", fill("version = 1\n[x]\n", "kN = 1\n", "")},
+		{"many array tables", fill("version = 1\n", "[[x]]\n", "")},
+		{"big env", fill("version = 1\n[tooling.a]\ncommand = \"x\"\nenv = {", `kN = "",`, "z = \"\"}\n")},
+		{"long string", "version = 1\n[tooling.a]\ncommand = \"" + strings.Repeat("x", size-40) + "\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.doc) >= 1<<20 {
+				t.Fatalf("document of %d bytes", len(tc.doc))
+			}
+			_, alloc := parseAlloc(t, []byte(tc.doc))
+			if alloc > maxParseAlloc {
+				t.Errorf("%d bytes allocated for a %d-byte config; the bound is %d", alloc, len(tc.doc), maxParseAlloc)
+			}
+		})
+	}
+}
