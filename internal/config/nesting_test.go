@@ -9,14 +9,14 @@ import (
 )
 
 // parseAlloc parses data and returns its error and the bytes allocated.
-func parseAlloc(t *testing.T, data []byte) (error, uint64) {
+func parseAlloc(t *testing.T, data []byte) (uint64, error) {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	_, err := Parse("/cfg/deep.toml", data)
 	runtime.ReadMemStats(&after)
-	return err, after.TotalAlloc - before.TotalAlloc
+	return after.TotalAlloc - before.TotalAlloc, err
 }
 
 // maxParseAlloc is the most any config under 1 MiB may cost to validate.
@@ -46,7 +46,7 @@ func TestNestingLimit(t *testing.T) {
 			3, 9, ("tooling.a.env." + strings.Repeat("b.", 40))[:80] + "…", "key has 10001 parts; at most 16 are allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err, alloc := parseAlloc(t, []byte(tc.doc))
+			alloc, err := parseAlloc(t, []byte(tc.doc))
 			var errs Errors
 			if !errors.As(err, &errs) || len(errs) != 1 {
 				t.Fatalf("want one error, got %v", err)
@@ -137,7 +137,7 @@ func TestParseCostBound(t *testing.T) {
 			if len(tc.doc) >= 1<<20 {
 				t.Fatalf("document of %d bytes", len(tc.doc))
 			}
-			_, alloc := parseAlloc(t, []byte(tc.doc))
+			alloc, _ := parseAlloc(t, []byte(tc.doc))
 			if alloc > maxParseAlloc {
 				t.Errorf("%d bytes allocated for a %d-byte config; the bound is %d", alloc, len(tc.doc), maxParseAlloc)
 			}

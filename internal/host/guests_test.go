@@ -40,3 +40,20 @@ func forGuests(t *testing.T, f func(t *testing.T, g guest)) {
 		})
 	}
 }
+
+// exampleDirs are the build/ directories of the example agents: the JS
+// examples built with componentize-js and componentize-qjs, and their Go
+// ports.
+var exampleDirs = []string{"agents", "agents-go", "agents-qjs"}
+
+// forExamples runs f as one subtest per build of the examples, each with
+// the in-process server's records reset.
+func forExamples(t *testing.T, f func(t *testing.T, dir string)) {
+	t.Helper()
+	for _, dir := range exampleDirs {
+		t.Run(dir, func(t *testing.T) {
+			env(t)
+			f(t, dir)
+		})
+	}
+}

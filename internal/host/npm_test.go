@@ -10,7 +10,9 @@ import (
 )
 
 // End-to-end runs against the npm MCP servers and the example agents of
-// examples/agents (built into build/agents by make agents).
+// examples/agents (built into build/agents by make agents, and into
+// build/agents-qjs with componentize-qjs) and their Go ports in
+// examples/agents-go (build/agents-go): every example test runs on all three.
 
 func TestProbeEverything(t *testing.T) {
 	s := env(t)
@@ -84,123 +86,129 @@ func TestProbeFilesystem(t *testing.T) {
 }
 
 func TestExampleHello(t *testing.T) {
-	s := env(t)
-	p := s.program(t, "agents", "hello")
-	cases := []struct {
-		name   string
-		grants []string
-		input  string
-		want   []string // regexps, one per output line
-	}{
-		{
-			name: "defaults",
-			want: []string{
-				`^everything \(mcp\): \d+ tools: .*\becho\b`,
-				`^filesystem \(mcp\): \d+ tools: .*\bread_text_file\b`,
-				`^everything\.echo\(\{"message":"hello from a WebAssembly agent"\}\) -> Echo: hello from a WebAssembly agent$`,
+	forExamples(t, func(t *testing.T, dir string) {
+		s := env(t)
+		p := s.program(t, dir, "hello")
+		cases := []struct {
+			name   string
+			grants []string
+			input  string
+			want   []string // regexps, one per output line
+		}{
+			{
+				name: "defaults",
+				want: []string{
+					`^everything \(mcp\): \d+ tools: .*\becho\b`,
+					`^filesystem \(mcp\): \d+ tools: .*\bread_text_file\b`,
+					`^everything\.echo\(\{"message":"hello from a WebAssembly agent"\}\) -> Echo: hello from a WebAssembly agent$`,
+				},
 			},
-		},
-		{
-			name:   "not found and denied",
-			grants: []string{"mem"},
-			input:  `{"toolings": ["mem", "everything", "nothing"], "call": {"tooling": "mem", "tool": "echo", "arguments": {"text": "hey"}}}`,
-			want: []string{
-				`^mem \(mcp\): 4 tools: echo, fail, gate, slow$`,
-				`^everything: denied: .*`,
-				`^nothing: not-found: .*`,
-				`^mem\.echo\(\{"text":"hey"\}\) -> hey$`,
+			{
+				name:   "not found and denied",
+				grants: []string{"mem"},
+				input:  `{"toolings": ["mem", "everything", "nothing"], "call": {"tooling": "mem", "tool": "echo", "arguments": {"text": "hey"}}}`,
+				want: []string{
+					`^mem \(mcp\): 4 tools: echo, fail, gate, slow$`,
+					`^everything: denied: .*`,
+					`^nothing: not-found: .*`,
+					`^mem\.echo\(\{"text":"hey"\}\) -> hey$`,
+				},
 			},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			o := probeOpts{name: "hello", grants: tc.grants}
-			out, err := waitAgent(t, s.host.Start(p, o.config(), tc.input), 60*time.Second)
-			if err != nil {
-				t.Fatalf("hello failed: %v", err)
-			}
-			lines := strings.Split(out, "\n")
-			if len(lines) != len(tc.want) {
-				t.Fatalf("hello said:\n%s\nwant %d lines", out, len(tc.want))
-			}
-			for i, w := range tc.want {
-				if !regexp.MustCompile(w).MatchString(lines[i]) {
-					t.Errorf("line %d %q does not match %s", i, lines[i], w)
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				o := probeOpts{name: "hello", grants: tc.grants}
+				out, err := waitAgent(t, s.host.Start(p, o.config(), tc.input), 60*time.Second)
+				if err != nil {
+					t.Fatalf("hello failed: %v", err)
 				}
-			}
-		})
-	}
+				lines := strings.Split(out, "\n")
+				if len(lines) != len(tc.want) {
+					t.Fatalf("hello said:\n%s\nwant %d lines", out, len(tc.want))
+				}
+				for i, w := range tc.want {
+					if !regexp.MustCompile(w).MatchString(lines[i]) {
+						t.Errorf("line %d %q does not match %s", i, lines[i], w)
+					}
+				}
+			})
+		}
+	})
 }
 
 func TestExampleFanout(t *testing.T) {
-	s := env(t)
-	p := s.program(t, "agents", "fanout")
-	for _, tc := range []struct{ name, input, want string }{
-		{"everything", "", "calls=10 results=10 errors=0 slow: open=true cancel=true open-after=false"},
-		{"mem", `{"tooling": "mem", "n": 25, "arguments": {"text": "x"}, "slow": {"tool": "slow", "arguments": {"tag": "fanout"}}}`,
-			"calls=25 results=25 errors=0 slow: open=true cancel=true open-after=false"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "fanout"}, tc.input), 60*time.Second)
-			if err != nil || out != tc.want {
-				t.Fatalf("fanout = %q, %v; want %q", out, err, tc.want)
-			}
-		})
-	}
+	forExamples(t, func(t *testing.T, dir string) {
+		s := env(t)
+		p := s.program(t, dir, "fanout")
+		for _, tc := range []struct{ name, input, want string }{
+			{"everything", "", "calls=10 results=10 errors=0 slow: open=true cancel=true open-after=false"},
+			{"mem", `{"tooling": "mem", "n": 25, "arguments": {"text": "x"}, "slow": {"tool": "slow", "arguments": {"tag": "fanout"}}}`,
+				"calls=25 results=25 errors=0 slow: open=true cancel=true open-after=false"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "fanout"}, tc.input), 60*time.Second)
+				if err != nil || out != tc.want {
+					t.Fatalf("fanout = %q, %v; want %q", out, err, tc.want)
+				}
+			})
+		}
+	})
 }
 
 func TestExampleWatch(t *testing.T) {
-	s := env(t)
-	p := s.program(t, "agents", "watch")
-	t.Run("mem", func(t *testing.T) {
-		const uri = "test://sub/watch"
-		a := s.host.Start(p, AgentConfig{Name: "watch"}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
-		eventually(t, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
-		// One update at a time, so that none coalesces with the next. The
-		// server counts the subscribe before the host has it: an update
-		// sent in between reaches no subscription, so it is sent again.
-		for i := 1; i <= 3; i++ {
-			deadline := time.Now().Add(20 * time.Second)
-			for a.Inbox().Stats().Delivered < uint64(i) {
-				if time.Now().After(deadline) {
-					t.Fatalf("update %d never reached the guest", i)
-				}
-				s.mem.update(t, uri, fmt.Sprint("w", i))
-				for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end) && a.Inbox().Stats().Delivered < uint64(i); {
-					time.Sleep(2 * time.Millisecond)
+	forExamples(t, func(t *testing.T, dir string) {
+		s := env(t)
+		p := s.program(t, dir, "watch")
+		t.Run("mem", func(t *testing.T) {
+			const uri = "test://sub/watch"
+			a := s.host.Start(p, AgentConfig{Name: "watch"}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
+			eventually(t, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
+			// One update at a time, so that none coalesces with the next. The
+			// server counts the subscribe before the host has it: an update
+			// sent in between reaches no subscription, so it is sent again.
+			for i := 1; i <= 3; i++ {
+				deadline := time.Now().Add(20 * time.Second)
+				for a.Inbox().Stats().Delivered < uint64(i) {
+					if time.Now().After(deadline) {
+						t.Fatalf("update %d never reached the guest", i)
+					}
+					s.mem.update(t, uri, fmt.Sprint("w", i))
+					for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end) && a.Inbox().Stats().Delivered < uint64(i); {
+						time.Sleep(2 * time.Millisecond)
+					}
 				}
 			}
-		}
-		out, err := waitAgent(t, a, 20*time.Second)
-		if err != nil || out != "3 updates of "+uri {
-			t.Fatalf("watch = %q, %v", out, err)
-		}
-		eventually(t, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
-	})
-	t.Run("stopped", func(t *testing.T) {
-		const uri = "test://sub/stop"
-		a := s.host.Start(p, AgentConfig{Name: "watch", StopGrace: 10 * time.Second}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
-		eventually(t, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
-		// Past subscribe-resource and into recv (a stop during the
-		// subscribe makes watch.js throw the cancelled host-error out of
-		// run; TestUncaughtExceptions covers that).
-		time.Sleep(500 * time.Millisecond)
-		a.Stop()
-		out, err := waitAgent(t, a, 20*time.Second)
-		if err != nil || out != "0 updates of "+uri {
-			t.Fatalf("stopped watch = %q, %v; want a clean return on the shutdown envelope", out, err)
-		}
-	})
-	t.Run("everything", func(t *testing.T) {
-		// server-everything sends an update every 5s once toggled on (once
-		// per session: a second toggle turns them off).
-		input := `{"count": 1}`
-		if !s.everythingToggled.CompareAndSwap(false, true) {
-			input = `{"count": 1, "toggle": false}`
-		}
-		out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "watch"}, input), 60*time.Second)
-		if err != nil || out != "1 updates of demo://resource/static/document/features.md" {
-			t.Fatalf("watch = %q, %v", out, err)
-		}
+			out, err := waitAgent(t, a, 20*time.Second)
+			if err != nil || out != "3 updates of "+uri {
+				t.Fatalf("watch = %q, %v", out, err)
+			}
+			eventually(t, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
+		})
+		t.Run("stopped", func(t *testing.T) {
+			const uri = "test://sub/stop"
+			a := s.host.Start(p, AgentConfig{Name: "watch", StopGrace: 10 * time.Second}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
+			eventually(t, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
+			// Past subscribe-resource and into recv (a stop during the
+			// subscribe makes watch.js throw the cancelled host-error out of
+			// run; TestUncaughtExceptions covers that).
+			time.Sleep(500 * time.Millisecond)
+			a.Stop()
+			out, err := waitAgent(t, a, 20*time.Second)
+			if err != nil || out != "0 updates of "+uri {
+				t.Fatalf("stopped watch = %q, %v; want a clean return on the shutdown envelope", out, err)
+			}
+		})
+		t.Run("everything", func(t *testing.T) {
+			// server-everything sends an update every 5s once toggled on (once
+			// per session: a second toggle turns them off).
+			input := `{"count": 1}`
+			if !s.everythingToggled.CompareAndSwap(false, true) {
+				input = `{"count": 1, "toggle": false}`
+			}
+			out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "watch"}, input), 60*time.Second)
+			if err != nil || out != "1 updates of demo://resource/static/document/features.md" {
+				t.Fatalf("watch = %q, %v", out, err)
+			}
+		})
 	})
 }

@@ -40,6 +40,18 @@ func defaults() options {
 func fanout(input string) (string, error) {
 	o := defaults()
 	if strings.TrimSpace(input) != "" {
+		// As JS's {...defaults, ...input}: a key given replaces its
+		// default wholesale (json.Unmarshal alone would merge maps).
+		var given map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(input), &given); err != nil {
+			return "", err
+		}
+		if _, ok := given["arguments"]; ok {
+			o.Arguments = nil
+		}
+		if _, ok := given["slow"]; ok {
+			o.Slow = nil
+		}
 		if err := json.Unmarshal([]byte(input), &o); err != nil {
 			return "", err
 		}

@@ -33,6 +33,16 @@ func defaults() options {
 func hello(input string) (string, error) {
 	o := defaults()
 	if strings.TrimSpace(input) != "" {
+		// As JS's {...defaults, ...input}: a key given replaces its
+		// default wholesale (json.Unmarshal alone would merge into the
+		// default call's arguments).
+		var given map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(input), &given); err != nil {
+			return "", err
+		}
+		if _, ok := given["call"]; ok {
+			o.Call = nil
+		}
 		if err := json.Unmarshal([]byte(input), &o); err != nil {
 			return "", err
 		}
