@@ -254,6 +254,9 @@ func (d *daemon) waitAgentsRunning(t *testing.T, want []string, list func(contex
 			var names []string
 			running := true
 			for _, a := range last {
+				if a.State == "failed" || a.State == "exited" {
+					t.Fatalf("agent %s %s: %s\n%s", a.Name, a.State, a.LastError, d.stderr.String())
+				}
 				names = append(names, a.Name)
 				running = running && a.State == "running"
 			}
@@ -272,6 +275,15 @@ func (d *daemon) waitAgentsRunning(t *testing.T, want []string, list func(contex
 func (d *daemon) stop(t *testing.T) {
 	t.Helper()
 	d.exited(t)
+	servers := 0
+	for _, p := range processesUnder(d.l.root) {
+		if strings.Contains(p, "/node_modules/@modelcontextprotocol/") {
+			servers++
+		}
+	}
+	if servers == 0 {
+		t.Fatalf("no MCP server process of the layout is running: %v", processesUnder(d.l.root))
+	}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -378,10 +390,11 @@ func (d *daemon) waitHTTP(t *testing.T, addr, path string) {
 	t.Fatalf("GET %s%s: %d %v\n%s", addr, path, code, err, d.stderr.String())
 }
 
-// TestImage runs the image's layout as `docker run` would: the image's own
+// TestLayout runs the image's layout as `docker run` would (the image's own
 // config with the plain ENTRYPOINT and CMD, then with the README's
-// control-port command.
-func TestImage(t *testing.T) {
+// control-port command) and as deploy/k8s's Deployment would (its
+// ConfigMap's config, args, env and probes), all against one layout.
+func TestLayout(t *testing.T) {
 	im := parseDockerfile(t, filepath.Join(testenv.Root(t), "Dockerfile"))
 	checkImage(t, im)
 	l := newLayout(t, im)
@@ -442,6 +455,8 @@ func TestImage(t *testing.T) {
 		d.waitAgentsRunning(t, agents, c.Agents)
 		d.stop(t)
 	})
+
+	t.Run("kubernetes", func(t *testing.T) { runKubernetes(t, l, im) })
 }
 
 // checkImage checks what the layout test relies on and what the image
