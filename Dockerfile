@@ -6,17 +6,18 @@
 # root and runs this file's ENTRYPOINT, CMD, ENV, USER and HEALTHCHECK there.
 #
 #   docker build -t toolhostd .
-# The example agents against the bundled MCP servers, JSON logs on stderr:
+# The example agents against the bundled MCP servers, JSON logs on stderr,
+# and (from another shell) their state, which the HEALTHCHECK asks too:
 #   docker run --rm --name toolhostd toolhostd
 #   docker exec toolhostd toolhostd ps
-# Keep the compile cache in a named volume (a first start compiles each
+# Your own config (paths as the container sees them, see README.md) and
+# agents, the compile cache in a named volume (a first start compiles each
 # agent for 5-15 s, later starts load it in milliseconds):
-#   docker run --rm -v toolhostd-cache:/var/cache/toolhostd toolhostd
-# Your own config (absolute paths as the container sees them) and agents:
-#   docker run --rm -v "$PWD/my.toml:/etc/toolhostd/toolhostd.toml:ro" -v "$PWD/agents:/srv/agents:ro" toolhostd
+#   docker run --rm -v toolhostd-cache:/var/cache/toolhostd -v "$PWD/my.toml:/etc/toolhostd/toolhostd.toml:ro" -v "$PWD/build/agents:/srv/agents:ro" toolhostd
 # The control API on TCP: /healthz and /readyz open, the rest behind the token:
-#   docker run --rm -p 7070:7070 -e TOOLHOSTD_CONTROL_TOKEN="$(openssl rand -hex 32)" \
-#     toolhostd serve --control-listen 0.0.0.0:7070
+#   TOKEN=$(openssl rand -hex 32)
+#   docker run --rm -p 7070:7070 -e TOOLHOSTD_CONTROL_TOKEN="$TOKEN" toolhostd serve --control-listen 0.0.0.0:7070
+#   curl -H "Authorization: Bearer $TOKEN" http://localhost:7070/v1/agents
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
