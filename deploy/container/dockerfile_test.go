@@ -39,7 +39,7 @@ func instructions(text string) []string {
 			continue
 		}
 		if more, ok := strings.CutSuffix(s, "\\"); ok {
-			cur.WriteString(more)
+			cur.WriteString(strings.TrimSpace(more))
 			cur.WriteString(" ")
 			continue
 		}
