@@ -31,7 +31,7 @@ import (
 // compiles each 12 MB componentize-js agent (5-15 s, several at once on a
 // loaded machine).
 const (
-	runningWithin = 4 * time.Minute
+	runningWithin = 6 * time.Minute
 	stopWithin    = 60 * time.Second
 )
 
