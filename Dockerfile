@@ -1,9 +1,23 @@
 # syntax=docker/dockerfile:1
-# toolhostd in a container: a cgo build stage, then a non-root runtime image
-# with Node.js for the npm MCP servers of package.json and the example
-# agents in /opt/toolhostd/agents.
+# toolhostd in a container: a cgo build stage, the example agents compiled
+# with componentize-js, then a non-root runtime image with Node.js for the
+# npm MCP servers. deploy/container/install-layout.sh lays the runtime image
+# out; deploy/container's layout test runs the same script into a temporary
+# root and runs this file's ENTRYPOINT, CMD, ENV, USER and HEALTHCHECK there.
+#
 #   docker build -t toolhostd .
-#   docker run -v $PWD/configs/example.toml:/etc/toolhostd/toolhostd.toml:ro toolhostd
+# The example agents against the bundled MCP servers, JSON logs on stderr,
+# and (from another shell) their state, which the HEALTHCHECK asks too:
+#   docker run --rm --name toolhostd toolhostd
+#   docker exec toolhostd toolhostd ps
+# Your own config (paths as the container sees them, see README.md) and
+# agents, the compile cache in a named volume (a first start compiles each
+# agent for 5-15 s, later starts load it in milliseconds):
+#   docker run --rm -v toolhostd-cache:/var/cache/toolhostd -v "$PWD/my.toml:/etc/toolhostd/toolhostd.toml:ro" -v "$PWD/build/agents:/srv/agents:ro" toolhostd
+# The control API on TCP: /healthz and /readyz open, the rest behind the token:
+#   TOKEN=$(openssl rand -hex 32)
+#   docker run --rm -p 7070:7070 -e TOOLHOSTD_CONTROL_TOKEN="$TOKEN" toolhostd serve --control-listen 0.0.0.0:7070
+#   curl -H "Authorization: Bearer $TOKEN" http://localhost:7070/v1/agents
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -27,26 +41,30 @@ RUN mkdir -p /out/agents && for f in examples/agents/*.js; do \
     done
 
 FROM node:20-bookworm-slim
+# The daemon's user; numeric in USER below so that Kubernetes'
+# runAsNonRoot can check it.
 RUN groupadd --system --gid 10001 toolhostd \
- && useradd --system --uid 10001 --gid toolhostd --home-dir /var/lib/toolhostd --create-home toolhostd \
- && install -d -o toolhostd -g toolhostd -m 0700 /var/cache/toolhostd \
- && install -d -o toolhostd -g toolhostd -m 0750 /run/toolhostd /etc/toolhostd
-# The MCP servers the example config names (runtime dependencies only).
-WORKDIR /opt/toolhostd
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY configs ./configs
-COPY examples/files ./examples/files
-COPY --from=agents /out/agents ./agents
-COPY --from=build /out/toolhostd /usr/local/bin/toolhostd
+ && useradd --system --uid 10001 --gid toolhostd --home-dir /var/lib/toolhostd --no-create-home \
+      --shell /usr/sbin/nologin toolhostd
+# toolhostd, the agents, the MCP servers (npm ci --omit=dev), the config,
+# and the writable directories owned by the daemon's user.
+RUN --mount=type=bind,target=/src \
+    --mount=type=bind,from=build,source=/out,target=/in/bin \
+    --mount=type=bind,from=agents,source=/out/agents,target=/in/agents \
+    bash /src/deploy/container/install-layout.sh --root / --src /src \
+      --toolhostd /in/bin/toolhostd --agents /in/agents --owner 10001:10001
 
-USER toolhostd
+WORKDIR /opt/toolhostd
+USER 10001:10001
 ENV XDG_CACHE_HOME=/var/cache \
     RUNTIME_DIRECTORY=/run/toolhostd \
     TOOLHOSTD_CONFIG=/etc/toolhostd/toolhostd.toml
 VOLUME ["/var/cache/toolhostd"]
-# The control API's TCP listener, when [host] control_listen is set.
+# The control API's TCP listener: serve --control-listen 0.0.0.0:7070, or
+# [host] control_listen in a mounted config.
 EXPOSE 7070
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s CMD ["toolhostd", "ps"]
+# ps answers as soon as the control socket listens (before the agents have
+# compiled), so no start period is needed.
+HEALTHCHECK --interval=30s --timeout=5s CMD ["toolhostd", "ps"]
 ENTRYPOINT ["toolhostd"]
 CMD ["serve"]

@@ -84,3 +84,15 @@ check: ## gofmt, go vet, staticcheck
 
 clean: ## remove build outputs
 	rm -rf bin
+
+# The container image's runtime layout and its lint (deploy/container; the
+# layout test in make test runs the same script).
+.PHONY: layout lint-dockerfile
+DESTDIR ?= /tmp/toolhostd-root
+layout: build agents ## install the container image's layout under DESTDIR (deploy/container/install-layout.sh)
+	deploy/container/install-layout.sh --root $(DESTDIR) --toolhostd $(BIN) --agents build/agents --node-modules node_modules
+
+check: lint-dockerfile
+lint-dockerfile: node_modules/.package-lock.json ## lint the Dockerfile without a Docker engine (dockerfile-utils, dockerfilelint)
+	node_modules/.bin/dockerfile-utils lint Dockerfile
+	node_modules/.bin/dockerfilelint Dockerfile

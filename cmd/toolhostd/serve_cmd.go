@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -18,7 +19,8 @@ import (
 )
 
 func newServeCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var listen string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the configured agents and toolings as a daemon",
 		Long: `Serve runs every [agent.<name>] of the config against the configured
@@ -34,18 +36,33 @@ their server processes, and exit 0. Under systemd (Type=notify) it reports
 READY=1 once the control socket listens and every agent was started,
 RELOADING=1 and STOPPING=1, and pings the watchdog when WatchdogSec is set.
 
+--control-listen ADDR serves the control API on TCP as [host] control_listen
+would (and instead of it), with the config's control_token as the bearer
+token: a container image's config can then name the token's variable and
+leave the port to the command line.
+
 Exit status: 0 after a signal; 64 for a usage or config error; 2 when the
 daemon cannot start or its control socket fails.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serveDaemon(cmd, g) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return serveDaemon(cmd, g, listen) },
 	}
+	cmd.Flags().StringVar(&listen, "control-listen", "",
+		"serve the control API on this TCP address (host:port) too, instead of [host] control_listen; needs [host] control_token")
+	return cmd
 }
 
-// serveDaemon is `toolhostd serve`.
-func serveDaemon(cmd *cobra.Command, g *globalOptions) error {
+// serveDaemon is `toolhostd serve`; listen, if set, replaces [host]
+// control_listen.
+func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return err
+	}
+	if listen != "" {
+		if _, _, err := net.SplitHostPort(listen); err != nil {
+			return withExit(exitUsage, fmt.Errorf("--control-listen %q: want host:port: %w", listen, err))
+		}
+		cfg.Host.ControlListen = listen
 	}
 	log, err := newLogger(cfg.Host, cmd.ErrOrStderr())
 	if err != nil {

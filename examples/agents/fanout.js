@@ -1,6 +1,8 @@
 // fanout: queues N calls with call-tool, queues one slow call and cancels it,
 // then collects every result from the inbox by UUID. Input (JSON, optional):
-// {"tooling", "tool", "arguments", "n", "slow": {"tool", "arguments"}}.
+// {"tooling", "tool", "arguments", "n", "slow": {"tool", "arguments"},
+// "every": seconds}. With "every" it runs as a daemon's agent: it logs each
+// round's summary, waits that long and fans out again, until shutdown.
 import { get } from 'toolhost:agent/tooling@0.1.0';
 import { recv } from 'toolhost:agent/inbox@0.1.0';
 import { write } from 'toolhost:agent/log@0.1.0';
@@ -15,6 +17,26 @@ const defaults = {
 
 function main(input) {
   const o = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
+  if (!(o.every > 0)) return fanout(o);
+  for (let round = 1; ; round++) {
+    write('info', `round ${round}: ${fanout(o)}`);
+    if (shutdownWithin(o.every * 1000)) return `stopped after ${round} rounds`;
+  }
+}
+
+// shutdownWithin waits up to ms for the host's shutdown envelope; envelopes
+// of calls already collected or cancelled are skipped.
+function shutdownWithin(ms) {
+  const end = Date.now() + ms;
+  for (let left = ms; left > 0; left = end - Date.now()) {
+    const env = recv(left);
+    if (env === undefined) return false;
+    if (env.event.tag === 'shutdown') return true;
+  }
+  return false;
+}
+
+function fanout(o) {
   const t = get(o.tooling);
   const waiting = new Map();
   for (let i = 0; i < o.n; i++) {
@@ -45,6 +67,7 @@ function main(input) {
     if (env.event.tag === 'tool-result') results++;
     else errors++;
   }
+  t[Symbol.dispose]();
   write('info', `fanout: ${results} results, ${errors} errors`);
   return `calls=${o.n} results=${results} errors=${errors} slow: ${cancelled}`;
 }

@@ -1,7 +1,10 @@
 // hello: lists the tools of each tooling it is given, calls one, and returns
 // a summary. Input: JSON {"toolings": [...], "call": {"tooling", "tool",
-// "arguments"}}; both keys are optional (defaults below).
+// "arguments"}, "every": seconds}; every key is optional (defaults below).
+// With "every" it runs as a daemon's agent: it logs the summary, waits that
+// long and does it again, until the host shuts it down.
 import { get } from 'toolhost:agent/tooling@0.1.0';
+import { recv } from 'toolhost:agent/inbox@0.1.0';
 import { write } from 'toolhost:agent/log@0.1.0';
 
 const defaults = {
@@ -15,8 +18,34 @@ function describe(e) {
   return p && p.code ? `${p.code}: ${p.message}` : String(e);
 }
 
+// shutdownWithin waits up to ms for the host's shutdown envelope; other
+// envelopes (none are expected: hello's calls are blocking) are skipped.
+function shutdownWithin(ms) {
+  const end = Date.now() + ms;
+  for (let left = ms; left > 0; left = end - Date.now()) {
+    const env = recv(left);
+    if (env === undefined) return false;
+    if (env.event.tag === 'shutdown') return true;
+  }
+  return false;
+}
+
 export function run(input) {
   const opts = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
+  if (!(opts.every > 0)) {
+    const lines = summary(opts);
+    write('info', `hello agent finished: ${lines.length} lines`);
+    return lines.join('\n');
+  }
+  for (let round = 1; ; round++) {
+    write('info', `round ${round}: ${summary(opts).join('; ')}`);
+    if (shutdownWithin(opts.every * 1000)) return `stopped after ${round} rounds`;
+  }
+}
+
+// summary lists the tools of each tooling and makes the call, one line
+// each; it drops every handle it got.
+function summary(opts) {
   const lines = [];
   for (const name of opts.toolings) {
     let t;
@@ -31,19 +60,24 @@ export function run(input) {
       lines.push(`${t.name()} (${t.kind()}): ${tools.length} tools: ${tools.map((x) => x.name).join(', ')}`);
     } catch (e) {
       lines.push(`${name}: list-tools failed: ${describe(e)}`);
+    } finally {
+      t[Symbol.dispose]();
     }
   }
   if (opts.call) {
     const c = opts.call;
+    let t;
     try {
-      const res = get(c.tooling).callToolBlocking(c.tool, JSON.stringify(c.arguments ?? {}));
+      t = get(c.tooling);
+      const res = t.callToolBlocking(c.tool, JSON.stringify(c.arguments ?? {}));
       const value = JSON.parse(res.value);
       const text = (value.content ?? []).filter((x) => x.type === 'text').map((x) => x.text).join(' ');
       lines.push(`${c.tooling}.${res.name}(${res.arguments}) -> ${text}`);
     } catch (e) {
       lines.push(`${c.tooling}.${c.tool} failed: ${describe(e)}`);
+    } finally {
+      if (t) t[Symbol.dispose]();
     }
   }
-  write('info', `hello agent finished: ${lines.length} lines`);
-  return lines.join('\n');
+  return lines;
 }

@@ -1,0 +1,38 @@
+package host
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestExampleEvery: with "every", hello and fanout run as a daemon's agents:
+// a round, a wait, another round, until the host stops them; then run
+// returns ok saying how many rounds there were.
+func TestExampleEvery(t *testing.T) {
+	s := env(t)
+	for _, tc := range []struct {
+		agent, input string
+		echoes       int64 // echo calls a round makes
+	}{
+		{"hello", `{"toolings": ["mem"], "call": {"tooling": "mem", "tool": "echo", "arguments": {"text": "hey"}}, "every": 0.05}`, 1},
+		{"fanout", `{"tooling": "mem", "n": 2, "arguments": {"text": "x"}, "slow": null, "every": 0.05}`, 2},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			p := s.program(t, "agents", tc.agent)
+			before := s.mem.echoes.Load()
+			a := s.host.Start(p, probeOpts{name: tc.agent, grants: []string{"mem"}}.config(), tc.input)
+			eventually(t, "three rounds", func() bool { return s.mem.echoes.Load()-before >= 3*tc.echoes })
+			a.Stop()
+			out, err := waitAgent(t, a, 30*time.Second)
+			m := regexp.MustCompile(`^stopped after (\d+) rounds$`).FindStringSubmatch(out)
+			if err != nil || m == nil {
+				t.Fatalf("%s = %q, %v; want \"stopped after N rounds\"", tc.agent, out, err)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 3 {
+				t.Errorf("%s: %d rounds, the server saw at least 3", tc.agent, n)
+			}
+		})
+	}
+}
