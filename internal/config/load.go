@@ -553,6 +553,9 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		"max_concurrent_calls": func(p []string, v any) {
 			t.MaxConcurrentCalls, _ = d.asInt(p, v, 1)
 		},
+		"roots":       func(p []string, v any) { t.Roots, _ = d.roots(p, v) },
+		"elicitation": func(p []string, v any) { t.Elicitation, _ = d.asEnum(p, v, ElicitationPolicies...) },
+		"log_level":   func(p []string, v any) { t.LogLevel, _ = d.asEnum(p, v, MCPLogLevels...) },
 		"restart": func(p []string, v any) {
 			rm, ok := d.asTable(p, v)
 			if !ok {
@@ -572,6 +575,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 
 	// Defaults.
 	setDefault(&t.Kind, DefaultKind)
+	setDefault(&t.Elicitation, ElicitationDecline)
 	setDefaultDuration(&t.ConnectTimeout, DefaultConnectTimeout)
 	setDefaultDuration(&t.CallTimeout, DefaultCallTimeout)
 	if t.MaxConcurrentCalls == 0 {

@@ -3,7 +3,6 @@ package tooling
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,12 +200,7 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		n = DefaultMaxConcurrentCalls
 	}
 	m.slots = make(chan struct{}, n)
-	m.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
-		Logger:                     slog.New(&slogToZap{log: m.log.Named("go-sdk")}),
-		ToolListChangedHandler:     m.onToolListChanged,
-		ResourceListChangedHandler: m.onResourceListChanged,
-		ResourceUpdatedHandler:     m.onResourceUpdated,
-	})
+	m.client = mcp.NewClient(clientImpl, m.clientOptions())
 	return m, nil
 }
 
