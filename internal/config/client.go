@@ -30,7 +30,7 @@ var MCPLogLevels = []string{"debug", "info", "notice", "warning", "error", "crit
 // resolve against the config's directory, like cwd) which become file://
 // URIs. Other schemes are errors: MCP roots are file:// URIs.
 func (d *decoder) roots(path []string, v any) ([]string, bool) {
-	in, ok := d.asStrings(path, v, func(p []string, s string) bool {
+	return d.asStrings(path, v, func(p []string, s string) bool {
 		if HasRefs(s) {
 			d.errAt(p, "${...} references are not expanded here (only in command, args, env, url and headers); write $${ for a literal ${")
 			return false
@@ -41,22 +41,21 @@ func (d *decoder) roots(path []string, v any) ([]string, bool) {
 		}
 		return true
 	})
-	if !ok {
-		return nil, false
-	}
+}
+
+// rootURIs makes every entry of tooling.X.roots a file:// URI, reporting
+// the ones that cannot be.
+func (d *decoder) rootURIs(path []string, in []string) []string {
 	out := make([]string, 0, len(in))
-	good := true
 	for i, s := range in {
-		p := child(path, elem(i))
 		u, msg := d.rootURI(s)
 		if msg != "" {
-			d.errAt(p, "%s", msg)
-			good = false
+			d.errAt(child(path, elem(i)), "%s", msg)
 			continue
 		}
 		out = append(out, u)
 	}
-	return out, good
+	return out
 }
 
 // rootURI makes a root entry a file:// URI, or says what is wrong with it.

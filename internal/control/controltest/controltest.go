@@ -66,6 +66,13 @@ func (b *Backend) AddAgent(a control.AgentStatus) {
 	b.mu.Unlock()
 }
 
+// AddTooling adds a tooling to the list Toolings returns.
+func (b *Backend) AddTooling(t control.ToolingStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.toolings = append(b.toolings, t)
+}
+
 // Actions returns the actions performed, e.g. "restart a", "reload".
 func (b *Backend) Actions() []string {
 	b.mu.Lock()
