@@ -210,7 +210,7 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 	}
 	m.slots = make(chan struct{}, n)
 	m.client = mcp.NewClient(clientImpl, m.clientOptions())
-	m.client.AddRoots(configRoots(c.Roots)...)
+	m.offerRoots()
 	m.client.AddReceivingMiddleware(m.receiving)
 	return m, nil
 }

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the MCP 2025-11-25 features servers ask for (roots, sampling, logging) are deprecated only from protocol 2026-07-28, which toolhostd does not speak (DefaultProtocolVersion)
+
 package tooling
 
 import (
@@ -12,6 +14,9 @@ import (
 // capability and answered on roots/list. A tooling without roots offers
 // no roots capability, so a server falls back to its own configuration
 // instead of being told "no roots".
+
+// offerRoots gives the client the configured roots.
+func (m *MCP) offerRoots() { m.client.AddRoots(configRoots(m.cfg.Roots)...) }
 
 // configRoots converts the configured root URIs, naming each after the
 // last element of its path.
