@@ -166,7 +166,7 @@ func buildAdapter(t *testing.T) string {
 type verdict struct {
 	passedChecks, totalChecks, failed, warnings int
 	overall                                     string // PASSED | FAILED
-	clientError                                 bool   // "CLIENT EXITED WITH ERROR"
+	clientError                                 bool   // "CLIENT EXITED WITH ERROR" or "CLIENT TIMED OUT"
 	checks                                      []check
 	adapterStderr                               string
 }
@@ -187,7 +187,7 @@ func (v *verdict) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Passed: %d/%d, %d failed, %d warnings; OVERALL %s", v.passedChecks, v.totalChecks, v.failed, v.warnings, v.overall)
 	if v.clientError {
-		b.WriteString("; the adapter exited with an error")
+		b.WriteString("; the adapter exited with an error or timed out")
 	}
 	for _, c := range v.checks {
 		if c.Status != "SUCCESS" && c.Status != "INFO" {
@@ -223,7 +223,7 @@ func runScenario(t *testing.T, node, suite, adapter, name string) *verdict {
 		t.Fatalf("conformance client --scenario %s: %v\n%s", name, ctx.Err(), stdout.String())
 	}
 	text := ansi.ReplaceAllString(stdout.String(), "")
-	v := &verdict{clientError: strings.Contains(text, "CLIENT EXITED WITH ERROR")}
+	v := &verdict{clientError: strings.Contains(text, "CLIENT EXITED WITH ERROR") || strings.Contains(text, "CLIENT TIMED OUT")}
 	m := resultsLine.FindStringSubmatch(text)
 	o := overallLine.FindStringSubmatch(text)
 	if m == nil || o == nil {
