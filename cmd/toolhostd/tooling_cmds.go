@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -61,13 +63,15 @@ func newToolsCmd() *cobra.Command {
 }
 
 func newCallCmd() *cobra.Command {
-	return &cobra.Command{
+	var progress bool
+	cmd := &cobra.Command{
 		Use:   "call NAME TOOL [JSON]",
 		Short: "Call one tool and print its tool-result as JSON",
 		Long: "call calls TOOL on the tooling NAME with the JSON object of arguments (default {}), waits for\n" +
 			"it (bounded by the tooling's call_timeout; Ctrl-C cancels it on the server) and prints the\n" +
 			"tool-result {name, arguments, value}. A result with isError true is printed and exits 0;\n" +
-			"a failure exits 1 with its error code.",
+			"a failure exits 1 with its error code. --progress prints the server's progress notifications\n" +
+			"about the call to stderr.",
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arguments := "{}"
@@ -75,6 +79,9 @@ func newCallCmd() *cobra.Command {
 				arguments = args[2]
 			}
 			return withTooling(cmd, args[0], func(ctx context.Context, t tooling.Tooling) error {
+				if progress {
+					ctx = tooling.WithProgress(ctx, progressPrinter(cmd.ErrOrStderr()))
+				}
 				res, err := t.CallTool(ctx, args[1], json.RawMessage(arguments))
 				if err != nil {
 					return withExit(exitFailure, err)
@@ -86,6 +93,26 @@ func newCallCmd() *cobra.Command {
 				}{res.Name, json.RawMessage(res.Arguments), json.RawMessage(res.Value)})
 			})
 		},
+	}
+	cmd.Flags().BoolVar(&progress, "progress", false, "print the server's progress notifications to stderr")
+	return cmd
+}
+
+// progressPrinter writes one line per progress notification to w:
+// "progress: TOOL 3/10 message" (the total only when the server sent one).
+func progressPrinter(w io.Writer) func(tooling.Progress) {
+	var mu sync.Mutex
+	return func(p tooling.Progress) {
+		line := fmt.Sprintf("progress: %s %s", p.Tool, strconv.FormatFloat(p.Progress, 'g', -1, 64))
+		if p.Total > 0 {
+			line += "/" + strconv.FormatFloat(p.Total, 'g', -1, 64)
+		}
+		if p.Message != "" {
+			line += " " + p.Message
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(w, line)
 	}
 }
 

@@ -33,6 +33,29 @@ func TestToolingCommands(t *testing.T) {
 			t.Errorf("tools table:\n%s", out)
 		}
 	})
+	t.Run("call --progress", func(t *testing.T) {
+		code, out, errs := run("call", "everything", "trigger-long-running-operation", `{"duration":0.6,"steps":3}`, "--progress")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if !strings.Contains(out, "Long running operation completed") {
+			t.Errorf("call output:\n%s", out)
+		}
+		// The last notification may be handled after the result (go-sdk
+		// handles notifications apart from responses); the first two
+		// come 200ms before it.
+		for _, want := range []string{"progress: trigger-long-running-operation 1/3\n", "progress: trigger-long-running-operation 2/3\n"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errs)
+			}
+		}
+	})
+	t.Run("call without --progress", func(t *testing.T) {
+		code, _, errs := run("call", "everything", "trigger-long-running-operation", `{"duration":0.2,"steps":2}`)
+		if code != 0 || strings.Contains(errs, "progress:") {
+			t.Errorf("exit %d, stderr:\n%s", code, errs)
+		}
+	})
 	t.Run("tools --json", func(t *testing.T) {
 		code, out, errs := run("tools", "everything", "--json")
 		if code != 0 {

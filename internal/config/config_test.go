@@ -194,6 +194,7 @@ func TestDefaults(t *testing.T) {
 		ConnectTimeout: Duration{10 * time.Second}, CallTimeout: Duration{60 * time.Second}, MaxConcurrentCalls: 16,
 		Restart:         Restart{Duration{250 * time.Millisecond}, Duration{30 * time.Second}, Duration{60 * time.Second}},
 		MaxMessageBytes: 64 << 20, PingInterval: Duration{time.Second}, PingTimeout: Duration{3 * time.Second},
+		Elicitation: "decline",
 	}
 	if a == nil || !equalJSON(t, *a, want) {
 		t.Errorf("tooling a = %+v\nwant %+v", a, want)

@@ -48,6 +48,12 @@ ping_timeout = "3s"             # ping_timeout, else the server is replaced (kil
 restart = { initial_backoff = "250ms", max_backoff = "30s", healthy_after = "60s" }
                                 # reconnect with exponential backoff (with jitter) from initial to
                                 # max; a session up for healthy_after resets the backoff
+# What the client offers the server:
+# roots = ["data", "file:///srv/shared"]   # roots/list answers; paths (relative ones like cwd) become
+#                                 # file:// URIs; none: the roots capability is not advertised
+elicitation = "decline"         # decline | accept-defaults (accept, each field at its schema default)
+# log_level = "info"              # logging/setLevel on connect (debug, info, notice, warning, error,
+#                                 # critical, alert, emergency); server log messages go to toolhostd's log
 
 # An MCP server over streamable HTTP (or transport = "sse" for the older
 # HTTP+SSE protocol): url instead of command; headers instead of args/env/cwd.

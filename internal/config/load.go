@@ -558,6 +558,13 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		"max_concurrent_calls": func(p []string, v any) {
 			t.MaxConcurrentCalls, _ = d.asInt(p, v, 1)
 		},
+		"roots": func(p []string, v any) {
+			if r, ok := d.roots(p, v); ok || len(r) > 0 {
+				t.Roots = d.rootURIs(p, r)
+			}
+		},
+		"elicitation": func(p []string, v any) { t.Elicitation, _ = d.asEnum(p, v, ElicitationPolicies...) },
+		"log_level":   func(p []string, v any) { t.LogLevel, _ = d.asEnum(p, v, MCPLogLevels...) },
 		"restart": func(p []string, v any) {
 			rm, ok := d.asTable(p, v)
 			if !ok {
@@ -577,6 +584,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 
 	// Defaults.
 	setDefault(&t.Kind, DefaultKind)
+	setDefault(&t.Elicitation, ElicitationDecline)
 	setDefaultDuration(&t.ConnectTimeout, DefaultConnectTimeout)
 	setDefaultDuration(&t.CallTimeout, DefaultCallTimeout)
 	if t.MaxConcurrentCalls == 0 {

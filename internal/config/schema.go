@@ -58,6 +58,11 @@ type Tooling struct {
 	MaxMessageBytes ByteSize `toml:"max_message_bytes"` // one JSON-RPC message from the server
 	PingInterval    Duration `toml:"ping_interval"`     // liveness check: a ping this often
 	PingTimeout     Duration `toml:"ping_timeout"`      // that must be answered this fast
+
+	// What the client offers the server (see client.go).
+	Roots       []string `toml:"roots,omitempty"`     // file:// URIs; paths are made URIs at load
+	Elicitation string   `toml:"elicitation"`         // decline|accept-defaults
+	LogLevel    string   `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
 }
 
 // Restart is a tooling's session restart policy.

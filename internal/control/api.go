@@ -36,6 +36,9 @@ type ToolingStatus struct {
 	InFlight      int    `json:"in_flight"`
 	Restarts      int    `json:"restarts"`
 	LastError     string `json:"last_error,omitempty"`
+	// Progress counts the progress notifications the server sent about
+	// calls.
+	Progress uint64 `json:"progress_notifications"`
 }
 
 // Backend is what the control API drives: the running daemon.

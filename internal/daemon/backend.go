@@ -70,6 +70,7 @@ func (d *Daemon) Toolings() []control.ToolingStatus {
 			}
 			ts.ServerName, ts.ServerVersion = st.ServerName, st.ServerVersion
 			ts.InFlight, ts.Restarts, ts.LastError = st.InFlight, st.Restarts, st.LastError
+			ts.Progress = st.ProgressNotifications
 		}
 		out = append(out, ts)
 	}

@@ -27,6 +27,7 @@ var (
 	descInFlight       = desc("tooling", "in_flight", "MCP requests in flight on the tooling's session.", "tooling")
 	descToolingRestart = desc("tooling", "session_restarts_total", "Reconnection attempts of the tooling's session.", "tooling")
 	descTools          = desc("tooling", "tools", "Tools the tooling's server offers.", "tooling")
+	descProgress       = desc("tooling", "progress_notifications_total", "Progress notifications the tooling's server sent about tool calls.", "tooling")
 )
 
 // stateCollector reads the Backend's agents and toolings, and the inboxes'
@@ -48,7 +49,7 @@ func (c *stateCollector) set(b control.Backend) {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAgentState, descAgentRestarts, descAgentInbox, descCoalesced,
-		descDeliveries, descConnected, descInFlight, descToolingRestart, descTools} {
+		descDeliveries, descConnected, descInFlight, descToolingRestart, descTools, descProgress} {
 		ch <- d
 	}
 }
@@ -79,6 +80,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(t.InFlight), t.Name)
 			ch <- prometheus.MustNewConstMetric(descToolingRestart, prometheus.CounterValue, float64(t.Restarts), t.Name)
 			ch <- prometheus.MustNewConstMetric(descTools, prometheus.GaugeValue, float64(t.Tools), t.Name)
+			ch <- prometheus.MustNewConstMetric(descProgress, prometheus.CounterValue, float64(t.Progress), t.Name)
 		}
 	}
 	type counts struct {

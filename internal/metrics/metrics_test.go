@@ -435,6 +435,7 @@ func TestScrape(t *testing.T) {
 
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "odd", State: "paused"})
+	be.AddTooling(control.ToolingStatus{Name: "slow", Kind: "mcp", State: "connected", Progress: 7})
 	m.SetBackend(be)
 	m.AgentTrapped("a")
 	m.AgentTrapped("a")
@@ -483,25 +484,26 @@ func TestScrape(t *testing.T) {
 		t.Fatalf("parse /metrics: %v", err)
 	}
 	wantFamilies := map[string]dto.MetricType{
-		"go_goroutines":                                dto.MetricType_GAUGE,
-		"process_cpu_seconds_total":                    dto.MetricType_COUNTER,
-		"toolhostd_tooling_calls_total":                dto.MetricType_COUNTER,
-		"toolhostd_tooling_call_duration_seconds":      dto.MetricType_HISTOGRAM,
-		"toolhostd_tooling_connected":                  dto.MetricType_GAUGE,
-		"toolhostd_tooling_in_flight":                  dto.MetricType_GAUGE,
-		"toolhostd_tooling_session_restarts_total":     dto.MetricType_COUNTER,
-		"toolhostd_tooling_tools":                      dto.MetricType_GAUGE,
-		"toolhostd_pump_reads_total":                   dto.MetricType_COUNTER,
-		"toolhostd_pump_updates_received_total":        dto.MetricType_COUNTER,
-		"toolhostd_pump_list_changes_received_total":   dto.MetricType_COUNTER,
-		"toolhostd_agent_deliveries_total":             dto.MetricType_COUNTER,
-		"toolhostd_agent_state":                        dto.MetricType_GAUGE,
-		"toolhostd_agent_restarts_total":               dto.MetricType_COUNTER,
-		"toolhostd_agent_traps_total":                  dto.MetricType_COUNTER,
-		"toolhostd_agent_inbox_depth":                  dto.MetricType_GAUGE,
-		"toolhostd_agent_coalesced_updates_total":      dto.MetricType_COUNTER,
-		"toolhostd_agent_instantiate_duration_seconds": dto.MetricType_HISTOGRAM,
-		"toolhostd_agent_log_lines_dropped_total":      dto.MetricType_COUNTER,
+		"go_goroutines":                                  dto.MetricType_GAUGE,
+		"process_cpu_seconds_total":                      dto.MetricType_COUNTER,
+		"toolhostd_tooling_calls_total":                  dto.MetricType_COUNTER,
+		"toolhostd_tooling_call_duration_seconds":        dto.MetricType_HISTOGRAM,
+		"toolhostd_tooling_connected":                    dto.MetricType_GAUGE,
+		"toolhostd_tooling_in_flight":                    dto.MetricType_GAUGE,
+		"toolhostd_tooling_session_restarts_total":       dto.MetricType_COUNTER,
+		"toolhostd_tooling_tools":                        dto.MetricType_GAUGE,
+		"toolhostd_tooling_progress_notifications_total": dto.MetricType_COUNTER,
+		"toolhostd_pump_reads_total":                     dto.MetricType_COUNTER,
+		"toolhostd_pump_updates_received_total":          dto.MetricType_COUNTER,
+		"toolhostd_pump_list_changes_received_total":     dto.MetricType_COUNTER,
+		"toolhostd_agent_deliveries_total":               dto.MetricType_COUNTER,
+		"toolhostd_agent_state":                          dto.MetricType_GAUGE,
+		"toolhostd_agent_restarts_total":                 dto.MetricType_COUNTER,
+		"toolhostd_agent_traps_total":                    dto.MetricType_COUNTER,
+		"toolhostd_agent_inbox_depth":                    dto.MetricType_GAUGE,
+		"toolhostd_agent_coalesced_updates_total":        dto.MetricType_COUNTER,
+		"toolhostd_agent_instantiate_duration_seconds":   dto.MetricType_HISTOGRAM,
+		"toolhostd_agent_log_lines_dropped_total":        dto.MetricType_COUNTER,
 	}
 	var missing []string
 	for name, typ := range wantFamilies {
@@ -539,6 +541,8 @@ func TestScrape(t *testing.T) {
 		{"toolhostd_tooling_in_flight", []string{"tooling=fs"}, 1},
 		{"toolhostd_tooling_session_restarts_total", []string{"tooling=web"}, 5},
 		{"toolhostd_tooling_tools", []string{"tooling=fs"}, 14},
+		{"toolhostd_tooling_progress_notifications_total", []string{"tooling=slow"}, 7},
+		{"toolhostd_tooling_progress_notifications_total", []string{"tooling=fs"}, 0},
 		{"toolhostd_tooling_calls_total", []string{"tooling=fs", "tool=echo", "outcome=ok"}, 1},
 		{"toolhostd_pump_reads_total", []string{"tooling=fs", "outcome=ok"}, 1},
 		{"toolhostd_pump_updates_received_total", []string{"tooling=fs"}, 1},

@@ -128,7 +128,7 @@ func (c *call) callTool() (res tooling.ToolResult, err error) {
 	if err := c.a.hub.removedErr(c.rt); err != nil {
 		return tooling.ToolResult{}, err // queued when its tooling was removed
 	}
-	return c.rt.t.CallTool(c.ctx, c.tool, json.RawMessage(c.args))
+	return c.rt.t.CallTool(tooling.WithCallID(c.ctx, c.id), c.tool, json.RawMessage(c.args))
 }
 
 // finish completes the call once: the blocking caller is woken, or the

@@ -206,6 +206,10 @@ func (m *MCP) CallTool(ctx context.Context, name string, args json.RawMessage) (
 	}
 	op := fmt.Sprintf("tools/call %q", name)
 	var res *mcp.CallToolResult
+	token, untrack := m.trackProgress(ctx, name)
+	defer untrack()
+	params := &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(a)}
+	params.SetProgressToken(token)
 	// A call is repeated only if it never reached the server (see do).
 	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
 		select {
@@ -215,7 +219,7 @@ func (m *MCP) CallTool(ctx context.Context, name string, args json.RawMessage) (
 			return ctx.Err()
 		}
 		var err error
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(a)})
+		res, err = cs.CallTool(ctx, params)
 		return err
 	})
 	if err != nil {

@@ -3,7 +3,6 @@ package tooling
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +87,9 @@ type Status struct {
 	ServerName    string
 	ServerVersion string
 	InFlight      int // requests in flight now
+	// ProgressNotifications counts the progress notifications received
+	// for calls in flight.
+	ProgressNotifications uint64
 }
 
 // MCP is the `mcp` kind: one go-sdk ClientSession shared by every caller,
@@ -106,6 +108,12 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
+
+	// Progress of calls in flight (progress.go).
+	progressSeq   atomic.Uint64
+	progressCount atomic.Uint64
+	progressMu    sync.Mutex
+	progress      map[string]*progressCall
 
 	mu       sync.Mutex
 	cur      *session      // nil while no session is up
@@ -201,12 +209,9 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		n = DefaultMaxConcurrentCalls
 	}
 	m.slots = make(chan struct{}, n)
-	m.client = mcp.NewClient(clientImpl, &mcp.ClientOptions{
-		Logger:                     slog.New(&slogToZap{log: m.log.Named("go-sdk")}),
-		ToolListChangedHandler:     m.onToolListChanged,
-		ResourceListChangedHandler: m.onResourceListChanged,
-		ResourceUpdatedHandler:     m.onResourceUpdated,
-	})
+	m.client = mcp.NewClient(clientImpl, m.clientOptions())
+	m.offerRoots()
+	m.client.AddReceivingMiddleware(m.receiving)
 	return m, nil
 }
 
@@ -243,7 +248,8 @@ func (m *MCP) obs() Observer {
 func (m *MCP) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Status{Connected: m.cur != nil, Restarts: m.restarts, InFlight: int(m.inFlight.Load())}
+	st := Status{Connected: m.cur != nil, Restarts: m.restarts, InFlight: int(m.inFlight.Load()),
+		ProgressNotifications: m.progressCount.Load()}
 	if m.lastErr != nil {
 		st.LastError = m.lastErr.Error()
 	}

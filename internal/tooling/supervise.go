@@ -140,6 +140,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		fields = append(fields, zap.String("protocol", s.init.ProtocolVersion))
 	}
 	m.log.Info("session up", fields...)
+	m.setLogLevel(s)
 
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -66,11 +66,11 @@ func (b *Backend) AddAgent(a control.AgentStatus) {
 	b.mu.Unlock()
 }
 
-// AddTooling adds a tooling.
-func (b *Backend) AddTooling(ts control.ToolingStatus) {
+// AddTooling adds a tooling to the list Toolings returns.
+func (b *Backend) AddTooling(t control.ToolingStatus) {
 	b.mu.Lock()
-	b.toolings = append(b.toolings, ts)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	b.toolings = append(b.toolings, t)
 }
 
 // Actions returns the actions performed, e.g. "restart a", "reload".

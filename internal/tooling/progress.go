@@ -1,0 +1,96 @@
+package tooling
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+)
+
+// Progress: every tools/call carries a progress token of its own; the
+// server's notifications/progress for it are logged at debug with the
+// call's id, counted (Status.ProgressNotifications, every one received), and handed to the
+// function WithProgress put in the call's context. The guest contract has
+// no progress event: agents do not see them.
+
+// Progress is one notifications/progress about a tool call.
+type Progress struct {
+	CallID   string // from WithCallID; "" when the caller set none
+	Tool     string
+	Progress float64
+	Total    float64 // 0 when unknown
+	Message  string
+}
+
+type callIDKey struct{}
+
+type progressKey struct{}
+
+// WithCallID names the call made with ctx in toolhostd's logs (call_id).
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// WithProgress makes the tool calls made with ctx hand each progress
+// notification to f. f runs on the session's goroutine: it must not block.
+func WithProgress(ctx context.Context, f func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+// progressCall is a call in flight that may get progress notifications.
+type progressCall struct {
+	callID, tool string
+	report       func(Progress)
+}
+
+// progressGrace is how long a call's token stays known after the call
+// returned: go-sdk hands notifications to their handler apart from
+// responses, so the last progress a server sent before its result may be
+// handled just after the call returned.
+const progressGrace = 2 * time.Second
+
+// trackProgress registers a call's progress token; untrack it when the
+// call ends.
+func (m *MCP) trackProgress(ctx context.Context, tool string) (token string, untrack func()) {
+	pc := &progressCall{tool: tool}
+	pc.callID, _ = ctx.Value(callIDKey{}).(string)
+	pc.report, _ = ctx.Value(progressKey{}).(func(Progress))
+	token = fmt.Sprintf("toolhostd-%d", m.progressSeq.Add(1))
+	m.progressMu.Lock()
+	if m.progress == nil {
+		m.progress = make(map[string]*progressCall)
+	}
+	m.progress[token] = pc
+	m.progressMu.Unlock()
+	return token, func() {
+		time.AfterFunc(progressGrace, func() {
+			m.progressMu.Lock()
+			delete(m.progress, token)
+			m.progressMu.Unlock()
+		})
+	}
+}
+
+func (m *MCP) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	p := req.Params
+	token := fmt.Sprint(p.ProgressToken)
+	m.progressMu.Lock()
+	pc := m.progress[token]
+	m.progressMu.Unlock()
+	m.progressCount.Add(1)
+	if pc == nil {
+		m.log.Debug("progress for no call in flight", zap.String("progress_token", token),
+			zap.Float64("progress", p.Progress), zap.Float64("total", p.Total), zap.String("message", p.Message))
+		return
+	}
+	m.log.Debug("progress", zap.String("call_id", pc.callID), zap.String("tool", pc.tool),
+		zap.Float64("progress", p.Progress), zap.Float64("total", p.Total), zap.String("message", p.Message))
+	if pc.report != nil {
+		pc.report(Progress{CallID: pc.callID, Tool: pc.tool, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
+}
