@@ -233,7 +233,17 @@ func (s *nestScan) value(name string) *Error {
 // inlineKey scans the key of an inline table's next entry, if there is one
 // before its '}'; !ok stops the value scan (with the error, if any).
 func (s *nestScan) inlineKey(name string) (*Error, bool) {
-	s.skipBlank()
+	// go-toml accepts newlines and comments inside inline tables.
+	for {
+		s.skipBlank()
+		if s.i < len(s.data) && s.data[s.i] == '#' {
+			s.skipComment()
+		}
+		if s.i >= len(s.data) || s.data[s.i] != '\n' {
+			break
+		}
+		s.newline()
+	}
 	if s.i >= len(s.data) || s.data[s.i] == '}' {
 		return nil, true
 	}

@@ -42,6 +42,8 @@ func TestNestingLimit(t *testing.T) {
 			3, 3, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.…", "key has 10001 parts; at most 16 are allowed"},
 		{"table header", "version = 1\n[" + strings.Repeat("a.", n) + "a]\n",
 			2, 1, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.…", "table name has 10001 parts; at most 16 are allowed"},
+		{"inline table across lines", "version = 1\nx = {a=1, # c\n" + strings.Repeat("b={\n", n) + "c=1" + strings.Repeat("}", n) + "}\n",
+			2 + MaxNesting, 3, "x", "arrays and inline tables nested more than 16 deep"},
 		{"inline dotted key", "version = 1\n[tooling.a]\nenv = { " + strings.Repeat("b.", n) + "b = \"x\" }\n",
 			3, 9, ("tooling.a.env." + strings.Repeat("b.", 40))[:80] + "…", "key has 10001 parts; at most 16 are allowed"},
 	} {

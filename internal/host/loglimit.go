@@ -15,8 +15,9 @@ const logReportEvery = 10 * time.Second
 
 // logLimiter is an agent's token bucket for guest log lines (log.write and
 // the lines of stdout and stderr together). Dropped lines are counted,
-// reported in a log line at most every logReportEvery (and when the agent
-// ends), and passed to onDrop.
+// reported in a log line at once, then at most every logReportEvery (by a
+// timer, should the guest go quiet) and when the agent ends, and passed to
+// onDrop.
 type logLimiter struct {
 	lim    *rate.Limiter // nil: unlimited
 	log    *zap.Logger
@@ -27,6 +28,8 @@ type logLimiter struct {
 	dropped    int // since the last report
 	total      int
 	lastReport time.Time
+	pending    *time.Timer // reports the drops once logReportEvery has passed
+	ended      bool
 }
 
 func newLogLimiter(perSecond float64, burst int, log *zap.Logger, onDrop func()) *logLimiter {
@@ -52,19 +55,40 @@ func (l *logLimiter) allow() bool {
 		l.dropped++
 		l.total++
 	}
-	if l.dropped > 0 && time.Since(l.lastReport) >= l.every {
-		l.reportLocked()
+	if l.dropped > 0 {
+		switch wait := l.every - time.Since(l.lastReport); {
+		case wait <= 0:
+			l.reportLocked()
+		case l.pending == nil && !l.ended:
+			// The guest may go quiet: report then, not at its next line.
+			l.pending = time.AfterFunc(wait, l.timedReport)
+		}
 	}
 	return ok
 }
 
-// flush reports the lines dropped since the last report.
+func (l *logLimiter) timedReport() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = nil
+	if l.dropped > 0 && !l.ended {
+		l.reportLocked()
+	}
+}
+
+// flush reports the lines dropped since the last report; the agent has
+// ended: no timed report follows.
 func (l *logLimiter) flush() {
 	if l == nil || l.lim == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.ended = true
+	if l.pending != nil {
+		l.pending.Stop()
+		l.pending = nil
+	}
 	if l.dropped > 0 {
 		l.reportLocked()
 	}

@@ -107,3 +107,26 @@ func TestLineLoggerRateLimit(t *testing.T) {
 		t.Errorf("%d reports, want 2 (the first drop, then the flush)", n)
 	}
 }
+
+// TestLogDropReportTimed: drops after a report are reported once the
+// interval has passed even if the guest logs nothing more.
+func TestLogDropReportTimed(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	lim := newLogLimiter(0.001, 1, zap.New(core), nil)
+	lim.every = 50 * time.Millisecond
+	for range 5 {
+		lim.allow()
+	}
+	// The first drop is reported at once, the other three by the timer.
+	eventually(t, "the timed report", func() bool { return logs.FilterFieldKey("dropped").Len() == 2 })
+	got := logs.FilterFieldKey("dropped").AllUntimed()
+	if got[0].ContextMap()["dropped"] != int64(1) || got[1].ContextMap()["dropped"] != int64(3) || got[1].ContextMap()["dropped_total"] != int64(4) {
+		t.Errorf("reports %v, %v", got[0].ContextMap(), got[1].ContextMap())
+	}
+	lim.allow() // one more drop, then the end: the flush reports it, no timer later
+	lim.flush()
+	time.Sleep(100 * time.Millisecond)
+	if n := logs.FilterFieldKey("dropped").Len(); n != 3 {
+		t.Errorf("%d reports, want 3", n)
+	}
+}
