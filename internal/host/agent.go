@@ -12,6 +12,7 @@ import (
 
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
@@ -21,6 +22,10 @@ type AgentConfig struct {
 	Name string
 	// Grants reports whether the agent may get a tooling; nil grants all.
 	Grants func(tooling string) bool
+	// Policy narrows what the agent may do on its granted toolings (which
+	// tools, which resources, how many calls and how fast); nil: no
+	// narrowing.
+	Policy *policy.Agent
 	// Env is the guest's WASI environment (nothing is inherited).
 	Env map[string]string
 	// InboxCapacity bounds open calls plus undelivered envelopes (default 1024).
@@ -140,6 +145,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		killed:   a.killed,
 		handles:  make(map[uint32]*pump.Handle),
 	}
+	st.pa.SetPolicy(a.cfg.Policy)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	defer func() {

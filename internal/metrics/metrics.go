@@ -46,6 +46,7 @@ type Metrics struct {
 	resubFailed *prometheus.CounterVec
 	traps       *prometheus.CounterVec
 	instantiate *prometheus.HistogramVec
+	pol         policySeries // policy.go
 
 	state *stateCollector
 

@@ -147,6 +147,8 @@ func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
 		res.Name, res.Arguments = c.tool, c.args
 	}
 	c.rt.stats.count(herr)
+	c.h.pol.Release()
+	c.audit(res, herr)
 	delivered := false
 	if c.blocking {
 		c.res, c.err = res, herr
