@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
-	"github.com/toolhostd/toolhostd/internal/policy"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
 // Agent states, as control.AgentStatus reports them.

@@ -19,7 +19,7 @@ type plan struct {
 	// policyAgent changed only in their grants tables: the new policy is
 	// applied to the running agent, no restart.
 	policyAgent []string
-	hostChanged                              bool
+	hostChanged bool
 }
 
 func (p plan) empty() bool {
