@@ -9,12 +9,12 @@ import (
 // whole-tooling grant. Patterns are globs (see internal/policy): `*` any
 // run of characters but '/', `**` any run, `?` one character but '/'.
 type Grant struct {
-	Tools              []string `toml:"tools" json:",omitempty"`      // nil: every tool
-	DenyTools          []string `toml:"deny_tools" json:",omitempty"` // applied after tools
-	Resources          []string `toml:"resources" json:",omitempty"`  // uri globs; nil: every resource
-	MaxConcurrentCalls int      `toml:"max_concurrent_calls" json:",omitempty"`
-	CallsPerSecond     float64  `toml:"calls_per_second" json:",omitempty"`
-	AuditArguments     bool     `toml:"audit_arguments" json:",omitempty"`
+	Tools              []string `toml:"tools,omitzero"`      // nil: every tool
+	DenyTools          []string `toml:"deny_tools,omitzero"` // applied after tools
+	Resources          []string `toml:"resources,omitzero"`  // uri globs; nil: every resource
+	MaxConcurrentCalls int      `toml:"max_concurrent_calls,omitzero"`
+	CallsPerSecond     float64  `toml:"calls_per_second,omitzero"`
+	AuditArguments     bool     `toml:"audit_arguments,omitzero"`
 }
 
 // grants decodes an agent's grants table; each key must name a tooling in
