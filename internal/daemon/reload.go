@@ -77,7 +77,8 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 // config stays and the error says why (a config error lists every problem
 // with file:line:col). Otherwise agents and toolings that were added are
 // started, removed ones stopped, changed ones (and agents granted a changed
-// tooling) restarted; unchanged ones and their sessions are not touched. Changes to [host] need a restart of
+// tooling) restarted, except agents whose grants tables alone changed: they
+// get the new policy while they run (logged as such); unchanged ones and their sessions are not touched. Changes to [host] need a restart of
 // toolhostd and are only logged. A reload that adds the first agent with
 // limits.fuel > 0 to a daemon started without one is refused
 // (ErrNeedsFuel): fuel metering is an engine setting.

@@ -158,6 +158,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	l := prometheus.Labels{"agent": agent}
 	m.traps.DeletePartialMatch(l)
 	m.instantiate.DeletePartialMatch(l)
+	m.forgetPolicy(l)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer
@@ -169,4 +170,5 @@ func (m *Metrics) ForgetTooling(name string) {
 	}{m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed} {
 		v.DeletePartialMatch(l)
 	}
+	m.forgetPolicy(l)
 }

@@ -56,3 +56,10 @@ func (m *Metrics) AuditLog(written, dropped func() int64) {
 		}, func() float64 { return float64(dropped()) }),
 	)
 }
+
+// forgetPolicy drops the policy series matching l.
+func (m *Metrics) forgetPolicy(l prometheus.Labels) {
+	p := m.policy()
+	p.denied.DeletePartialMatch(l)
+	p.limited.DeletePartialMatch(l)
+}
