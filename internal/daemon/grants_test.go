@@ -48,57 +48,57 @@ func runPolicyServer() int {
 		},
 		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error { return nil },
 	})
+	// Raw tools with the smallest schema: the probe's output reaches the
+	// test through a debug log line of bounded length.
 	type in struct {
 		Path string `json:"path,omitempty"`
-		Text string `json:"text,omitempty"`
 	}
-	echo := func(name string) {
-		mcp.AddTool(srv, &mcp.Tool{Name: name, Description: name},
-			func(_ context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+	add := func(name string, h func(ctx context.Context, a in) (*mcp.CallToolResult, error)) {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var a in
+				_ = json.Unmarshal(req.Params.Arguments, &a)
 				note("call %s %s", name, req.Params.Arguments)
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " " + a.Path}}}, nil, nil
+				return h(ctx, a)
 			})
 	}
-	for _, name := range []string{"read_file", "read_secret", "list_dir", "write_file"} {
-		echo(name)
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "blocks until cancelled"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ in) (*mcp.CallToolResult, any, error) {
-			note("call slow")
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
-		})
+	for _, name := range []string{"read_file", "read_secret", "list_dir", "write_file"} {
+		add(name, func(context.Context, in) (*mcp.CallToolResult, error) { return text(name), nil })
+	}
+	add("slow", func(ctx context.Context, _ in) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
 	addRes := func(uri string) {
-		srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
+		srv.AddResource(&mcp.Resource{URI: uri, Name: "r"},
 			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 				note("read %s", req.Params.URI)
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "content of " + req.Params.URI}}}, nil
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "c"}}}, nil
 			})
 	}
 	for _, uri := range []string{"mem://data/a.txt", "mem://data/sub/b.txt", "mem://secret/key"} {
 		addRes(uri)
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "add_resources", Description: "adds two resources"},
-		func(_ context.Context, _ *mcp.CallToolRequest, _ in) (*mcp.CallToolResult, any, error) {
-			note("call add_resources")
-			addRes("mem://data/new.txt")
-			addRes("mem://secret/new.txt")
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "wait_file", Description: "blocks until the file at path exists"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
-			note("call wait_file")
-			for {
-				if _, err := os.Stat(a.Path); err == nil {
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "there"}}}, nil, nil
-				}
-				select {
-				case <-ctx.Done():
-					return nil, nil, ctx.Err()
-				case <-time.After(10 * time.Millisecond):
-				}
+	add("add_resources", func(context.Context, in) (*mcp.CallToolResult, error) {
+		addRes("mem://data/new.txt")
+		addRes("mem://secret/new.txt")
+		return text("added"), nil
+	})
+	add("wait_file", func(ctx context.Context, a in) (*mcp.CallToolResult, error) {
+		for {
+			if _, err := os.Stat(a.Path); err == nil {
+				return text("there"), nil
 			}
-		})
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
 	}
@@ -194,23 +194,35 @@ func readAudit(t *testing.T, path string) ([]map[string]any, string) {
 	return out, string(b)
 }
 
-// TestGrants runs three probes with different grants on one tooling (one
-// MCP session) and checks what each could see and do, what reached the
-// server (its own call log), the audit log field by field and the metrics.
+// TestGrants runs probes with different grants on one tooling (one MCP
+// session) and checks what each could see and do, what reached the server
+// (its own call log), the audit log field by field and the metrics. The
+// three "reader" agents share one grant (split for the length of their
+// output, which comes through a bounded log line).
 func TestGrants(t *testing.T) {
 	dir := t.TempDir()
 	calllog := filepath.Join(dir, "calls.log")
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	probe := testenv.Agent(t, "test-agents", "probe")
 	const secretArg, writerArg = "SECRET-ARGUMENT-VALUE", "WRITER-ARGUMENT-VALUE"
-	reader := probeInput(t,
+	see := probeInput(t,
 		map[string]any{"op": "get", "name": "srv", "as": "s"},
 		map[string]any{"op": "list-tools", "h": "s"},
 		map[string]any{"op": "list-resources", "h": "s"},
+		map[string]any{"op": "subscribe-list", "h": "s", "as": "l"},
+		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "add_resources"},
+		map[string]any{"op": "recv-until", "id": "l", "timeout": 30000},
+		map[string]any{"op": "unsubscribe-list", "h": "s", "id": "l"},
+	)
+	deny := probeInput(t,
+		map[string]any{"op": "get", "name": "srv", "as": "s"},
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "write_file", "args": map[string]any{"path": "/x", "text": secretArg}},
 		map[string]any{"op": "call-tool", "h": "s", "tool": "read_secret", "args": map[string]any{"path": secretArg}},
 		map[string]any{"op": "read-resource", "h": "s", "uri": "mem://secret/key"},
 		map[string]any{"op": "subscribe", "h": "s", "uri": "mem://data/sub/b.txt"},
+	)
+	do := probeInput(t,
+		map[string]any{"op": "get", "name": "srv", "as": "s"},
 		map[string]any{"op": "read-resource", "h": "s", "uri": "mem://data/a.txt"},
 		map[string]any{"op": "subscribe", "h": "s", "uri": "mem://data/a.txt", "as": "u"},
 		map[string]any{"op": "call-tool", "h": "s", "tool": "slow", "as": "c1"},
@@ -218,9 +230,6 @@ func TestGrants(t *testing.T) {
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "slow"},
 		map[string]any{"op": "cancel", "h": "s", "id": "c1"},
 		map[string]any{"op": "cancel", "h": "s", "id": "c2"},
-		map[string]any{"op": "subscribe-list", "h": "s", "as": "l"},
-		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "add_resources"},
-		map[string]any{"op": "recv-until", "id": "l", "timeout": 30000},
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "read_file", "args": map[string]any{"path": secretArg}},
 		map[string]any{"op": "unsubscribe", "h": "s", "id": "u"},
 	)
@@ -234,59 +243,31 @@ func TestGrants(t *testing.T) {
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "read_file", "args": map[string]any{"path": "first"}},
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "read_file", "args": map[string]any{"path": "second"}},
 	)
-	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) + policyTooling("srv", calllog) + fmt.Sprintf(`
-[agent.reader]
-component = %[1]q
-toolings = ["srv"]
-input = %[2]q
-restart = "never"
-
-[agent.reader.grants.srv]
-tools = ["read_*", "list_*", "slow", "add_resources"]
-deny_tools = ["read_secret"]
-resources = ["mem://data/*"]
-max_concurrent_calls = 2
-
-[agent.writer]
-component = %[1]q
-toolings = ["srv"]
-input = %[3]q
-restart = "never"
-grants.srv = { audit_arguments = true }
-
-[agent.limited]
-component = %[1]q
-toolings = ["srv"]
-input = %[4]q
-restart = "never"
-grants.srv = { calls_per_second = 0.01 }
-`, probe, reader, writer, limited)
+	readerGrant := `grants.srv = { tools = ["read_*", "list_*", "slow", "add_resources"], deny_tools = ["read_secret"], resources = ["mem://data/*"], max_concurrent_calls = 2 }`
+	agentConf := func(name, input, extra string) string {
+		return fmt.Sprintf("\n[agent.%s]\ncomponent = %q\ntoolings = [\"srv\"]\ninput = %q\nrestart = \"never\"\n%s\n", name, probe, input, extra)
+	}
+	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) + policyTooling("srv", calllog) +
+		agentConf("see", see, readerGrant) + agentConf("deny", deny, readerGrant) + agentConf("do", do, readerGrant) +
+		agentConf("writer", writer, `grants.srv = { audit_arguments = true }`) +
+		agentConf("limited", limited, `grants.srv = { calls_per_second = 0.01 }`)
 	m := metrics.New()
 	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
-	for _, a := range []string{"reader", "writer", "limited"} {
+	for _, a := range []string{"see", "deny", "do", "writer", "limited"} {
 		r.waitAgent(t, a, "exited", func(s control.AgentStatus) bool { return s.State == "exited" })
 	}
 
-	st := probeSteps(t, r, "reader")
-	if len(st) != 19 {
-		t.Fatalf("reader: %d steps: %+v", len(st), st)
+	st := probeSteps(t, r, "see")
+	if len(st) != 7 {
+		t.Fatalf("see: %d steps: %+v", len(st), st)
 	}
 	if got, want := names(t, st[1].OK, "name"), []string{"add_resources", "list_dir", "read_file", "slow"}; !slices.Equal(got, want) {
-		t.Errorf("reader's list-tools: %v, want %v", got, want)
+		t.Errorf("list-tools: %v, want %v", got, want)
 	}
 	if got, want := names(t, st[2].OK, "uri"), []string{"mem://data/a.txt"}; !slices.Equal(got, want) {
-		t.Errorf("reader's list-resources: %v, want %v (* does not cross '/')", got, want)
+		t.Errorf("list-resources: %v, want %v (* does not cross '/')", got, want)
 	}
-	wantErr(t, st, 3, "denied", `"write_file"`, "agent.reader.grants.srv.tools")
-	wantErr(t, st, 4, "denied", `"read_secret"`, `agent.reader.grants.srv.deny_tools has "read_secret"`)
-	wantErr(t, st, 5, "denied", `"mem://secret/key"`, "agent.reader.grants.srv.resources")
-	wantErr(t, st, 6, "denied", `"mem://data/sub/b.txt"`)
-	wantOK(t, st, 7)
-	wantOK(t, st, 8)
-	wantOK(t, st, 9)
-	wantOK(t, st, 10)
-	wantErr(t, st, 11, "busy", "max_concurrent_calls = 2")
-	for i := 12; i <= 16; i++ {
+	for i := 3; i <= 6; i++ {
 		wantOK(t, st, i)
 	}
 	var until struct {
@@ -295,16 +276,33 @@ grants.srv = { calls_per_second = 0.01 }
 			Val json.RawMessage
 		}
 	}
-	if err := json.Unmarshal(st[16].OK, &until); err != nil || until.Got.Tag != "resource-list-updated" {
-		t.Fatalf("reader's list update: %s (%v)", st[16].OK, err)
+	if err := json.Unmarshal(st[5].OK, &until); err != nil || until.Got.Tag != "resource-list-updated" {
+		t.Fatalf("list update: %s (%v)", st[5].OK, err)
 	}
 	if got, want := names(t, until.Got.Val, "uri"), []string{"mem://data/a.txt", "mem://data/new.txt"}; !slices.Equal(got, want) {
-		t.Errorf("reader's resource-list-updated: %v, want %v", got, want)
+		t.Errorf("resource-list-updated: %v, want %v", got, want)
 	}
-	wantOK(t, st, 17)
+
+	st = probeSteps(t, r, "deny")
+	if len(st) != 5 {
+		t.Fatalf("deny: %d steps: %+v", len(st), st)
+	}
+	wantErr(t, st, 1, "denied", `"write_file"`, `agent.deny.grants.srv.tools ["read_*", "list_*", "slow", "add_resources"] has no match`)
+	wantErr(t, st, 2, "denied", `"read_secret"`, `agent.deny.grants.srv.deny_tools has "read_secret"`)
+	wantErr(t, st, 3, "denied", `"mem://secret/key"`, `agent.deny.grants.srv.resources ["mem://data/*"] has no match`)
+	wantErr(t, st, 4, "denied", `"mem://data/sub/b.txt"`)
+
+	st = probeSteps(t, r, "do")
+	if len(st) != 10 {
+		t.Fatalf("do: %d steps: %+v", len(st), st)
+	}
+	for _, i := range []int{1, 2, 3, 4, 6, 7, 8, 9} {
+		wantOK(t, st, i)
+	}
+	wantErr(t, st, 5, "busy", "max_concurrent_calls = 2")
 
 	ws := probeSteps(t, r, "writer")
-	if got := names(t, ws[1].OK, "name"); len(got) != 7 || !slices.Contains(got, "write_file") {
+	if got := names(t, ws[1].OK, "name"); !slices.Equal(got, []string{"add_resources", "list_dir", "read_file", "read_secret", "slow", "wait_file", "write_file"}) {
 		t.Errorf("writer's list-tools (no narrowing): %v", got)
 	}
 	wantOK(t, ws, 2)
@@ -326,8 +324,8 @@ grants.srv = { calls_per_second = 0.01 }
 	if n := strings.Count(log, "call write_file"); n != 1 {
 		t.Errorf("write_file reached the server %d times, want once (the writer's):\n%s", n, log)
 	}
-	if n := strings.Count(log, "call slow"); n != 2 {
-		t.Errorf("slow reached the server %d times, want 2:\n%s", n, log)
+	if n := strings.Count(log, "call slow"); n > 2 {
+		t.Errorf("slow reached the server %d times, at most 2 were admitted:\n%s", n, log)
 	}
 
 	// The audit log, once every line is written (the daemon stopped).
@@ -351,7 +349,7 @@ grants.srv = { calls_per_second = 0.01 }
 	}
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	deniedArgs := fmt.Sprintf(`{"path":"/x","text":%q}`, secretArg)
-	if l := find("reader", "call-tool-blocking", "tool", "write_file", "denied"); l != nil {
+	if l := find("deny", "call-tool-blocking", "tool", "write_file", "denied"); l != nil {
 		if _, err := time.Parse(time.RFC3339Nano, l["time"].(string)); err != nil {
 			t.Errorf("time %v: %v", l["time"], err)
 		}
@@ -361,22 +359,26 @@ grants.srv = { calls_per_second = 0.01 }
 		if _, ok := l["duration_ms"].(float64); !ok {
 			t.Errorf("denied line without duration_ms: %v", l)
 		}
+		if msg, _ := l["message"].(string); !strings.Contains(msg, "agent.deny.grants.srv.tools") {
+			t.Errorf("denied line's message: %v", l)
+		}
 	}
-	find("reader", "call-tool", "tool", "read_secret", "denied")
-	find("reader", "read-resource", "uri", "mem://secret/key", "denied")
-	find("reader", "subscribe-resource", "uri", "mem://data/sub/b.txt", "denied")
-	find("reader", "read-resource", "uri", "mem://data/a.txt", "ok")
-	if l := find("reader", "subscribe-resource", "uri", "mem://data/a.txt", "ok"); l != nil && l["sub_id"] == "" {
+	find("deny", "call-tool", "tool", "read_secret", "denied")
+	find("deny", "read-resource", "uri", "mem://secret/key", "denied")
+	find("deny", "subscribe-resource", "uri", "mem://data/sub/b.txt", "denied")
+	find("do", "read-resource", "uri", "mem://data/a.txt", "ok")
+	if l := find("do", "subscribe-resource", "uri", "mem://data/a.txt", "ok"); l != nil && l["sub_id"] == nil {
 		t.Errorf("subscribe line without sub_id: %v", l)
 	}
-	find("reader", "unsubscribe-resource", "uri", "mem://data/a.txt", "ok")
-	find("reader", "subscribe-resource-list", "outcome", "ok", "ok")
-	find("reader", "call-tool-blocking", "tool", "slow", "busy")
-	if l := find("reader", "call-tool", "tool", "slow", "cancelled"); l != nil && l["call_id"] == "" {
+	find("do", "unsubscribe-resource", "uri", "mem://data/a.txt", "ok")
+	find("see", "subscribe-resource-list", "outcome", "ok", "ok")
+	find("see", "unsubscribe-resource-list", "outcome", "ok", "ok")
+	find("do", "call-tool-blocking", "tool", "slow", "busy")
+	if l := find("do", "call-tool", "tool", "slow", "cancelled"); l != nil && l["call_id"] == nil {
 		t.Errorf("call line without call_id: %v", l)
 	}
 	okArgs := fmt.Sprintf(`{"path":%q}`, secretArg)
-	if l := find("reader", "call-tool-blocking", "tool", "read_file", "ok"); l != nil {
+	if l := find("do", "call-tool-blocking", "tool", "read_file", "ok"); l != nil {
 		if l["args_sha256"] != sum(okArgs) || l["call_id"] == nil || l["duration_ms"].(float64) <= 0 {
 			t.Errorf("ok call line: %v", l)
 		}
@@ -391,17 +393,16 @@ grants.srv = { calls_per_second = 0.01 }
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
-		want   float64
 	}{
-		{"toolhostd_policy_denied_total", map[string]string{"agent": "reader", "tooling": "srv", "op": "call-tool-blocking"}, 1},
-		{"toolhostd_policy_denied_total", map[string]string{"agent": "reader", "tooling": "srv", "op": "call-tool"}, 1},
-		{"toolhostd_policy_denied_total", map[string]string{"agent": "reader", "tooling": "srv", "op": "read-resource"}, 1},
-		{"toolhostd_policy_denied_total", map[string]string{"agent": "reader", "tooling": "srv", "op": "subscribe-resource"}, 1},
-		{"toolhostd_agent_limited_total", map[string]string{"agent": "reader", "tooling": "srv", "limit": "max_concurrent_calls"}, 1},
-		{"toolhostd_agent_limited_total", map[string]string{"agent": "limited", "tooling": "srv", "limit": "calls_per_second"}, 1},
+		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "call-tool-blocking"}},
+		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "call-tool"}},
+		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "read-resource"}},
+		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "subscribe-resource"}},
+		{"toolhostd_agent_limited_total", map[string]string{"agent": "do", "tooling": "srv", "limit": "max_concurrent_calls"}},
+		{"toolhostd_agent_limited_total", map[string]string{"agent": "limited", "tooling": "srv", "limit": "calls_per_second"}},
 	} {
-		if got, ok := metricValue(t, m, c.name, c.labels); !ok || got != c.want {
-			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		if got, ok := metricValue(t, m, c.name, c.labels); !ok || got != 1 {
+			t.Errorf("%s%v = %v (found %v), want 1", c.name, c.labels, got, ok)
 		}
 	}
 }
@@ -412,7 +413,7 @@ grants.srv = { calls_per_second = 0.01 }
 func TestGrantsReload(t *testing.T) {
 	dir := t.TempDir()
 	calllog := filepath.Join(dir, "calls.log")
-	gate := filepath.Join(dir, "gate")
+	const gate = "gate" // in the server's cwd: the output stays short
 	probe := testenv.Agent(t, "test-agents", "probe")
 	input := probeInput(t,
 		map[string]any{"op": "get", "name": "srv", "as": "s"},
@@ -423,7 +424,7 @@ func TestGrantsReload(t *testing.T) {
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "write_file", "args": map[string]any{"path": "after"}},
 	)
 	conf := func(tools string) string {
-		return header(t) + policyTooling("srv", calllog) + fmt.Sprintf(`
+		return header(t) + policyTooling("srv", calllog) + fmt.Sprintf("cwd = %q\n", dir) + fmt.Sprintf(`
 [agent.live]
 component = %q
 toolings = ["srv"]
@@ -447,7 +448,7 @@ tools = %s
 	if n := r.logs.FilterMessage("reload: grants applied to the running agents without a restart").Len(); n != 1 {
 		t.Errorf("%d 'grants applied' log lines, want 1", n)
 	}
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, gate), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got := r.waitAgent(t, "live", "exited", func(s control.AgentStatus) bool { return s.State == "exited" })

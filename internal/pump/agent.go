@@ -109,6 +109,7 @@ func (h *Handle) Close() {
 		if !c.blocking {
 			a.in.Cancel(c.id)
 		}
+		c.release()
 		c.cancel()
 	}
 	var wg sync.WaitGroup
@@ -225,6 +226,7 @@ func (h *Handle) Cancel(id string) bool {
 	a.mu.Unlock()
 	ok := a.in.Cancel(id)
 	if c != nil {
+		c.release() // a cancelled call no longer counts against the limits
 		c.cancel()
 		if ok {
 			c.log().Debug("call cancelled")

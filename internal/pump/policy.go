@@ -68,6 +68,13 @@ func (h *Handle) recordRefused(op, tool, args string, err error) {
 		WithArgs: h.pol.Grant().AuditArguments()})
 }
 
+// release gives the call's slot of the policy limits back, once.
+func (c *call) release() {
+	if c.released.CompareAndSwap(false, true) {
+		c.h.pol.Release()
+	}
+}
+
 // audit writes the call's line once it is finished.
 func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
 	h := c.h
