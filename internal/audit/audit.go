@@ -22,6 +22,7 @@ import (
 
 // Ops, as written in the op field.
 const (
+	OpGet                     = "get" // tooling.get of a tooling not granted (denials only)
 	OpCallTool                = "call-tool"
 	OpCallToolBlocking        = "call-tool-blocking"
 	OpReadResource            = "read-resource"

@@ -242,12 +242,13 @@ func TestGrants(t *testing.T) {
 		map[string]any{"op": "get", "name": "srv", "as": "s"},
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "read_file", "args": map[string]any{"path": "first"}},
 		map[string]any{"op": "call-tool-blocking", "h": "s", "tool": "read_file", "args": map[string]any{"path": "second"}},
+		map[string]any{"op": "get", "name": "other", "as": "o"},
 	)
 	readerGrant := `grants.srv = { tools = ["read_*", "list_*", "slow", "add_resources"], deny_tools = ["read_secret"], resources = ["mem://data/*"], max_concurrent_calls = 2 }`
 	agentConf := func(name, input, extra string) string {
 		return fmt.Sprintf("\n[agent.%s]\ncomponent = %q\ntoolings = [\"srv\"]\ninput = %q\nrestart = \"never\"\n%s\n", name, probe, input, extra)
 	}
-	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) + policyTooling("srv", calllog) +
+	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) + policyTooling("srv", calllog) + policyTooling("other", filepath.Join(dir, "other.log")) +
 		agentConf("see", see, readerGrant) + agentConf("deny", deny, readerGrant) + agentConf("do", do, readerGrant) +
 		agentConf("writer", writer, `grants.srv = { audit_arguments = true }`) +
 		agentConf("limited", limited, `grants.srv = { calls_per_second = 0.01 }`)
@@ -309,6 +310,7 @@ func TestGrants(t *testing.T) {
 	ls := probeSteps(t, r, "limited")
 	wantOK(t, ls, 1)
 	wantErr(t, ls, 2, "busy", "calls_per_second = 0.01")
+	wantErr(t, ls, 3, "denied", `agent "limited" is not granted tooling "other"`)
 
 	// The server's own log: no denied or refused operation reached it.
 	b, err := os.ReadFile(calllog)
@@ -389,6 +391,7 @@ func TestGrants(t *testing.T) {
 		}
 	}
 	find("limited", "call-tool-blocking", "tool", "read_file", "busy")
+	find("limited", "get", "tooling", "other", "denied")
 
 	for _, c := range []struct {
 		name   string
@@ -398,6 +401,7 @@ func TestGrants(t *testing.T) {
 		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "call-tool"}},
 		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "read-resource"}},
 		{"toolhostd_policy_denied_total", map[string]string{"agent": "deny", "tooling": "srv", "op": "subscribe-resource"}},
+		{"toolhostd_policy_denied_total", map[string]string{"agent": "limited", "tooling": "other", "op": "get"}},
 		{"toolhostd_agent_limited_total", map[string]string{"agent": "do", "tooling": "srv", "limit": "max_concurrent_calls"}},
 		{"toolhostd_agent_limited_total", map[string]string{"agent": "limited", "tooling": "srv", "limit": "calls_per_second"}},
 	} {

@@ -178,6 +178,14 @@ func (a *Agent) Update(grants map[string]Rules) {
 // Name is the agent's name.
 func (a *Agent) Name() string { return a.name }
 
+// Denied counts a denial made outside the grants (a tooling.get of a
+// tooling not in the agent's toolings); a nil *Agent counts nothing.
+func (a *Agent) Denied(tooling, op string) {
+	if a != nil && a.rec != nil {
+		a.rec.PolicyDenied(a.name, tooling, op)
+	}
+}
+
 // View is the agent's policy on one tooling, shared by all its handles on
 // it; a nil *View allows everything.
 func (a *Agent) View(tooling string) *View {

@@ -198,7 +198,9 @@ func (a *Agent) Get(name string) (*Handle, error) {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
 	}
 	if a.grants != nil && !a.grants(name) {
-		return nil, tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
+		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
+		a.deniedGet(name, err)
+		return nil, err
 	}
 	hd := &Handle{a: a, rt: rt, pol: a.pol.View(name), calls: make(map[string]*call), subs: make(map[string]*sub)}
 	a.mu.Lock()

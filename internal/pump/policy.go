@@ -17,6 +17,13 @@ func (h *Hub) SetAudit(l *audit.Log) { h.audit = l }
 // (nil: everything). Call it before the agent's first Get.
 func (a *Agent) SetPolicy(p *policy.Agent) { a.pol = p }
 
+// deniedGet audits and counts a tooling.get the agent's toolings list
+// denied (op "get").
+func (a *Agent) deniedGet(name string, err *tooling.Error) {
+	a.pol.Denied(name, auditOpGet)
+	a.hub.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: auditOpGet, Outcome: err.Code.String(), Message: err.Message})
+}
+
 // audited reports whether the hub keeps an audit log.
 func (h *Handle) audited() bool { return h.a.hub.audit != nil }
 
@@ -142,6 +149,7 @@ func allowedResources(g *policy.Grant, rs []tooling.ResourceInfo) []tooling.Reso
 
 // Shorter names for the audited ops.
 const (
+	auditOpGet          = audit.OpGet
 	auditOpCall         = audit.OpCallTool
 	auditOpCallBlocking = audit.OpCallToolBlocking
 	auditOpRead         = audit.OpReadResource
