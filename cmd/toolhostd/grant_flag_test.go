@@ -69,7 +69,8 @@ connect_timeout = "30s"
 }
 
 // TestRunGrantTools: `run --grant everything=echo` lets the probe see and
-// call only echo; the denied call is in the audit log.
+// call only echo; the denied call is in the audit log. A malformed --grant
+// is a usage error.
 func TestRunGrantTools(t *testing.T) {
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
@@ -80,6 +81,9 @@ func TestRunGrantTools(t *testing.T) {
 		{"op": "call-tool-blocking", "h": "e", "tool": "get-sum", "args": map[string]any{"a": 1, "b": 2}},
 		{"op": "call-tool-blocking", "h": "e", "tool": "echo", "args": map[string]any{"message": "granted"}},
 	}})
+	if code, _, errs := runConfigCmd(t, "--config", cfg, "run", testdata("echo.wat"), "--grant", "everything="); code != 64 || !strings.Contains(errs, "an empty tool pattern") {
+		t.Errorf("--grant everything=: exit %d\n%s", code, errs)
+	}
 	code, out, errs := runConfigCmd(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"),
 		"--grant", "everything=echo", "--input", string(steps))
 	if code != 0 {

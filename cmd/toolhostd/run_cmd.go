@@ -67,6 +67,10 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
+	pol, err := grantPolicy(agentName(path), o.grants)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
 	log, err := newLogger(cfg.Host, cmd.ErrOrStderr())
 	if err != nil {
 		return withExit(exitUsage, err)
@@ -105,10 +109,6 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	}
 	defer prog.Close()
 
-	pol, err := grantPolicy(agentName(path), o.grants)
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
 	agent := h.Start(prog, host.AgentConfig{
 		Name:       agentName(path),
 		Grants:     grants,
