@@ -50,7 +50,7 @@ shutdown envelope and the grace period, then stop it.`,
 	f := cmd.Flags()
 	f.StringVar(&o.input, "input", "", "the agent's input string")
 	f.StringVar(&o.inputFile, "input-file", "", "read the agent's input from a file (- for stdin)")
-	f.StringArrayVar(&o.grants, "grant", nil, "grant only this tooling (repeatable; default: all configured)")
+	f.StringArrayVar(&o.grants, "grant", nil, "grant only this tooling, TOOLING or TOOLING=PATTERN,... to allow only the tools matching a glob (repeatable; default: all configured)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
 	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
 	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
@@ -64,6 +64,10 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		return err
 	}
 	input, env, grants, err := o.resolve(cmd, cfg)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	pol, err := grantPolicy(agentName(path), o.grants)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -84,6 +88,11 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		return withExit(exitUsage, err)
 	}
 	hub := pump.NewHub(pump.EntriesFrom(reg, cfg.Tooling), log)
+	stopAudit, err := startAudit(cfg, hub)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	defer stopAudit()
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
@@ -103,6 +112,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	agent := h.Start(prog, host.AgentConfig{
 		Name:       agentName(path),
 		Grants:     grants,
+		Policy:     pol,
 		Env:        env,
 		RunTimeout: o.timeout,
 		StopGrace:  o.grace,
@@ -169,7 +179,7 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 	var grants func(string) bool
 	if len(o.grants) > 0 {
 		set := map[string]bool{}
-		for _, n := range o.grants {
+		for _, n := range grantNames(o.grants) {
 			if _, ok := cfg.Tooling[n]; !ok {
 				return "", nil, nil, fmt.Errorf("--grant %q: no [tooling.%s] in the config", n, n)
 			}

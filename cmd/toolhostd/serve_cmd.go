@@ -29,8 +29,9 @@ toolings, restarting each per its restart policy, and serves the control API
 host.control_socket (default $RUNTIME_DIRECTORY/toolhostd.sock, else
 /run/toolhostd/toolhostd.sock).
 
-Signals: SIGHUP reloads the config (on an error the running config stays and
-the log says why); SIGINT and SIGTERM stop accepting control requests, give
+Signals: SIGHUP reopens the audit log (host.audit_log, for logrotate) and
+reloads the config (on an error the running config stays and the log says
+why); SIGINT and SIGTERM stop accepting control requests, give
 every agent its shutdown envelope and stop grace, then stop the toolings and
 their server processes, and exit 0. Under systemd (Type=notify) it reports
 READY=1 once the control socket listens and every agent was started,
@@ -126,6 +127,7 @@ loop:
 			if s == syscall.SIGHUP {
 				log.Info("reloading the config", zap.String("signal", s.String()), zap.String("config", cfg.Path))
 				reloads.Go(func() {
+					_ = d.ReopenAudit() // for logrotate; a failure is logged
 					if err := d.Reload(); err != nil {
 						log.Error("reload failed; the running config stays", zap.Error(err))
 					}

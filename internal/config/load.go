@@ -486,6 +486,7 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 		"control_token": func(p []string, v any) {
 			h.ControlToken, _ = d.asRefString(p, v)
 		},
+		"audit_log": func(p []string, v any) { h.AuditLog = d.auditLog(p, v) },
 	})
 	// An empty string is the same as the key left out (no TCP, no token).
 	if h.ControlListen != "" && h.ControlToken == "" && !d.erred(child(path, "control_token"), 0) {
@@ -763,7 +764,9 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 		"stop_grace": func(p []string, v any) {
 			a.StopGrace, _ = d.asDuration(p, v, false)
 		},
+		"grants": func(p []string, v any) { a.Grants = d.grants(p, v) },
 	})
+	d.checkGrants(path, a)
 	if _, ok := m["component"]; !ok {
 		d.errAt(child(path, "component"), "missing (the agent's WebAssembly component)")
 	}

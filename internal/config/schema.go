@@ -33,6 +33,9 @@ type Host struct {
 	// ControlToken is the bearer token of the TCP control API, usually a
 	// ${env:...} or ${file:...} reference: call Expand at use.
 	ControlToken string `toml:"control_token"`
+
+	// AuditLog is the audit log's path ("-": stderr; "": none).
+	AuditLog string `toml:"audit_log" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -85,6 +88,8 @@ type Agent struct {
 	InboxCapacity  int               `toml:"inbox_capacity"`
 	Limits         Limits            `toml:"limits"`
 	StopGrace      Duration          `toml:"stop_grace"`
+	// Grants narrow the toolings granted, by tooling name (grants.go).
+	Grants map[string]*Grant `toml:"grants" json:",omitempty"`
 }
 
 // Backoff is an initial and a maximum delay.

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
 // Agent states, as control.AgentStatus reports them.
@@ -53,6 +54,7 @@ const maxOutputLog = 1024
 type agentRec struct {
 	name string
 	cfg  *config.Agent
+	pol  *policy.Agent // the grants' policy, kept across runs; Reload may Update it
 
 	state    string
 	since    time.Time
@@ -72,8 +74,8 @@ type agentRec struct {
 	delay   time.Duration // wait before the next start
 }
 
-func newAgentRec(name string, cfg *config.Agent) *agentRec {
-	return &agentRec{name: name, cfg: cfg, state: stateStopped, since: time.Now(), backoff: cfg.RestartBackoff.Initial.Duration}
+func newAgentRec(name string, cfg *config.Agent, rec policy.Recorder) *agentRec {
+	return &agentRec{name: name, cfg: cfg, pol: policy.FromConfig(cfg, rec), state: stateStopped, since: time.Now(), backoff: cfg.RestartBackoff.Initial.Duration}
 }
 
 func (r *agentRec) setState(s string) {
@@ -305,6 +307,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 	return host.AgentConfig{
 		Name:          s.r.name,
 		Grants:        func(t string) bool { return grants[t] },
+		Policy:        s.r.pol,
 		Env:           env,
 		InboxCapacity: s.cfg.InboxCapacity,
 		MemoryLimit:   uint64(s.cfg.Limits.Memory),

@@ -18,6 +18,7 @@ import (
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
@@ -96,6 +97,8 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
+	audit *audit.Log // [host] audit_log; nil: none (grants.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -162,13 +165,16 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
 	}
 	d.hub = pump.NewHub(entries, log)
+	if err := d.openAudit(cfg); err != nil {
+		return nil, err
+	}
 	d.fuel = needsFuel(cfg)
 	d.host, err = host.New(host.Options{CacheDir: cfg.CacheDir(), Fuel: d.fuel, EpochTick: d.opts.epochTick, Log: log}, d.hub)
 	if err != nil {
 		return nil, err
 	}
 	for name, a := range cfg.Agent {
-		d.agents[name] = newAgentRec(name, a)
+		d.agents[name] = newAgentRec(name, a, d.recorder())
 	}
 	return d, nil
 }
@@ -233,6 +239,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Unlock()
 	d.opMu.Unlock()
 
+	auditCtx, stopAudit := context.WithCancel(context.Background())
+	auditDone := d.runAudit(auditCtx)
+	defer func() { stopAudit(); <-auditDone }()
 	rootCtx, stopRoot := context.WithCancel(context.Background())
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
@@ -319,7 +328,10 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // Close releases the engine. Serve calls it when it returns; call it only
 // for a daemon that is never served.
 func (d *Daemon) Close() error {
-	d.closeOnce.Do(func() { d.closeErr = d.host.Close() })
+	d.closeOnce.Do(func() {
+		d.closeErr = d.host.Close()
+		d.audit.Close()
+	})
 	return d.closeErr
 }
 

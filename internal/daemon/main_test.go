@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "1" {
 		os.Exit(runTestServer())
 	}
+	if os.Getenv(serverEnv) == policyServerMode {
+		os.Exit(runPolicyServer())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -152,7 +152,7 @@ func TestNextDelay(t *testing.T) {
 	r := newAgentRec("a", &config.Agent{RestartBackoff: config.Backoff{
 		Initial: config.Duration{Duration: 100 * time.Millisecond},
 		Max:     config.Duration{Duration: time.Second},
-	}})
+	}}, nil)
 	short := time.Millisecond
 	var got []time.Duration
 	for range 6 {

@@ -16,12 +16,15 @@ import (
 type plan struct {
 	addTooling, removeTooling, changeTooling []string
 	addAgent, removeAgent, changeAgent       []string
-	hostChanged                              bool
+	// policyAgent changed only in their grants tables: the new policy is
+	// applied to the running agent, no restart.
+	policyAgent []string
+	hostChanged bool
 }
 
 func (p plan) empty() bool {
 	return len(p.addTooling)+len(p.removeTooling)+len(p.changeTooling)+
-		len(p.addAgent)+len(p.removeAgent)+len(p.changeAgent) == 0
+		len(p.addAgent)+len(p.removeAgent)+len(p.changeAgent)+len(p.policyAgent) == 0
 }
 
 // diff compares two configs entry by entry. An agent granted a tooling
@@ -41,6 +44,14 @@ func diff(old, cur *config.Config) plan {
 		}
 	}
 	slices.Sort(p.changeAgent)
+	p.changeAgent = slices.DeleteFunc(p.changeAgent, func(name string) bool {
+		live := policyOnly(old.Agent[name], cur.Agent[name]) &&
+			!slices.ContainsFunc(cur.Agent[name].Toolings, func(t string) bool { return slices.Contains(p.changeTooling, t) })
+		if live {
+			p.policyAgent = append(p.policyAgent, name)
+		}
+		return live
+	})
 	return p
 }
 
@@ -66,7 +77,8 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 // config stays and the error says why (a config error lists every problem
 // with file:line:col). Otherwise agents and toolings that were added are
 // started, removed ones stopped, changed ones (and agents granted a changed
-// tooling) restarted; unchanged ones and their sessions are not touched. Changes to [host] need a restart of
+// tooling) restarted, except agents whose grants tables alone changed: they
+// get the new policy while they run (logged as such); unchanged ones and their sessions are not touched. Changes to [host] need a restart of
 // toolhostd and are only logged. A reload that adds the first agent with
 // limits.fuel > 0 to a daemon started without one is refused
 // (ErrNeedsFuel): fuel metering is an engine setting.
@@ -120,9 +132,17 @@ func (d *Daemon) Reload() error {
 	defer d.notify.send("READY=1")
 	d.log.Info("reloading",
 		zap.Strings("agents_added", p.addAgent), zap.Strings("agents_removed", p.removeAgent), zap.Strings("agents_changed", p.changeAgent),
+		zap.Strings("agents_policy_applied", p.policyAgent),
 		zap.Strings("toolings_added", p.addTooling), zap.Strings("toolings_removed", p.removeTooling), zap.Strings("toolings_changed", p.changeTooling))
 
-	// 1. Stop the agents that go or change.
+	// 0. Policies: the running agents see their new grants from their
+	// next operation on.
+	if len(p.policyAgent) > 0 {
+		d.applyPolicies(cur, p.policyAgent)
+		d.log.Info("reload: grants applied to the running agents without a restart", zap.Strings("agents", p.policyAgent))
+	}
+
+	// 1. Stop the agents that go or change (restarted below).
 	d.mu.Lock()
 	var stopping []*agentRec
 	for _, name := range append(append([]string(nil), p.removeAgent...), p.changeAgent...) {
@@ -175,7 +195,7 @@ func (d *Daemon) Reload() error {
 		delete(d.agents, name)
 	}
 	for _, name := range append(append([]string(nil), p.addAgent...), p.changeAgent...) {
-		r := newAgentRec(name, cur.Agent[name])
+		r := newAgentRec(name, cur.Agent[name], d.recorder())
 		d.agents[name] = r
 		d.startLocked(r, nil)
 	}

@@ -14,6 +14,7 @@ import (
 
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
@@ -23,6 +24,10 @@ type AgentConfig struct {
 	Name string
 	// Grants reports whether the agent may get a tooling; nil grants all.
 	Grants func(tooling string) bool
+	// Policy narrows what the agent may do on its granted toolings (which
+	// tools, which resources, how many calls and how fast); nil: no
+	// narrowing.
+	Policy *policy.Agent
 	// Env is the guest's WASI environment (nothing is inherited).
 	Env map[string]string
 	// InboxCapacity bounds open calls plus undelivered envelopes (default 1024).
@@ -149,6 +154,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		handles:  make(map[uint32]*pump.Handle),
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
+	st.pa.SetPolicy(a.cfg.Policy)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	stdout.limit, stderr.limit = st.logs, st.logs

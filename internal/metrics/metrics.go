@@ -47,6 +47,7 @@ type Metrics struct {
 	traps       *prometheus.CounterVec
 	instantiate *prometheus.HistogramVec
 	logDropped  *prometheus.CounterVec
+	pol         policySeries // policy.go
 
 	state *stateCollector
 
@@ -169,6 +170,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	m.traps.DeletePartialMatch(l)
 	m.instantiate.DeletePartialMatch(l)
 	m.logDropped.DeletePartialMatch(l)
+	m.forgetPolicy(l)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer
@@ -180,4 +182,5 @@ func (m *Metrics) ForgetTooling(name string) {
 	}{m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed} {
 		v.DeletePartialMatch(l)
 	}
+	m.forgetPolicy(l)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -20,6 +22,7 @@ type Agent struct {
 	name   string
 	in     *inbox.Inbox
 	grants func(string) bool
+	pol    *policy.Agent // nil: no narrowing (policy.go)
 	log    *zap.Logger
 	ctx    context.Context // ends at Close or inbox shutdown; parent of every call
 	cancel context.CancelFunc
@@ -35,8 +38,9 @@ type Agent struct {
 
 // Handle is one tooling.get result: the WIT tooling resource.
 type Handle struct {
-	a  *Agent
-	rt *runtime
+	a   *Agent
+	rt  *runtime
+	pol *policy.View // the agent's policy on this tooling; nil: all allowed
 
 	// guarded by a.mu
 	closed bool
@@ -105,6 +109,7 @@ func (h *Handle) Close() {
 		if !c.blocking {
 			a.in.Cancel(c.id)
 		}
+		c.release()
 		c.cancel()
 	}
 	var wg sync.WaitGroup
@@ -144,7 +149,7 @@ func (h *Handle) ListTools(ctx context.Context) ([]tooling.Tool, error) {
 	if err != nil {
 		return nil, tooling.AsError(err)
 	}
-	return ts, nil
+	return allowedTools(h.pol.Grant(), ts), nil
 }
 
 // ListResources returns every resource of the tooling.
@@ -156,7 +161,7 @@ func (h *Handle) ListResources(ctx context.Context) ([]tooling.ResourceInfo, err
 	if err != nil {
 		return nil, tooling.AsError(err)
 	}
-	return rs, nil
+	return allowedResources(h.pol.Grant(), rs), nil
 }
 
 // ReadResource reads uri now.
@@ -164,7 +169,13 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 	if err := h.usable(); err != nil {
 		return tooling.ResourceContent{}, err
 	}
+	start := time.Now()
+	if err := h.pol.URI(auditOpRead, uri); err != nil {
+		h.recordURI(auditOpRead, uri, "", start, err)
+		return tooling.ResourceContent{}, err
+	}
 	rc, err := h.rt.t.ReadResource(ctx, uri)
+	h.recordURI(auditOpRead, uri, "", start, err)
 	if err != nil {
 		return tooling.ResourceContent{}, tooling.AsError(err)
 	}
@@ -177,10 +188,16 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 // when the inbox has no room for the result.
 func (h *Handle) CallTool(name, args string) (string, error) {
 	if err := validArgs(name, args); err != nil {
+		h.recordRefused(auditOpCall, name, args, err)
+		return "", err
+	}
+	if err := h.admit(auditOpCall, name, args); err != nil {
 		return "", err
 	}
 	c, err := h.newCall(name, args, false)
 	if err != nil {
+		h.pol.Release()
+		h.recordRefused(auditOpCall, name, args, err)
 		return "", err
 	}
 	h.rt.gate.submit(c)
@@ -209,6 +226,7 @@ func (h *Handle) Cancel(id string) bool {
 	a.mu.Unlock()
 	ok := a.in.Cancel(id)
 	if c != nil {
+		c.release() // a cancelled call no longer counts against the limits
 		c.cancel()
 		if ok {
 			c.log().Debug("call cancelled")
@@ -222,6 +240,7 @@ func (h *Handle) Cancel(id string) bool {
 // ends, the agent closes or its inbox shuts down.
 func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooling.ToolResult, error) {
 	if err := validArgs(name, args); err != nil {
+		h.recordRefused(auditOpCallBlocking, name, args, err)
 		return tooling.ToolResult{}, err
 	}
 	select {
@@ -229,8 +248,13 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 		return tooling.ToolResult{}, errAgentClosed()
 	default:
 	}
+	if err := h.admit(auditOpCallBlocking, name, args); err != nil {
+		return tooling.ToolResult{}, err
+	}
 	c, err := h.newCall(name, args, true)
 	if err != nil {
+		h.pol.Release()
+		h.recordRefused(auditOpCallBlocking, name, args, err)
 		return tooling.ToolResult{}, err
 	}
 	// The caller's ctx ends the call too (the agent's ends with the inbox
@@ -249,14 +273,18 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 // list change yields one resource-list-updated envelope with the returned
 // id.
 func (h *Handle) SubscribeResourceList() (string, error) {
+	start := time.Now()
 	s, err := h.newSub("", true)
 	if err != nil {
 		return "", err
 	}
 	if err := h.rt.pump.subscribeList(s); err != nil {
+		h.recordURI(auditOpSubList, "", s.id, start, err)
 		return "", err
 	}
-	return h.register(s)
+	id, err := h.register(s)
+	h.recordURI(auditOpSubList, "", s.id, start, err)
+	return id, err
 }
 
 // SubscribeResource subscribes to uri's updates: every later update yields
@@ -264,14 +292,22 @@ func (h *Handle) SubscribeResourceList() (string, error) {
 // of a uri (across agents) makes the MCP subscription, so ctx bounds that
 // request; unsupported when the server lacks resources.subscribe.
 func (h *Handle) SubscribeResource(ctx context.Context, uri string) (string, error) {
+	start := time.Now()
 	s, err := h.newSub(uri, false)
 	if err != nil {
 		return "", err
 	}
-	if err := h.rt.pump.subscribe(ctx, s); err != nil {
+	if err := h.pol.URI(auditOpSub, uri); err != nil {
+		h.recordURI(auditOpSub, uri, "", start, err)
 		return "", err
 	}
-	return h.register(s)
+	if err := h.rt.pump.subscribe(ctx, s); err != nil {
+		h.recordURI(auditOpSub, uri, s.id, start, err)
+		return "", err
+	}
+	id, err := h.register(s)
+	h.recordURI(auditOpSub, uri, s.id, start, err)
+	return id, err
 }
 
 // UnsubscribeResourceList ends the resource-list subscription id: true if
@@ -293,7 +329,14 @@ func (h *Handle) unsubscribe(id string, list bool) bool {
 	delete(a.subs, id)
 	delete(s.h.subs, id)
 	a.mu.Unlock()
-	return h.rt.pump.unsubscribe(s)
+	start := time.Now()
+	ok := h.rt.pump.unsubscribe(s)
+	op := auditOpUnsub
+	if list {
+		op = auditOpUnsubList
+	}
+	h.recordURI(op, s.uri, id, start, nil)
+	return ok
 }
 
 func (h *Handle) newSub(uri string, list bool) (*sub, error) {

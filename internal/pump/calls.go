@@ -39,6 +39,9 @@ type call struct {
 	cancel    context.CancelFunc
 	stopAfter func() bool // unregisters the queued-expiry hook (async only)
 	state     atomic.Uint32
+	// released is set when the call gave its policy slot back (at its end
+	// or when the agent cancelled it, whichever is first).
+	released atomic.Bool
 
 	// blocking only: done is closed when res and err are set; admitted is
 	// closed when the gate hands the queued call a slot
@@ -147,6 +150,8 @@ func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
 		res.Name, res.Arguments = c.tool, c.args
 	}
 	c.rt.stats.count(herr)
+	c.release()
+	c.audit(res, herr)
 	delivered := false
 	if c.blocking {
 		c.res, c.err = res, herr

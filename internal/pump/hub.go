@@ -20,6 +20,7 @@ import (
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -82,6 +83,8 @@ type Hub struct {
 	// dyn lets toolings come and go while Serve runs (dynamic.go); its
 	// mutex guards rts and names.
 	dyn dynState
+	// audit is the audit log (policy.go); nil: none.
+	audit *audit.Log
 }
 
 // runtime is everything the hub keeps for one tooling.
@@ -195,9 +198,11 @@ func (a *Agent) Get(name string) (*Handle, error) {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
 	}
 	if a.grants != nil && !a.grants(name) {
-		return nil, tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
+		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
+		a.deniedGet(name, err)
+		return nil, err
 	}
-	hd := &Handle{a: a, rt: rt, calls: make(map[string]*call), subs: make(map[string]*sub)}
+	hd := &Handle{a: a, rt: rt, pol: a.pol.View(name), calls: make(map[string]*call), subs: make(map[string]*sub)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {

@@ -337,6 +337,9 @@ func (p *resPump) fanout(u *uriState, ev inbox.Event) int {
 	}
 	p.mu.Unlock()
 	for _, s := range buf {
+		if !s.h.pol.Grant().AllowURI(u.uri) {
+			continue // the policy changed since the subscription was made
+		}
 		s.a.in.Update(s.id, ev)
 	}
 	p.rt.stats.updates.Add(int64(len(buf)))
@@ -360,7 +363,6 @@ func (p *resPump) listLoop(ctx context.Context) {
 		if err != nil {
 			p.rt.log.Warn("fetching the changed resource list failed", zap.Error(err))
 		} else {
-			ev := inbox.ResourceListUpdated{Resources: list}
 			subs = subs[:0]
 			p.mu.Lock()
 			for _, s := range p.listSubs {
@@ -368,7 +370,7 @@ func (p *resPump) listLoop(ctx context.Context) {
 			}
 			p.mu.Unlock()
 			for _, s := range subs {
-				s.a.in.Update(s.id, ev)
+				s.a.in.Update(s.id, inbox.ResourceListUpdated{Resources: allowedResources(s.h.pol.Grant(), list)})
 			}
 			p.rt.stats.updates.Add(int64(len(subs)))
 		}

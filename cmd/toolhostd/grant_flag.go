@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/pump"
+)
+
+// splitGrant splits a --grant value, TOOLING or TOOLING=PATTERN,PATTERN...,
+// into the tooling and its tool patterns (nil: every tool).
+func splitGrant(v string) (string, []string, error) {
+	name, list, narrowed := strings.Cut(v, "=")
+	if !narrowed {
+		return name, nil, nil
+	}
+	tools := []string{}
+	for p := range strings.SplitSeq(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return "", nil, fmt.Errorf("--grant %q: an empty tool pattern (want TOOLING=PATTERN[,PATTERN...])", v)
+		}
+		tools = append(tools, p)
+	}
+	return name, tools, nil
+}
+
+// grantPolicy is the policy of `run`'s --grant values: TOOLING=PATTERNS
+// narrows the tools of TOOLING to those patterns.
+func grantPolicy(agent string, grants []string) (*policy.Agent, error) {
+	rules := map[string]policy.Rules{}
+	for _, v := range grants {
+		name, tools, err := splitGrant(v)
+		if err != nil {
+			return nil, err
+		}
+		if tools != nil {
+			r := rules[name]
+			r.Tools = append(r.Tools, tools...)
+			rules[name] = r
+		}
+	}
+	return policy.New(agent, rules, nil), nil
+}
+
+// grantNames are the toolings named by --grant values (patterns cut off).
+func grantNames(grants []string) []string {
+	out := make([]string, len(grants))
+	for i, v := range grants {
+		out[i], _, _ = strings.Cut(v, "=")
+	}
+	return out
+}
+
+// startAudit opens [host] audit_log for `run` and points hub at it; stop
+// flushes and closes it.
+func startAudit(cfg *config.Config, hub *pump.Hub) (stop func(), err error) {
+	if cfg.Host.AuditLog == "" {
+		return func() {}, nil
+	}
+	l, err := audit.Open(cfg.Host.AuditLog, 0)
+	if err != nil {
+		return nil, err
+	}
+	hub.SetAudit(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	return func() { cancel(); <-done }, nil
+}

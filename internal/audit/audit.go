@@ -1,0 +1,263 @@
+// Package audit is the audit log: one JSON object per line for every tool
+// call, resource read and (un)subscription of every agent and every
+// denial, written to a file opened append-only with mode 0600 (or to
+// stderr) by one goroutine behind a bounded buffer, so that the call path
+// never waits on the disk: a full buffer drops the line and counts it.
+// Reopen (on SIGHUP) reopens the file for logrotate.
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ops, as written in the op field.
+const (
+	OpGet                     = "get" // tooling.get of a tooling not granted (denials only)
+	OpCallTool                = "call-tool"
+	OpCallToolBlocking        = "call-tool-blocking"
+	OpReadResource            = "read-resource"
+	OpSubscribeResource       = "subscribe-resource"
+	OpUnsubscribeResource     = "unsubscribe-resource"
+	OpSubscribeResourceList   = "subscribe-resource-list"
+	OpUnsubscribeResourceList = "unsubscribe-resource-list"
+)
+
+// Outcomes besides the error codes.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool-error"
+)
+
+// DefaultBuffer is how many lines wait for the writer before new ones are
+// dropped.
+const DefaultBuffer = 4096
+
+// Record is one audited operation.
+type Record struct {
+	Time     time.Time
+	Agent    string
+	Tooling  string
+	Op       string
+	Tool     string // tool calls
+	URI      string // resource operations
+	CallID   string
+	SubID    string
+	Outcome  string // ok, tool-error or an error code
+	Message  string // the error's message, for outcomes other than ok
+	Duration time.Duration
+	// Args are the call's arguments (JSON text): their size and sha256
+	// are written, their text only with WithArgs.
+	Args     string
+	HasArgs  bool
+	WithArgs bool
+}
+
+// line is a Record as written.
+type line struct {
+	Time       string          `json:"time"`
+	Agent      string          `json:"agent"`
+	Tooling    string          `json:"tooling"`
+	Op         string          `json:"op"`
+	Tool       string          `json:"tool,omitempty"`
+	URI        string          `json:"uri,omitempty"`
+	CallID     string          `json:"call_id,omitempty"`
+	SubID      string          `json:"sub_id,omitempty"`
+	Outcome    string          `json:"outcome"`
+	Message    string          `json:"message,omitempty"`
+	DurationMS json.Number     `json:"duration_ms"`
+	ArgsBytes  *int            `json:"args_bytes,omitempty"`
+	ArgsSHA256 string          `json:"args_sha256,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Encode is the JSON line of r, newline included.
+func Encode(r Record) []byte {
+	l := line{
+		Time: r.Time.UTC().Format(time.RFC3339Nano), Agent: r.Agent, Tooling: r.Tooling, Op: r.Op,
+		Tool: r.Tool, URI: r.URI, CallID: r.CallID, SubID: r.SubID, Outcome: r.Outcome, Message: r.Message,
+		DurationMS: json.Number(strconv.FormatFloat(float64(r.Duration.Microseconds())/1000, 'f', -1, 64)),
+	}
+	if r.HasArgs {
+		n := len(r.Args)
+		sum := sha256.Sum256([]byte(r.Args))
+		l.ArgsBytes, l.ArgsSHA256 = &n, hex.EncodeToString(sum[:])
+		if r.WithArgs && json.Valid([]byte(r.Args)) {
+			l.Arguments = json.RawMessage(r.Args)
+		}
+	}
+	b, err := json.Marshal(l)
+	if err != nil { // cannot happen: every field is a plain value
+		b = fmt.Appendf(nil, `{"time":%q,"outcome":"internal","message":%q}`, l.Time, err.Error())
+	}
+	return append(b, '\n')
+}
+
+// Log is an open audit log. A nil *Log records nothing.
+type Log struct {
+	path string // "" for stderr
+	ch   chan []byte
+
+	mu sync.Mutex // guards f and w (the writer and Reopen)
+	f  *os.File   // nil for stderr
+	w  io.Writer
+
+	dropped atomic.Int64
+	written atomic.Int64
+	reopen  chan chan error
+}
+
+// Open opens path ("-": stderr) append-only, creating it with mode 0600,
+// with a buffer of n lines (0: DefaultBuffer). Run writes the lines.
+func Open(path string, n int) (*Log, error) {
+	if n <= 0 {
+		n = DefaultBuffer
+	}
+	l := &Log{ch: make(chan []byte, n), reopen: make(chan chan error)}
+	if path == "-" {
+		l.w = os.Stderr
+		return l, nil
+	}
+	l.path = path
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l.f, l.w = f, f
+	return l, nil
+}
+
+func openFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the audit log: %w", err)
+	}
+	return f, nil
+}
+
+// Write queues r without waiting: when the buffer is full the line is
+// dropped and counted (Dropped).
+func (l *Log) Write(r Record) {
+	if l == nil {
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	select {
+	case l.ch <- Encode(r):
+	default:
+		l.dropped.Add(1)
+	}
+}
+
+// Dropped is how many lines a full buffer has dropped.
+func (l *Log) Dropped() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
+}
+
+// Written is how many lines have been written.
+func (l *Log) Written() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.written.Load()
+}
+
+// Run writes queued lines until ctx ends, then writes what is still
+// queued and closes the file.
+func (l *Log) Run(ctx context.Context) {
+	defer l.close()
+	for {
+		select {
+		case b := <-l.ch:
+			l.put(b)
+		case done := <-l.reopen:
+			done <- l.doReopen()
+		case <-ctx.Done():
+			for {
+				select {
+				case b := <-l.ch:
+					l.put(b)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (l *Log) put(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.w.Write(b); err == nil {
+		l.written.Add(1)
+	} else {
+		l.dropped.Add(1)
+	}
+}
+
+// Reopen closes and reopens the file (after logrotate moved it), after the
+// lines queued so far; a no-op for stderr. It waits for Run, up to ctx.
+func (l *Log) Reopen(ctx context.Context) error {
+	if l == nil || l.path == "" {
+		return nil
+	}
+	done := make(chan error, 1)
+	select {
+	case l.reopen <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *Log) doReopen() error {
+	// What was queued before the reopen goes to the old file.
+	for n := len(l.ch); n > 0; n-- {
+		l.put(<-l.ch)
+	}
+	f, err := openFile(l.path)
+	if err != nil {
+		return err // keep writing to the old file
+	}
+	l.mu.Lock()
+	old := l.f
+	l.f, l.w = f, f
+	l.mu.Unlock()
+	return old.Close()
+}
+
+func (l *Log) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+		l.w = io.Discard
+	}
+}
+
+// Close closes the file of a Log that Run has not closed (one never run).
+func (l *Log) Close() {
+	if l != nil {
+		l.close()
+	}
+}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Grant is one [agent.<name>.grants.<tooling>] table: the narrowing of a
+// whole-tooling grant. Patterns are globs (see internal/policy): `*` any
+// run of characters but '/', `**` any run, `?` one character but '/'.
+type Grant struct {
+	Tools              []string `toml:"tools,omitzero"`      // nil: every tool
+	DenyTools          []string `toml:"deny_tools,omitzero"` // applied after tools
+	Resources          []string `toml:"resources,omitzero"`  // uri globs; nil: every resource
+	MaxConcurrentCalls int      `toml:"max_concurrent_calls,omitzero"`
+	CallsPerSecond     float64  `toml:"calls_per_second,omitzero"`
+	AuditArguments     bool     `toml:"audit_arguments,omitzero"`
+}
+
+// grants decodes an agent's grants table; each key must name a tooling in
+// granted (the agent's toolings list, checked by the caller once known).
+func (d *decoder) grants(path []string, v any) map[string]*Grant {
+	m, ok := d.asTable(path, v)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]*Grant, len(m))
+	for _, name := range sortedKeys(m) {
+		if g := d.grant(child(path, name), m[name]); g != nil {
+			out[name] = g
+		}
+	}
+	return out
+}
+
+func (d *decoder) grant(path []string, v any) *Grant {
+	m, ok := d.asTable(path, v)
+	if !ok {
+		return nil
+	}
+	g := &Grant{}
+	patterns := func(p []string, v any) []string {
+		ps, _ := d.asStrings(p, v, func(p []string, s string) bool {
+			if msg := checkPattern(s); msg != "" {
+				d.errAt(p, "%s", msg)
+				return false
+			}
+			return true
+		})
+		if ps == nil {
+			ps = []string{} // an empty list allows nothing, unlike no list
+		}
+		return ps
+	}
+	d.fields(path, m, handlers{
+		"tools":      func(p []string, v any) { g.Tools = patterns(p, v) },
+		"deny_tools": func(p []string, v any) { g.DenyTools = patterns(p, v) },
+		"resources":  func(p []string, v any) { g.Resources = patterns(p, v) },
+		"max_concurrent_calls": func(p []string, v any) {
+			g.MaxConcurrentCalls, _ = d.asInt(p, v, 1)
+		},
+		"calls_per_second": func(p []string, v any) {
+			var x float64
+			switch n := v.(type) {
+			case int64:
+				x = float64(n)
+			case float64:
+				x = n
+			default:
+				d.errAt(p, "want a number, got %s", typeName(v))
+				return
+			}
+			if !(x > 0) || x > 1e6 {
+				d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
+				return
+			}
+			g.CallsPerSecond = x
+		},
+		"audit_arguments": func(p []string, v any) {
+			b, ok := v.(bool)
+			if !ok {
+				d.errAt(p, "want a boolean, got %s", typeName(v))
+			}
+			g.AuditArguments = b
+		},
+	})
+	return g
+}
+
+// checkPattern validates a grant glob; it returns a message, "" when good.
+func checkPattern(s string) string {
+	switch {
+	case s == "":
+		return "an empty pattern matches nothing"
+	case strings.Contains(s, "***"):
+		return fmt.Sprintf("%q: use * (within one path segment) or ** (across '/'), not ***", s)
+	}
+	return ""
+}
+
+// checkGrants reports a grants table naming a tooling the agent is not
+// granted in its toolings list.
+func (d *decoder) checkGrants(path []string, a *Agent) {
+	for _, name := range sortedKeys(a.Grants) {
+		granted := false
+		for _, t := range a.Toolings {
+			granted = granted || t == name
+		}
+		if !granted {
+			d.errAt(child(child(path, "grants"), name), "narrows tooling %q, which is not in this agent's toolings", name)
+		}
+	}
+}
+
+// auditLog decodes host.audit_log: "-" is stderr, a path is resolved
+// against the config's directory.
+func (d *decoder) auditLog(path []string, v any) string {
+	s, ok := d.asPlainString(path, v)
+	if !ok || s == "" || s == "-" {
+		return s
+	}
+	return d.resolvePath(s)
+}

@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/policy"
+)
+
+// reopenTimeout bounds ReopenAudit's wait on the audit writer.
+const reopenTimeout = 5 * time.Second
+
+// openAudit opens [host] audit_log, if set, and points the hub and the
+// metrics at it.
+func (d *Daemon) openAudit(cfg *config.Config) error {
+	if cfg.Host.AuditLog == "" {
+		return nil
+	}
+	l, err := audit.Open(cfg.Host.AuditLog, 0)
+	if err != nil {
+		return err
+	}
+	d.audit = l
+	d.hub.SetAudit(l)
+	if m := d.opts.metrics; m != nil {
+		m.AuditLog(l.Written, l.Dropped)
+	}
+	return nil
+}
+
+// runAudit runs the audit writer until ctx ends; the returned channel is
+// closed when it has written everything and closed the file.
+func (d *Daemon) runAudit(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if d.audit == nil {
+		close(done)
+		return done
+	}
+	go func() { defer close(done); d.audit.Run(ctx) }()
+	return done
+}
+
+// ReopenAudit reopens the audit log file (after logrotate moved it; serve
+// does it on SIGHUP). A no-op without one or for stderr.
+func (d *Daemon) ReopenAudit() error {
+	ctx, cancel := context.WithTimeout(context.Background(), reopenTimeout)
+	defer cancel()
+	if err := d.audit.Reopen(ctx); err != nil {
+		d.log.Error("reopening the audit log failed; writing on to the old file", zap.Error(err))
+		return err
+	}
+	return nil
+}
+
+// recorder is the metrics as the policy's Recorder (nil without metrics).
+func (d *Daemon) recorder() policy.Recorder {
+	if m := d.opts.metrics; m != nil {
+		return m
+	}
+	return nil
+}
+
+// policyOnly reports whether old and cur differ only in their grants
+// tables: the new policy then applies to the running agent (its next
+// operations) without a restart.
+func policyOnly(old, cur *config.Agent) bool {
+	if reflect.DeepEqual(old.Grants, cur.Grants) {
+		return false
+	}
+	o, c := *old, *cur
+	o.Grants, c.Grants = nil, nil
+	return reflect.DeepEqual(o, c)
+}
+
+// applyPolicies gives each named agent its new grants while it runs and
+// takes the new config entry as its own; it returns the names applied.
+func (d *Daemon) applyPolicies(cur *config.Config, names []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range names {
+		r := d.agents[name]
+		r.pol.Update(policy.RulesOf(cur.Agent[name]))
+		// The running service keeps its copy: it reads no grant from it.
+		r.cfg = cur.Agent[name]
+	}
+}

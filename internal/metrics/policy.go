@@ -1,0 +1,65 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// policySeries are the least-privilege series: denials, refusals over a
+// limit, and the audit lines a full buffer dropped. They are registered
+// with the first use (policy.Recorder, AuditLog).
+type policySeries struct {
+	once    sync.Once
+	denied  *prometheus.CounterVec
+	limited *prometheus.CounterVec
+}
+
+func (m *Metrics) policy() *policySeries {
+	p := &m.pol
+	p.once.Do(func() {
+		p.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhostd_policy_denied_total",
+			Help: "Operations an agent's grant denied, by agent, tooling and op.",
+		}, []string{"agent", "tooling", "op"})
+		p.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhostd_agent_limited_total",
+			Help: "Tool calls refused with busy over an agent's grant limit (max_concurrent_calls, calls_per_second).",
+		}, []string{"agent", "tooling", "limit"})
+		m.reg.MustRegister(p.denied, p.limited)
+	})
+	return p
+}
+
+// PolicyDenied counts an operation the agent's grant denied
+// (policy.Recorder).
+func (m *Metrics) PolicyDenied(agent, tooling, op string) {
+	m.policy().denied.WithLabelValues(agent, tooling, op).Inc()
+}
+
+// AgentLimited counts a call refused over a grant limit (policy.Recorder).
+func (m *Metrics) AgentLimited(agent, tooling, limit string) {
+	m.policy().limited.WithLabelValues(agent, tooling, limit).Inc()
+}
+
+// AuditLog makes scrapes report how many audit lines were written and how
+// many a full buffer dropped, through the two functions. Call it once.
+func (m *Metrics) AuditLog(written, dropped func() int64) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhostd_audit_lines_total",
+			Help: "Audit log lines written.",
+		}, func() float64 { return float64(written()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhostd_audit_dropped_total",
+			Help: "Audit log lines dropped because the buffer was full (the call path never waits on the audit log).",
+		}, func() float64 { return float64(dropped()) }),
+	)
+}
+
+// forgetPolicy drops the policy series matching l.
+func (m *Metrics) forgetPolicy(l prometheus.Labels) {
+	p := m.policy()
+	p.denied.DeletePartialMatch(l)
+	p.limited.DeletePartialMatch(l)
+}

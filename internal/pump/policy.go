@@ -1,0 +1,160 @@
+package pump
+
+import (
+	"strings"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// SetAudit makes the hub write every agent's operations to l (nil: none).
+// Call it before agents are made.
+func (h *Hub) SetAudit(l *audit.Log) { h.audit = l }
+
+// SetPolicy narrows what the agent may do on the toolings it is granted
+// (nil: everything). Call it before the agent's first Get.
+func (a *Agent) SetPolicy(p *policy.Agent) { a.pol = p }
+
+// deniedGet audits and counts a tooling.get the agent's toolings list
+// denied (op "get").
+func (a *Agent) deniedGet(name string, err *tooling.Error) {
+	a.pol.Denied(name, auditOpGet)
+	a.hub.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: auditOpGet, Outcome: err.Code.String(), Message: err.Message})
+}
+
+// audited reports whether the hub keeps an audit log.
+func (h *Handle) audited() bool { return h.a.hub.audit != nil }
+
+// record writes one audit line for an operation through h.
+func (h *Handle) record(r audit.Record) {
+	r.Agent, r.Tooling = h.a.name, h.rt.name
+	h.a.hub.audit.Write(r)
+}
+
+// outcome is the audit outcome of err.
+func outcome(err error) (string, string) {
+	if err == nil {
+		return audit.OutcomeOK, ""
+	}
+	e := tooling.AsError(err)
+	return e.Code.String(), e.Message
+}
+
+// recordURI audits a resource operation.
+func (h *Handle) recordURI(op, uri, subID string, start time.Time, err error) {
+	if !h.audited() {
+		return
+	}
+	oc, msg := outcome(err)
+	h.record(audit.Record{Op: op, URI: uri, SubID: subID, Outcome: oc, Message: msg, Duration: time.Since(start)})
+}
+
+// admit checks a call of tool against the policy (denied, then busy over a
+// limit). On nil the call holds a slot of the limits until release.
+func (h *Handle) admit(op, tool, args string) error {
+	if err := h.pol.Tool(op, tool); err != nil {
+		h.recordRefused(op, tool, args, err)
+		return err
+	}
+	if err := h.pol.Acquire(); err != nil {
+		h.recordRefused(op, tool, args, err)
+		return err
+	}
+	return nil
+}
+
+// recordRefused audits a call refused before it was made.
+func (h *Handle) recordRefused(op, tool, args string, err error) {
+	if !h.audited() {
+		return
+	}
+	oc, msg := outcome(err)
+	h.record(audit.Record{Op: op, Tool: tool, Outcome: oc, Message: msg, Args: args, HasArgs: true,
+		WithArgs: h.pol.Grant().AuditArguments()})
+}
+
+// release gives the call's slot of the policy limits back, once.
+func (c *call) release() {
+	if c.released.CompareAndSwap(false, true) {
+		c.h.pol.Release()
+	}
+}
+
+// audit writes the call's line once it is finished.
+func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
+	h := c.h
+	if !h.audited() {
+		return
+	}
+	r := audit.Record{Op: c.op(), Tool: c.tool, CallID: c.id, Duration: time.Since(c.start),
+		Args: c.args, HasArgs: true, WithArgs: h.pol.Grant().AuditArguments()}
+	switch {
+	case herr != nil:
+		r.Outcome, r.Message = herr.Code.String(), herr.Message
+	case isToolError(res.Value):
+		r.Outcome = audit.OutcomeToolError
+	default:
+		r.Outcome = audit.OutcomeOK
+	}
+	h.record(r)
+}
+
+func (c *call) op() string {
+	if c.blocking {
+		return audit.OpCallToolBlocking
+	}
+	return audit.OpCallTool
+}
+
+// isToolError reports whether a CallToolResult's JSON text has isError
+// set.
+func isToolError(v string) bool {
+	i := strings.Index(v, `"isError"`)
+	if i < 0 {
+		return false
+	}
+	rest := strings.TrimLeft(v[i+len(`"isError"`):], " \t\r\n:")
+	return strings.HasPrefix(rest, "true")
+}
+
+// allowedTools is ts without the tools the policy hides.
+func allowedTools(g *policy.Grant, ts []tooling.Tool) []tooling.Tool {
+	if g == nil {
+		return ts
+	}
+	out := make([]tooling.Tool, 0, len(ts))
+	for _, t := range ts {
+		if g.AllowTool(t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// allowedResources is rs without the resources the policy hides.
+func allowedResources(g *policy.Grant, rs []tooling.ResourceInfo) []tooling.ResourceInfo {
+	if g == nil {
+		return rs
+	}
+	out := make([]tooling.ResourceInfo, 0, len(rs))
+	for _, r := range rs {
+		if g.AllowURI(r.URI) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Shorter names for the audited ops.
+const (
+	auditOpGet          = audit.OpGet
+	auditOpCall         = audit.OpCallTool
+	auditOpCallBlocking = audit.OpCallToolBlocking
+	auditOpRead         = audit.OpReadResource
+	auditOpSub          = audit.OpSubscribeResource
+	auditOpUnsub        = audit.OpUnsubscribeResource
+	auditOpSubList      = audit.OpSubscribeResourceList
+	auditOpUnsubList    = audit.OpUnsubscribeResourceList
+)
