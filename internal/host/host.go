@@ -31,6 +31,8 @@ type Options struct {
 	// StartConcurrency bounds how many agents instantiate at once (store,
 	// instance); the rest wait their turn. Default: GOMAXPROCS.
 	StartConcurrency int
+	// Pooling, if set, makes the engine use wasmtime's pooling allocator.
+	Pooling *wt.PoolingConfig
 }
 
 // Host runs agents on one wasmtime engine against one pump hub.
@@ -61,7 +63,7 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 	if opts.StartConcurrency <= 0 {
 		opts.StartConcurrency = runtime.GOMAXPROCS(0)
 	}
-	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true}
+	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true, Pooling: opts.Pooling}
 	eng, err := wt.NewEngine(cfg)
 	if err != nil {
 		return nil, err

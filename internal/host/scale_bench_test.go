@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -49,6 +50,18 @@ func BenchmarkIdleAgents(b *testing.B) {
 	b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 		b.Run("baseline", func(b *testing.B) { idleAgents(b, s.host, n, s.host.LoadFile, path) })
 		b.Run("shared", func(b *testing.B) { idleAgents(b, s.host, n, s.host.Open, path) })
+		b.Run("pooled", func(b *testing.B) {
+			// shared, on an engine with wasmtime's pooling allocator.
+			slots := uint32(n + 16)
+			h, err := New(Options{CacheDir: s.host.Cache().Dir(), Log: s.log, Pooling: &wt.PoolingConfig{
+				ComponentInstances: slots, CoreInstances: 32 * slots, Memories: 4 * slots, Tables: 8 * slots,
+			}}, s.hub)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			idleAgents(b, h, n, h.Open, path)
+		})
 	})
 }
 
