@@ -74,8 +74,11 @@ demo: deps build build/agents/hello.wasm ## build toolhostd and the hello agent,
 test: deps agents ## run the whole test suite (race detector on)
 	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...
 
-bench: deps agents ## run the benchmarks and print a table of medians and ratios
-	$(GO) run ./internal/benchtable -- $(GO) test -run '^$$' -bench . -benchtime 1s -count 5 ./...
+# N: how many agents the scale benchmarks start (make bench N=1000).
+N ?= 100
+
+bench: deps agents ## run the benchmarks and print a table of medians and ratios (N=1000 for the scale rows)
+	TOOLHOSTD_BENCH_AGENTS=$(N) $(GO) run ./internal/benchtable -- $(GO) test -run '^$$' -bench . -benchtime 1s -count 5 ./...
 
 check: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -62,6 +62,7 @@ type agentRec struct {
 	traps    int
 	lastErr  string
 	inst     *host.Agent // the running instance, if any
+	content  string      // the component content it was last started with (host.Program.Content)
 
 	sup     *suture.Supervisor
 	svc     *agentService // the current service
@@ -185,11 +186,12 @@ func (s *agentService) Serve(ctx context.Context) error {
 		}
 	}
 	s.update(func(r *agentRec) { r.setState(stateStarting) })
-	prog, err := s.d.host.LoadFile(s.cfg.Component)
+	prog, err := s.d.host.Open(s.cfg.Component)
 	if err != nil {
 		return s.cannotRun(err)
 	}
 	defer prog.Close()
+	s.update(func(r *agentRec) { r.content = prog.Content() })
 	env, err := s.cfg.ExpandedEnv()
 	if err != nil {
 		return s.cannotRun(err)

@@ -77,8 +77,10 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 // config stays and the error says why (a config error lists every problem
 // with file:line:col). Otherwise agents and toolings that were added are
 // started, removed ones stopped, changed ones (and agents granted a changed
-// tooling) restarted, except agents whose grants tables alone changed: they
-// get the new policy while they run (logged as such); unchanged ones and their sessions are not touched. Changes to [host] need a restart of
+// tooling, and agents whose component file has a new content) restarted,
+// except agents whose grants tables alone changed: they get the new policy
+// while they run (logged as such); unchanged ones and their sessions are not
+// touched. Changes to [host] need a restart of
 // toolhostd and are only logged. A reload that adds the first agent with
 // limits.fuel > 0 to a daemon started without one is refused
 // (ErrNeedsFuel): fuel metering is an engine setting.
@@ -107,6 +109,7 @@ func (d *Daemon) Reload() error {
 		return fmt.Errorf("reload: %w", ErrNeedsFuel)
 	}
 	p := diff(old, cur)
+	d.componentsChanged(&p, cur)
 	if p.hostChanged {
 		d.log.Warn("reload: [host] changed; those settings apply only when toolhostd restarts")
 	}
@@ -205,4 +208,27 @@ func (d *Daemon) Reload() error {
 	}
 	d.log.Info("reloaded")
 	return nil
+}
+
+// componentsChanged adds to p the agents whose config is unchanged but
+// whose component file now has another content than the one they were
+// started with: they restart on the new one.
+func (d *Daemon) componentsChanged(p *plan, cur *config.Config) {
+	d.mu.Lock()
+	started := make(map[string]string, len(d.agents))
+	for name, r := range d.agents {
+		started[name] = r.content
+	}
+	d.mu.Unlock()
+	for _, name := range sortedKeys(cur.Agent) {
+		was := started[name]
+		if was == "" || slices.Contains(p.addAgent, name) || slices.Contains(p.changeAgent, name) {
+			continue
+		}
+		if now, err := d.host.ContentKey(cur.Agent[name].Component); err == nil && now != was {
+			d.log.Info("reload: the component file changed", zap.String("agent", name), zap.String("component", cur.Agent[name].Component))
+			p.changeAgent = append(p.changeAgent, name)
+		}
+	}
+	slices.Sort(p.changeAgent)
 }

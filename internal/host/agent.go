@@ -180,6 +180,23 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 }
 
 func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, stderr *lineLogger) (string, error) {
+	// A start slot, held until the instance exists.
+	select {
+	case h.starts <- struct{}{}:
+	case <-a.killed.Done():
+		if r := a.reason.Load(); r != nil {
+			return "", *r
+		}
+		return "", ErrInterrupted
+	}
+	held := true
+	release := func() {
+		if held {
+			held = false
+			<-h.starts
+		}
+	}
+	defer release()
 	store, err := wt.NewStore(h.engine, wt.StoreConfig{
 		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
 		MemoryLimit: a.cfg.MemoryLimit,
@@ -210,6 +227,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
 	instantiated := time.Since(instStart)
+	release()
 	a.log.Info("agent started", zap.Duration("instantiate", instantiated))
 	if a.cfg.OnStarted != nil {
 		a.cfg.OnStarted(instantiated)

@@ -15,4 +15,6 @@ var (
 	// ErrUnprovidedImport is the trap of a call to an import the host does
 	// not provide.
 	ErrUnprovidedImport = errors.New("the agent called an import toolhostd does not provide")
+	// ErrClosed is returned by Open after Close.
+	ErrClosed = errors.New("the host is closed")
 )

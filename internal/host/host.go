@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,11 @@ type Options struct {
 	EpochTick time.Duration
 	// Log receives the host's and the agents' log lines.
 	Log *zap.Logger
+	// StartConcurrency bounds how many agents instantiate at once (store,
+	// instance); the rest wait their turn. Default: GOMAXPROCS.
+	StartConcurrency int
+	// Pooling, if set, makes the engine use wasmtime's pooling allocator.
+	Pooling *wt.PoolingConfig
 }
 
 // Host runs agents on one wasmtime engine against one pump hub.
@@ -36,6 +42,9 @@ type Host struct {
 	hub    *pump.Hub
 	log    *zap.Logger
 	fp     string
+
+	programs programTable
+	starts   chan struct{} // a slot per instantiation in progress
 
 	stopTicker context.CancelFunc
 	ticker     sync.WaitGroup
@@ -51,7 +60,10 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 	if opts.EpochTick <= 0 {
 		opts.EpochTick = 10 * time.Millisecond
 	}
-	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true}
+	if opts.StartConcurrency <= 0 {
+		opts.StartConcurrency = runtime.GOMAXPROCS(0)
+	}
+	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true, Pooling: opts.Pooling}
 	eng, err := wt.NewEngine(cfg)
 	if err != nil {
 		return nil, err
@@ -60,6 +72,7 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 		engine: eng,
 		hub:    hub,
 		log:    opts.Log.Named("host"),
+		starts: make(chan struct{}, opts.StartConcurrency),
 		fp:     fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
 	}
 	if opts.CacheDir != "" {
@@ -98,6 +111,7 @@ func (h *Host) Cache() *CompileCache { return h.cache }
 func (h *Host) Close() error {
 	var err error
 	h.closeOnce.Do(func() {
+		h.programs.closeAll()
 		h.stopTicker()
 		h.ticker.Wait()
 		err = h.engine.Close()
@@ -112,10 +126,23 @@ type Program struct {
 	Name   string
 	comp   *wt.Component
 	linker *wt.Linker
+	share  *sharing // set for a Program of Open
 }
 
-// Close releases the program.
+// Close releases the program; one of Open is released by the last of its
+// users once its file changed or the host closed. Call it once per Load or
+// Open.
 func (p *Program) Close() error {
+	if s := p.share; s != nil {
+		s.t.mu.Lock()
+		s.t.unrefLocked(p)
+		s.t.mu.Unlock()
+		return nil
+	}
+	return p.release()
+}
+
+func (p *Program) release() error {
 	return errors.Join(p.linker.Close(), p.comp.Close())
 }
 

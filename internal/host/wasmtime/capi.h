@@ -116,6 +116,18 @@ void wasmtime_config_cranelift_opt_level_set(wasm_config_t *, wasmtime_opt_level
 void wasmtime_config_wasm_component_model_set(wasm_config_t *, bool);
 
 void wasmtime_engine_increment_epoch(wasm_engine_t *engine);
+
+#ifndef TH_REAL_HEADERS
+typedef struct wasmtime_pooling_allocation_config_t wasmtime_pooling_allocation_config_t;
+#endif
+wasmtime_pooling_allocation_config_t *wasmtime_pooling_allocation_config_new(void);
+void wasmtime_pooling_allocation_config_delete(wasmtime_pooling_allocation_config_t *);
+void wasmtime_pooling_allocation_config_total_component_instances_set(wasmtime_pooling_allocation_config_t *, uint32_t);
+void wasmtime_pooling_allocation_config_total_core_instances_set(wasmtime_pooling_allocation_config_t *, uint32_t);
+void wasmtime_pooling_allocation_config_total_memories_set(wasmtime_pooling_allocation_config_t *, uint32_t);
+void wasmtime_pooling_allocation_config_total_tables_set(wasmtime_pooling_allocation_config_t *, uint32_t);
+void wasmtime_pooling_allocation_config_max_memory_size_set(wasmtime_pooling_allocation_config_t *, size_t);
+void wasmtime_pooling_allocation_strategy_set(wasm_config_t *, const wasmtime_pooling_allocation_config_t *);
 #ifndef TH_REAL_HEADERS
 
 // ---- wasi.h -------------------------------------------------------------------

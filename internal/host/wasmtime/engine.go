@@ -31,6 +31,20 @@ type EngineConfig struct {
 	ParallelCompilation bool
 	// OptLevel is Cranelift's optimisation level.
 	OptLevel OptLevel
+	// Pooling, if set, makes the engine allocate instances, memories and
+	// tables from pools reserved up front instead of mapping each anew.
+	Pooling *PoolingConfig
+}
+
+// PoolingConfig sizes the pooling allocator: how many of each the engine
+// can have alive at once (instantiation fails beyond) and each linear
+// memory's maximum size. Zero fields keep wasmtime's defaults.
+type PoolingConfig struct {
+	ComponentInstances uint32
+	CoreInstances      uint32
+	Memories           uint32
+	Tables             uint32
+	MaxMemorySize      uint64
 }
 
 // Engine compiles components; it is safe for concurrent use.
@@ -63,6 +77,26 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, errors.New("wasmtime: invalid OptLevel")
 	}
 	C.wasmtime_config_cranelift_opt_level_set(c, lvl)
+	if p := cfg.Pooling; p != nil {
+		pc := C.wasmtime_pooling_allocation_config_new()
+		if p.ComponentInstances > 0 {
+			C.wasmtime_pooling_allocation_config_total_component_instances_set(pc, C.uint32_t(p.ComponentInstances))
+		}
+		if p.CoreInstances > 0 {
+			C.wasmtime_pooling_allocation_config_total_core_instances_set(pc, C.uint32_t(p.CoreInstances))
+		}
+		if p.Memories > 0 {
+			C.wasmtime_pooling_allocation_config_total_memories_set(pc, C.uint32_t(p.Memories))
+		}
+		if p.Tables > 0 {
+			C.wasmtime_pooling_allocation_config_total_tables_set(pc, C.uint32_t(p.Tables))
+		}
+		if p.MaxMemorySize > 0 {
+			C.wasmtime_pooling_allocation_config_max_memory_size_set(pc, C.size_t(p.MaxMemorySize))
+		}
+		C.wasmtime_pooling_allocation_strategy_set(c, pc) // copies it
+		C.wasmtime_pooling_allocation_config_delete(pc)
+	}
 	e := C.wasm_engine_new_with_config(c) // takes c
 	if e == nil {
 		return nil, errors.New("wasmtime: cannot create engine")
