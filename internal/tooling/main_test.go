@@ -2,8 +2,12 @@ package tooling_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +26,11 @@ import (
 const (
 	envServerMode = "TOOLING_TEST_SERVER"
 	envCountFile  = "TOOLING_TEST_COUNT_FILE"
+	// envMethodsFile, when set, gets the method of every message the
+	// server receives, one a line.
+	envMethodsFile = "TOOLING_TEST_METHODS_FILE"
+	// envPIDFile, in mode "host", gets the pid of the server it runs.
+	envPIDFile = "TOOLING_TEST_PID_FILE"
 )
 
 func TestMain(m *testing.M) {
@@ -43,16 +52,83 @@ func runTestServer(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "exiting at start")
 		return 3
-	case "stdio":
+	case "stdio", "banner", "stubborn":
 		ts := newTestServer(2)
-		if err := ts.srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		if f := os.Getenv(envMethodsFile); f != "" {
+			recordMethods(ts.srv, f)
+		}
+		if mode == "banner" {
+			// What many real servers do before speaking JSON-RPC.
+			fmt.Println("Example MCP server v0.1 listening on stdio")
+			fmt.Println()
+		}
+		if mode == "stubborn" {
+			// Ignores SIGTERM and stdin EOF: only SIGKILL ends it.
+			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		}
+		err := ts.srv.Run(context.Background(), &mcp.StdioTransport{})
+		if mode == "stubborn" {
+			for {
+				time.Sleep(time.Hour) // (select{} would die as a deadlock)
+			}
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "server:", err)
 			return 1
 		}
 		return 0
+	case "host":
+		return runTestHost()
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	return 2
+}
+
+// recordMethods appends the method of every message srv receives to file.
+func recordMethods(srv *mcp.Server, file string) {
+	var mu sync.Mutex
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			mu.Lock()
+			if fh, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(fh, method)
+				fh.Close()
+			}
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// runTestHost plays toolhostd: it runs a "stubborn" server through an MCP
+// tooling, writes the server's pid to $TOOLING_TEST_PID_FILE and waits to
+// be killed.
+func runTestHost() int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	cfg := testConfig("host")
+	cfg.Command, cfg.Args = exe, []string{"-test.run=^$"}
+	cfg.Env = map[string]string{envServerMode: "stubborn"}
+	m, err := tooling.NewMCP(cfg, zap.NewNop())
+	if err != nil {
+		return 1
+	}
+	go func() { _ = m.Serve(context.Background()) }()
+	for {
+		res, err := m.CallTool(context.Background(), "pid", nil)
+		if err == nil {
+			var v struct{ Content []struct{ Text string } }
+			if json.Unmarshal([]byte(res.Value), &v) == nil && len(v.Content) == 1 {
+				if err := os.WriteFile(os.Getenv(envPIDFile), []byte(v.Content[0].Text), 0o600); err != nil {
+					return 1
+				}
+				select {}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} }

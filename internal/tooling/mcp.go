@@ -28,9 +28,12 @@ const (
 	DefaultHealthyAfter       = 60 * time.Second
 
 	// DefaultPingInterval and DefaultPingTimeout are the liveness check:
-	// a ping every interval; no answer within the timeout ends the session.
-	DefaultPingInterval = 15 * time.Second
-	DefaultPingTimeout  = 5 * time.Second
+	// a ping every interval; no answer within the timeout ends the session,
+	// so a hung server is replaced within about 4s of its last answer.
+	DefaultPingInterval = config.DefaultPingInterval
+	DefaultPingTimeout  = config.DefaultPingTimeout
+	// DefaultMaxMessageBytes bounds one message from a server.
+	DefaultMaxMessageBytes = int64(config.DefaultMaxMessageBytes)
 	// DefaultTerminateDuration is how long closing a stdio server waits
 	// after closing its stdin before SIGTERM, and after SIGTERM before
 	// SIGKILL.
@@ -54,6 +57,7 @@ type options struct {
 	pingTimeout  time.Duration
 	terminate    time.Duration
 	protocol     string
+	maxMessage   int64
 }
 
 // Option tunes an MCP tooling beyond its config.
@@ -106,6 +110,7 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
+	trackers       sync.Map // *mcp.ClientSession → its *closeTracker
 
 	mu       sync.Mutex
 	cur      *session      // nil while no session is up
@@ -178,8 +183,9 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, DefaultMaxBackoff),
 		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, DefaultHealthyAfter),
 		opts: options{
-			pingInterval: DefaultPingInterval,
-			pingTimeout:  DefaultPingTimeout,
+			pingInterval: orDefault(c.PingInterval.Duration, DefaultPingInterval),
+			pingTimeout:  orDefault(c.PingTimeout.Duration, DefaultPingTimeout),
+			maxMessage:   DefaultMaxMessageBytes,
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
@@ -192,6 +198,9 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 	}
 	for _, o := range opts {
 		o(&m.opts)
+	}
+	if c.MaxMessageBytes > 0 {
+		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))
 	}
 	if m.opts.pingTimeout <= 0 {
 		m.opts.pingTimeout = DefaultPingTimeout
@@ -207,6 +216,7 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		ResourceListChangedHandler: m.onResourceListChanged,
 		ResourceUpdatedHandler:     m.onResourceUpdated,
 	})
+	m.client.AddSendingMiddleware(m.trackSending)
 	return m, nil
 }
 

@@ -37,13 +37,13 @@ func TestListAndCallFollowPagination(t *testing.T) {
 	for _, tl := range tools {
 		names[tl.Name] = tl
 	}
-	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "pid", "touch", "garbage"} {
+	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "pid", "touch", "garbage", "big"} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("tool %q missing from %d tools (page size 2)", want, len(tools))
 		}
 	}
-	if len(tools) != 8 {
-		t.Errorf("got %d tools, want 8", len(tools))
+	if len(tools) != 9 {
+		t.Errorf("got %d tools, want 9", len(tools))
 	}
 	echo := names["echo"]
 	if echo.Description == nil || !strings.HasPrefix(*echo.Description, "Echoes its text.") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +27,13 @@ type testServer struct {
 type echoIn struct {
 	Text string `json:"text"`
 }
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
+}
+
+// garbageLines is how many non-JSON lines the garbage tool prints.
+const garbageLines = 20
 
 type touchIn struct {
 	URI string `json:"uri"`
@@ -85,10 +93,20 @@ func newTestServer(pageSize int) *testServer {
 		})
 	ts.srv.AddTool(&mcp.Tool{Name: "garbage", InputSchema: objectSchema},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			// Only meaningful on stdio: corrupt the JSON-RPC stream.
-			_, _ = os.Stdout.Write([]byte("this is not JSON-RPC\n"))
-			<-ctx.Done()
-			return nil, ctx.Err()
+			// Only meaningful on stdio: stray prints between the messages
+			// (one line per write, so they do not tear a message apart).
+			for i := range garbageLines {
+				line := fmt.Sprintf("this is not JSON-RPC, line %d\n", i)
+				if i == 0 {
+					line = "{not json either " + strings.Repeat("x", 1000) + "\n"
+				}
+				_, _ = os.Stdout.Write([]byte(line))
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "printed garbage"}}}, nil
+		})
+	mcp.AddTool(ts.srv, &mcp.Tool{Name: "big"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil, nil
 		})
 	for i := range 5 {
 		uri := fmt.Sprintf("test://text/%d", i)

@@ -81,6 +81,8 @@ func (m *MCP) setLastErr(err error) {
 // how long it was up and why it ended.
 func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	var d *dialed
+	track := newCloseTracker(m.opts.dial == nil)
+	defer track.abortWrites()
 	if m.opts.dial != nil {
 		t, err := m.opts.dial(ctx)
 		if err != nil {
@@ -91,7 +93,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		d = &dialed{transport: t}
 	} else {
 		var err error
-		if d, err = m.dial(); err != nil {
+		if d, err = m.dial(track); err != nil {
 			err = fmt.Errorf("preparing the transport: %w", err)
 			m.setLastErr(err)
 			return 0, err
@@ -117,9 +119,14 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		} else {
 			err = fmt.Errorf("connecting: %w", err)
 		}
+		if d.kill != nil {
+			d.kill() // what the server started must not outlive the attempt
+		}
 		m.setLastErr(err)
 		return 0, err
 	}
+	m.trackers.Store(cs, track)
+	defer m.trackers.Delete(cs)
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1)}
 	start := time.Now()
@@ -172,6 +179,15 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		// Dead or unresponsive: do not wait for it to exit by itself.
 		d.kill()
 	}
+	if ctx.Err() != nil {
+		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
+		// notifications/cancelled of the requests that cancelled go out
+		// before the close, which would refuse them.
+		track.drain(closeGrace)
+	}
+	// Closing never waits on a request it cancelled: writes still blocked
+	// (a notice the server never answers) are given up.
+	track.abortWrites()
 	_ = cs.Close()
 	if d.kill != nil {
 		// After a graceful close too: what the server started itself (npx

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -67,12 +68,13 @@ func checkConfig(cfg *config.Tooling) error {
 }
 
 // dial builds the transport the config describes. Secret references are
-// expanded here, at use; their values are never logged.
-func (m *MCP) dial() (*dialed, error) {
+// expanded here, at use; their values are never logged. track follows the
+// connection's writes for closing it.
+func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 	cfg := m.cfg
 	switch cfg.Transport {
 	case TransportStdio, "":
-		return m.dialStdio()
+		return m.dialStdio(track)
 	case TransportHTTP, TransportSSE:
 		u, err := expand(cfg.URL)
 		if err != nil {
@@ -99,7 +101,7 @@ func (m *MCP) dial() (*dialed, error) {
 		}
 		m.setSecrets(secrets)
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h}}
+		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track}}
 		d := &dialed{cleanup: base.CloseIdleConnections}
 		if cfg.Transport == TransportHTTP {
 			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
@@ -111,7 +113,7 @@ func (m *MCP) dial() (*dialed, error) {
 	return nil, fmt.Errorf("%w: unknown transport %q", errPermanent, cfg.Transport)
 }
 
-func (m *MCP) dialStdio() (*dialed, error) {
+func (m *MCP) dialStdio(track *closeTracker) (*dialed, error) {
 	cfg := m.cfg
 	command, err := expand(cfg.Command)
 	if err != nil {
@@ -143,10 +145,14 @@ func (m *MCP) dialStdio() (*dialed, error) {
 	cmd.Stderr = stderr
 	// Bound the wait for the stderr copy when a grandchild keeps it open.
 	cmd.WaitDelay = time.Second
-	// Own process group, so that killing the server kills what it spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so that killing the server kills what it spawned;
+	// on Linux the server is also killed when toolhostd dies.
+	cmd.SysProcAttr = serverProcAttr()
 	return &dialed{
-		transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.terminate},
+		transport: &stdioTransport{
+			cmd: cmd, terminate: m.opts.terminate, maxMessage: m.opts.maxMessage,
+			tooling: m.name, log: m.log.Named("stdout"), track: track,
+		},
 		kill: func() {
 			if cmd.Process != nil {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -156,10 +162,14 @@ func (m *MCP) dialStdio() (*dialed, error) {
 	}, nil
 }
 
-// headerRoundTripper sets the configured headers on every request.
+// headerRoundTripper sets the configured headers on every request, and
+// reports the notifications/cancelled it posts to track. Once track aborts
+// (the session is closing), every request still under way is given up, and
+// those made afterwards get closeGrace.
 type headerRoundTripper struct {
 	base    http.RoundTripper
 	headers http.Header
+	track   *closeTracker
 }
 
 func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -169,7 +179,61 @@ func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 			r.Header[k] = append([]string(nil), vs...)
 		}
 	}
-	return t.base.RoundTrip(r)
+	if t.track == nil {
+		return t.base.RoundTrip(r)
+	}
+	notice := r.Method == http.MethodPost && postsNotice(r)
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+		stop   = func() bool { return false }
+	)
+	if t.track.abortCtx.Err() == nil {
+		ctx, cancel = context.WithCancel(r.Context())
+		stop = context.AfterFunc(t.track.abortCtx, cancel)
+	} else {
+		// Made while closing (streamable HTTP's DELETE): bounded.
+		ctx, cancel = context.WithTimeout(r.Context(), closeGrace)
+	}
+	release := func() { stop(); cancel() }
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if notice {
+		t.track.noticeWritten()
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// postsNotice reports whether r's body is a notifications/cancelled.
+func postsNotice(r *http.Request) bool {
+	if r.GetBody == nil {
+		return false
+	}
+	b, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(b, head)
+	return bytes.Contains(head[:n], []byte(`"method":"`+methodCancelled+`"`))
+}
+
+// releaseBody runs release once the body is closed.
+type releaseBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
 }
 
 // lineLogger writes a server's stderr to the log, one entry a line.

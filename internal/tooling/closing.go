@@ -1,0 +1,116 @@
+package tooling
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// methodCancelled is the notification that cancels a request on the peer.
+const methodCancelled = "notifications/cancelled"
+
+// closeGrace bounds how long closing a session waits for the cancellation
+// notices of the requests it cancelled to be written. Past it, writes still
+// blocked (an HTTP POST the server never answers) are given up, so that
+// closing never waits on a request it cancelled.
+const closeGrace = 500 * time.Millisecond
+
+// closeTracker follows one connection's requests so that closing it
+// flushes the notifications/cancelled go-sdk sends in the background for
+// every request given up, instead of racing them (go-sdk refuses a notice
+// once the connection is closing and no call is in flight).
+type closeTracker struct {
+	mu      sync.Mutex
+	sending int // requests in flight through go-sdk
+	pending int // requests given up whose notice is not written yet
+	changed chan struct{}
+
+	// observed: the transport reports written notices (not so for a
+	// transport from WithDialer); without that, closing does not wait.
+	observed bool
+
+	abortCtx context.Context // done once the session closes
+	abort    context.CancelFunc
+}
+
+func newCloseTracker(observed bool) *closeTracker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &closeTracker{changed: make(chan struct{}), observed: observed, abortCtx: ctx, abort: cancel}
+}
+
+// update runs f under the lock and wakes drain.
+func (t *closeTracker) update(f func()) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	f()
+	close(t.changed)
+	t.changed = make(chan struct{})
+	t.mu.Unlock()
+}
+
+func (t *closeTracker) begin() { t.update(func() { t.sending++ }) }
+
+// end follows begin; abandoned: the request's context ended before its
+// answer, so go-sdk sends (or has sent) a notice for it.
+func (t *closeTracker) end(abandoned bool) {
+	t.update(func() {
+		t.sending--
+		if abandoned {
+			t.pending++
+		}
+	})
+}
+
+// noticeWritten records a notifications/cancelled handed to the transport.
+func (t *closeTracker) noticeWritten() { t.update(func() { t.pending-- }) }
+
+// drain waits, at most d, until no request is in flight and every notice
+// owed has been written.
+func (t *closeTracker) drain(d time.Duration) {
+	if t == nil || !t.observed {
+		return
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		t.mu.Lock()
+		done, changed := t.sending == 0 && t.pending <= 0, t.changed
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// abortWrites gives up the writes still blocked; the connection is closing.
+func (t *closeTracker) abortWrites() {
+	if t != nil {
+		t.abort()
+	}
+}
+
+// trackSending is the client's sending middleware: it counts each session's
+// requests in flight and those given up by their caller.
+func (m *MCP) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		v, ok := m.trackers.Load(req.GetSession())
+		if !ok || strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		t := v.(*closeTracker)
+		t.begin()
+		res, err := next(ctx, method, req)
+		t.end(err != nil && ctx.Err() != nil)
+		return res, err
+	}
+}
