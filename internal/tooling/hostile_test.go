@@ -147,6 +147,7 @@ func TestSubprocessExitAtStartFailsFast(t *testing.T) {
 		// Well before the one-minute connect timeout.
 		err := recv(t, errc, 20*time.Second, "the call to fail")
 		wantCode(t, err, tooling.CodeUnavailable)
+		t.Logf("call %d: %v", i, err)
 		if !strings.Contains(err.Error(), "exit status 3") {
 			t.Errorf("call %d: error %q lacks the server's exit", i, err)
 		}

@@ -115,6 +115,8 @@ type MCP struct {
 	mu       sync.Mutex
 	cur      *session      // nil while no session is up
 	ready    chan struct{} // closed while cur != nil
+	down     bool          // the last connection attempt failed (and none is up since)
+	failed   chan struct{} // closed and renewed on every failed attempt
 	lastErr  error
 	secrets  []redaction // expanded secrets of the current transport (redact)
 	restarts int
@@ -189,9 +191,10 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
-		log:   log.Named("tooling").With(zap.String("tooling", c.Name)),
-		ready: make(chan struct{}),
-		subs:  make(map[string]*session),
+		log:    log.Named("tooling").With(zap.String("tooling", c.Name)),
+		ready:  make(chan struct{}),
+		failed: make(chan struct{}),
+		subs:   make(map[string]*session),
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff

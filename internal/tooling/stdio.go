@@ -36,6 +36,7 @@ type stdioTransport struct {
 	tooling    string
 	log        *zap.Logger
 	track      *closeTracker
+	stderr     *lineLogger // nil: not captured
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -164,6 +165,13 @@ func (c *stdioConn) readLoop(r *bufio.Reader) {
 				case <-c.exited:
 					if c.exitErr != nil {
 						err = fmt.Errorf("server exited: %w", c.exitErr)
+					} else {
+						err = fmt.Errorf("server exited: %w", io.EOF)
+					}
+					if c.t.stderr != nil {
+						if line := c.t.stderr.lastLine(); line != "" {
+							err = fmt.Errorf("%w; its last stderr line: %q", err, line)
+						}
 					}
 				case <-time.After(100 * time.Millisecond):
 				}

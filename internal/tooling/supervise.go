@@ -23,7 +23,7 @@ var errConnectTimeout = errors.New("connect timeout")
 func (m *MCP) Serve(ctx context.Context) error {
 	if m.opts.dial == nil {
 		if err := checkConfig(m.cfg); err != nil {
-			m.setLastErr(err)
+			m.connectFailed(err)
 			m.log.Error("tooling cannot run", zap.Error(err))
 			return fmt.Errorf("tooling %s: %w (%w)", m.name, err, suture.ErrDoNotRestart)
 		}
@@ -70,10 +70,15 @@ func (m *MCP) endSession(s *session, cause error) {
 	s.cancel(&sessionLostError{cause})
 }
 
-func (m *MCP) setLastErr(err error) {
+// connectFailed records a failed connection attempt: until a session is
+// up, operations fail at once with err instead of waiting for one.
+func (m *MCP) connectFailed(err error) {
 	err = m.redact(err)
 	m.mu.Lock()
 	m.lastErr = err
+	m.down = true
+	close(m.failed)
+	m.failed = make(chan struct{})
 	m.mu.Unlock()
 }
 
@@ -87,7 +92,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		t, err := m.opts.dial(ctx)
 		if err != nil {
 			err = fmt.Errorf("dialing: %w", err)
-			m.setLastErr(err)
+			m.connectFailed(err)
 			return 0, err
 		}
 		d = &dialed{transport: t}
@@ -95,7 +100,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		var err error
 		if d, err = m.dial(track); err != nil {
 			err = fmt.Errorf("preparing the transport: %w", err)
-			m.setLastErr(err)
+			m.connectFailed(err)
 			return 0, err
 		}
 	}
@@ -122,7 +127,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		if d.kill != nil {
 			d.kill() // what the server started must not outlive the attempt
 		}
-		m.setLastErr(err)
+		m.connectFailed(err)
 		return 0, err
 	}
 	m.trackers.Store(cs, track)
@@ -135,6 +140,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 
 	m.mu.Lock()
 	m.cur = s
+	m.down = false
 	close(m.ready)
 	m.toolsOK, m.tools = false, nil
 	m.toolsGen++

@@ -151,7 +151,7 @@ func (m *MCP) dialStdio(track *closeTracker) (*dialed, error) {
 	return &dialed{
 		transport: &stdioTransport{
 			cmd: cmd, terminate: m.opts.terminate, maxMessage: m.opts.maxMessage,
-			tooling: m.name, log: m.log.Named("stdout"), track: track,
+			tooling: m.name, log: m.log.Named("stdout"), track: track, stderr: stderr,
 		},
 		kill: func() {
 			if cmd.Process != nil {
@@ -238,9 +238,10 @@ func (b *releaseBody) Close() error {
 
 // lineLogger writes a server's stderr to the log, one entry a line.
 type lineLogger struct {
-	log *zap.Logger
-	mu  sync.Mutex
-	buf []byte
+	log  *zap.Logger
+	mu   sync.Mutex
+	buf  []byte
+	last []byte // the last line, for the error of a server that exits
 }
 
 const maxStderrLine = 64 << 10
@@ -269,6 +270,17 @@ func (l *lineLogger) emit(line []byte) {
 		return
 	}
 	l.log.Info("server stderr", zap.ByteString("line", line))
+	l.last = append(l.last[:0], truncate(line, 300)...)
+}
+
+// lastLine returns the last line written (partial lines included).
+func (l *lineLogger) lastLine() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := bytes.TrimSpace(l.buf); len(s) > 0 {
+		return string(truncate(s, 300))
+	}
+	return string(l.last)
 }
 
 func (l *lineLogger) flush() {
