@@ -79,11 +79,25 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	reg, err := tooling.NewRegistry(cfg.Tooling, log)
+	// Only the granted toolings start; the others stay idle (the agent is
+	// denied them by name).
+	toolings := cfg.Tooling
+	var idle []pump.Entry
+	if grants != nil {
+		toolings = map[string]*config.Tooling{}
+		for n, tc := range cfg.Tooling {
+			if grants(n) {
+				toolings[n] = tc
+			} else {
+				idle = append(idle, pump.Entry{Tooling: tooling.Idle(n)})
+			}
+		}
+	}
+	reg, err := tooling.NewRegistry(toolings, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	hub := pump.NewHub(pump.EntriesFrom(reg, cfg.Tooling), log)
+	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
