@@ -2,6 +2,7 @@ package tooling
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,13 @@ func (t *closeTracker) update(f func()) {
 
 func (t *closeTracker) begin() { t.update(func() { t.sending++ }) }
 
+// counts returns the requests in flight and the notices still owed.
+func (t *closeTracker) counts() (sending, pending int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sending, t.pending
+}
+
 // end follows begin; abandoned: the request's context ended before its
 // answer, so go-sdk sends (or has sent) a notice for it.
 func (t *closeTracker) end(abandoned bool) {
@@ -70,10 +78,10 @@ func (t *closeTracker) end(abandoned bool) {
 func (t *closeTracker) noticeWritten() { t.update(func() { t.pending-- }) }
 
 // drain waits, at most d, until no request is in flight and every notice
-// owed has been written.
-func (t *closeTracker) drain(d time.Duration) {
+// owed has been written; false if it gave up.
+func (t *closeTracker) drain(d time.Duration) bool {
 	if t == nil || !t.observed {
-		return
+		return true
 	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -82,12 +90,12 @@ func (t *closeTracker) drain(d time.Duration) {
 		done, changed := t.sending == 0 && t.pending <= 0, t.changed
 		t.mu.Unlock()
 		if done {
-			return
+			return true
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return
+			return false
 		}
 	}
 }
@@ -100,7 +108,9 @@ func (t *closeTracker) abortWrites() {
 }
 
 // trackSending is the client's sending middleware: it counts each session's
-// requests in flight and those given up by their caller.
+// requests in flight and those given up by their caller (a Ctrl-C, a
+// timeout). Those given up because the session ends (a background tool
+// list refresh) owe no flushed notice: closing does not wait for them.
 func (m *MCP) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		v, ok := m.trackers.Load(req.GetSession())
@@ -110,7 +120,8 @@ func (m *MCP) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
 		t := v.(*closeTracker)
 		t.begin()
 		res, err := next(ctx, method, req)
-		t.end(err != nil && ctx.Err() != nil)
+		var lost *sessionLostError
+		t.end(err != nil && ctx.Err() != nil && !errors.As(context.Cause(ctx), &lost))
 		return res, err
 	}
 }

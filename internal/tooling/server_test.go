@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,7 +79,12 @@ func newTestServer(pageSize int) *testServer {
 	ts.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: objectSchema},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.started <- "block"
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Minute):
+				// Never cancelled: a test failed; do not hang its cleanup.
+				return nil, errors.New("block: not cancelled within a minute")
+			}
 			ts.cancelled <- "block"
 			return nil, ctx.Err()
 		})

@@ -108,13 +108,18 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		defer d.cleanup()
 	}
 	// The context given to Connect must outlive the handshake: go-sdk's SSE
-	// transport ties its event stream to it. The connect timeout cancels
-	// it only while Connect runs.
-	life, endLife := context.WithCancelCause(ctx)
+	// transport ties its event stream to it. It must outlive ctx too, so
+	// that a tooling being stopped can still send what it owes (the
+	// notices of cancelled calls) before closing: ctx and the connect
+	// timeout cancel it only while Connect runs; afterwards it ends with
+	// the session.
+	life, endLife := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer endLife(nil)
 	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
 	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
-	if !timer.Stop() && err == nil {
+	timedOut, stopped := !timer.Stop(), !unlink()
+	if (timedOut || stopped) && err == nil {
 		_ = cs.Close()
 		err = context.Cause(life)
 	}
@@ -189,7 +194,10 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
 		// notifications/cancelled of the requests that cancelled go out
 		// before the close, which would refuse them.
-		track.drain(closeGrace)
+		if !track.drain(closeGrace) {
+			sending, pending := track.counts()
+			m.log.Debug("closing without waiting longer for cancellation notices", zap.Int("in_flight", sending), zap.Int("notices_owed", pending))
+		}
 	}
 	// Closing never waits on a request it cancelled: writes still blocked
 	// (a notice the server never answers) are given up.

@@ -1,0 +1,113 @@
+package tooling_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// noticeLog records the notifications/cancelled a handler receives and can
+// hold them unanswered (a server that never answers the POST).
+type noticeLog struct {
+	hang bool
+	mu   sync.Mutex
+	n    int
+}
+
+func (l *noticeLog) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+				l.mu.Lock()
+				l.n++
+				l.mu.Unlock()
+				if l.hang {
+					// The server acts on it but never answers the POST.
+					next.ServeHTTP(httptest.NewRecorder(), r)
+					<-r.Context().Done()
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (l *noticeLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// sseTooling serves ts over SSE behind log and returns a tooling for it.
+func sseTooling(t *testing.T, ts *testServer, log *noticeLog) *tooling.MCP {
+	t.Helper()
+	hs := httptest.NewServer(log.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)))
+	t.Cleanup(hs.Close)
+	cfg := testConfig("sse")
+	cfg.Transport, cfg.Command, cfg.URL = "sse", "", hs.URL
+	return newMCP(t, cfg, nil, tooling.WithLiveness(0, 0))
+}
+
+// stopDuringCall starts the block tool and cancels it together with the
+// tooling (as a Ctrl-C of `toolhostd call` does); it returns how long Serve
+// took to return after the cancel.
+func stopDuringCall(t *testing.T, m *tooling.MCP, ts *testServer) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx) }()
+	defer cancel()
+	waitConnected(t, m)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(ctx, "block", nil)
+		errc <- err
+	}()
+	recv(t, ts.started, 10*time.Second, "the call to reach the server")
+	cancel()
+	start := time.Now()
+	wantCode(t, recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
+	recv(t, done, 30*time.Second, "Serve to return")
+	return time.Since(start)
+}
+
+// Over SSE, the notice of a call cancelled as the tooling stops reaches the
+// server before the session is closed.
+func TestSSECancelNoticeFlushedOnStop(t *testing.T) {
+	for i := range 5 {
+		ts := newTestServer(0)
+		log := &noticeLog{}
+		stopDuringCall(t, sseTooling(t, ts, log), ts)
+		if log.count() == 0 {
+			t.Fatalf("run %d: the server never got notifications/cancelled", i)
+		}
+	}
+}
+
+// Closing never waits on a request it cancelled: a server that never
+// answers the notice's POST does not hold the close for go-sdk's 5s
+// notification timeout.
+func TestSSECloseDoesNotWaitForUnansweredNotice(t *testing.T) {
+	ts := newTestServer(0)
+	log := &noticeLog{hang: true}
+	took := stopDuringCall(t, sseTooling(t, ts, log), ts)
+	if took > 3*time.Second {
+		t.Errorf("Serve returned %v after the cancel: it waited on the unanswered notice", took)
+	}
+	if log.count() == 0 {
+		t.Error("the notice was never posted")
+	}
+	t.Logf("stopped %v after the cancel", took.Round(time.Millisecond))
+}
