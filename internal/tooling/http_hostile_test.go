@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,4 +111,54 @@ func TestSSECloseDoesNotWaitForUnansweredNotice(t *testing.T) {
 		t.Error("the notice was never posted")
 	}
 	t.Logf("stopped %v after the cancel", took.Round(time.Millisecond))
+}
+
+// A transport mistake at connect (SSE at a streamable HTTP endpoint, the
+// reverse, a wrong path) fails with the transport the config used and a
+// hint at the other.
+func TestHTTPTransportMistakeHints(t *testing.T) {
+	ts := newTestServer(0)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
+	mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	for _, tc := range []struct{ transport, path, want string }{
+		{"sse", "/mcp", `to transport "sse", HTTP+SSE: check the url's path, or set transport = "http"`},
+		{"http", "/sse", `to transport "http", streamable HTTP: check the url's path, or set transport = "sse"`},
+		{"http", "/nope", `404 Not Found to transport "http"`},
+		{"sse", "/nope", `404 Not Found to transport "sse"`},
+	} {
+		t.Run(tc.transport+tc.path, func(t *testing.T) {
+			cfg := testConfig("mistake")
+			cfg.Transport, cfg.Command, cfg.URL = tc.transport, "", hs.URL+tc.path
+			cfg.ConnectTimeout = dur(time.Minute)
+			m := newMCP(t, cfg, nil)
+			func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- m.Serve(ctx) }()
+				defer func() { cancel(); <-done }()
+				_, err := m.ListTools(t.Context())
+				wantCode(t, err, tooling.CodeUnavailable)
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %q lacks %q", err, tc.want)
+				}
+			}()
+		})
+	}
+	// The right transports connect.
+	for tr, path := range map[string]string{"http": "/mcp", "sse": "/sse"} {
+		cfg := testConfig("right")
+		cfg.Transport, cfg.Command, cfg.URL = tr, "", hs.URL+path
+		m := newMCP(t, cfg, nil, tooling.WithLiveness(0, 0))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Serve(ctx) }()
+		if _, err := m.ListTools(t.Context()); err != nil {
+			t.Errorf("%s at %s: %v", tr, path, err)
+		}
+		cancel()
+		<-done
+	}
 }

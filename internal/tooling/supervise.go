@@ -129,6 +129,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		} else {
 			err = fmt.Errorf("connecting: %w", err)
 		}
+		err = transportHint(err, m.cfg.Transport, d.status)
 		if d.kill != nil {
 			d.kill() // what the server started must not outlive the attempt
 		}

@@ -42,6 +42,8 @@ type dialed struct {
 	kill func()
 	// cleanup runs once the session is closed.
 	cleanup func()
+	// status keeps an HTTP answer that hints at a transport mistake.
+	status *httpStatus
 }
 
 // errPermanent marks a config the mcp kind can never run.
@@ -101,8 +103,9 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 		}
 		m.setSecrets(secrets)
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track}}
-		d := &dialed{cleanup: base.CloseIdleConnections}
+		status := &httpStatus{}
+		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track, status: status}}
+		d := &dialed{cleanup: base.CloseIdleConnections, status: status}
 		if cfg.Transport == TransportHTTP {
 			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
 		} else {
@@ -170,6 +173,7 @@ type headerRoundTripper struct {
 	base    http.RoundTripper
 	headers http.Header
 	track   *closeTracker
+	status  *httpStatus
 }
 
 func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -204,6 +208,7 @@ func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 		release()
 		return nil, err
 	}
+	t.status.record(r.Method, resp.StatusCode)
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
 }
