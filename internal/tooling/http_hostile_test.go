@@ -3,6 +3,7 @@ package tooling_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -160,5 +162,80 @@ func TestHTTPTransportMistakeHints(t *testing.T) {
 		}
 		cancel()
 		<-done
+	}
+}
+
+// Over streamable HTTP and SSE too, an answer over max_message_bytes fails
+// its own call only, and one over go-sdk's 16 MiB event cap but within the
+// default limit arrives.
+func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
+	for _, tr := range []string{"http", "sse"} {
+		t.Run(tr, func(t *testing.T) {
+			ts := newTestServer(0)
+			var h http.Handler
+			if tr == "http" {
+				h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+			} else {
+				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+			}
+			hs := httptest.NewServer(h)
+			defer hs.Close()
+			limits := []int64{1 << 20, 0}
+			if tr == "sse" {
+				// The 17 MiB case costs half a minute under -race; the
+				// SSE transport gets its event cap the same way.
+				limits = limits[:1]
+			}
+			for _, limit := range limits {
+				cfg := testConfig("web-" + tr)
+				cfg.Transport, cfg.Command, cfg.URL = tr, "", hs.URL
+				cfg.CallTimeout = dur(2 * time.Minute)
+				cfg.MaxMessageBytes = config.ByteSize(limit)
+				m := newMCP(t, cfg, nil, tooling.WithLiveness(0, 0))
+				func() {
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() { done <- m.Serve(ctx) }()
+					defer func() { cancel(); <-done }()
+					waitConnected(t, m)
+					if limit == 0 {
+						res, err := m.CallTool(t.Context(), "big", bigArgs(17<<20))
+						if err != nil {
+							t.Fatalf("17MiB within the default limit: %v", err)
+						}
+						if n := len(firstText(t, res.Value)); n != 17<<20 {
+							t.Errorf("answer of %d bytes", n)
+						}
+						return
+					}
+					blockCtx, unblock := context.WithCancel(t.Context())
+					errc := make(chan error, 1)
+					go func() {
+						_, err := m.CallTool(blockCtx, "block", nil)
+						errc <- err
+					}()
+					recv(t, ts.started, 10*time.Second, "the call to reach the server")
+					_, err := m.CallTool(t.Context(), "big", bigArgs(2<<20))
+					wantCode(t, err, tooling.CodeProtocol)
+					if !strings.Contains(err.Error(), "max_message_bytes (1048576)") || !strings.Contains(err.Error(), "a message of ") {
+						t.Errorf("error %q", err)
+					}
+					select {
+					case err := <-errc:
+						t.Fatalf("the call in flight ended with the oversized one: %v", err)
+					default:
+					}
+					res, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"still here"}`))
+					if err != nil || firstText(t, res.Value) != "still here" {
+						t.Fatalf("echo after = %+v, %v", res, err)
+					}
+					if st := m.Status(); st.Restarts != 0 || !st.Connected {
+						t.Errorf("status %+v", st)
+					}
+					unblock()
+					wantCode(t, recv(t, errc, 10*time.Second, "the blocked call to end"), tooling.CodeCancelled)
+				}()
+			}
+		})
 	}
 }

@@ -104,12 +104,16 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 		m.setSecrets(secrets)
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		status := &httpStatus{}
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track, status: status}}
+		limit := &messageLimit{max: m.opts.maxMessage, tooling: m.name, log: m.log.Named("http")}
+		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track, status: status, limit: limit}}
 		d := &dialed{cleanup: base.CloseIdleConnections, status: status}
+		// Events are capped by limit (a message over it fails its own
+		// request); go-sdk's cap, which fails the session, sits above it.
+		maxEvent := int(min(m.opts.maxMessage+64<<10, 1<<40))
 		if cfg.Transport == TransportHTTP {
-			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
+			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
 		} else {
-			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client}
+			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
 		}
 		return d, nil
 	}
@@ -174,6 +178,7 @@ type headerRoundTripper struct {
 	headers http.Header
 	track   *closeTracker
 	status  *httpStatus
+	limit   *messageLimit
 }
 
 func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -209,6 +214,7 @@ func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	t.status.record(r.Method, resp.StatusCode)
+	t.limit.wrap(resp)
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
 }
