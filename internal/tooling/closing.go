@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,6 +37,16 @@ type closeTracker struct {
 
 	abortCtx context.Context // done once the session closes
 	abort    context.CancelFunc
+
+	lastAnswer atomic.Int64 // unix nanoseconds of the last request answered
+}
+
+// answered records that the server answered a request.
+func (t *closeTracker) answered() { t.lastAnswer.Store(time.Now().UnixNano()) }
+
+// answeredSince reports whether the server answered a request after since.
+func (t *closeTracker) answeredSince(since time.Time) bool {
+	return t != nil && t.lastAnswer.Load() > since.UnixNano()
 }
 
 func newCloseTracker(observed bool) *closeTracker {
@@ -120,6 +132,10 @@ func (m *MCP) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
 		t := v.(*closeTracker)
 		t.begin()
 		res, err := next(ctx, method, req)
+		var we *jsonrpc.Error
+		if err == nil || errors.As(err, &we) {
+			t.answered()
+		}
 		var lost *sessionLostError
 		t.end(err != nil && ctx.Err() != nil && !errors.As(context.Cause(ctx), &lost))
 		return res, err

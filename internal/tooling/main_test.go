@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,8 +25,8 @@ import (
 const (
 	envServerMode = "TOOLING_TEST_SERVER"
 	envCountFile  = "TOOLING_TEST_COUNT_FILE"
-	// envMethodsFile, when set, gets the method of every message the
-	// server receives, one a line.
+	// envMethodsFile, when set, gets every message the server reads and
+	// writes, one a line (mcp.LoggingTransport).
 	envMethodsFile = "TOOLING_TEST_METHODS_FILE"
 	// envPIDFile, in mode "host", gets the pid of the server it runs.
 	envPIDFile = "TOOLING_TEST_PID_FILE"
@@ -54,8 +53,15 @@ func runTestServer(mode string) int {
 		return 3
 	case "stdio", "banner", "stubborn":
 		ts := newTestServer(2)
+		var transport mcp.Transport = &mcp.StdioTransport{}
 		if f := os.Getenv(envMethodsFile); f != "" {
-			recordMethods(ts.srv, f)
+			// Every message as it is read, before any handling.
+			fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			transport = &mcp.LoggingTransport{Transport: transport, Writer: fh}
 		}
 		if mode == "banner" {
 			// What many real servers do before speaking JSON-RPC.
@@ -66,7 +72,7 @@ func runTestServer(mode string) int {
 			// Ignores SIGTERM and stdin EOF: only SIGKILL ends it.
 			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 		}
-		err := ts.srv.Run(context.Background(), &mcp.StdioTransport{})
+		err := ts.srv.Run(context.Background(), transport)
 		if mode == "stubborn" {
 			for {
 				time.Sleep(time.Hour) // (select{} would die as a deadlock)
@@ -82,22 +88,6 @@ func runTestServer(mode string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	return 2
-}
-
-// recordMethods appends the method of every message srv receives to file.
-func recordMethods(srv *mcp.Server, file string) {
-	var mu sync.Mutex
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			mu.Lock()
-			if fh, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-				fmt.Fprintln(fh, method)
-				fh.Close()
-			}
-			mu.Unlock()
-			return next(ctx, method, req)
-		}
-	})
 }
 
 // runTestHost plays toolhostd: it runs a "stubborn" server through an MCP

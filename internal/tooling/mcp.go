@@ -138,6 +138,7 @@ type session struct {
 	ctx     context.Context // cancelled with a *sessionLostError when it ends
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
+	track   *closeTracker
 
 	bgMu     sync.Mutex
 	bgClosed bool           // set before bg is waited for: no more spawns

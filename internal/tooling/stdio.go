@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -40,20 +41,31 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	stdout, err := t.cmd.StdoutPipe()
+	// Own pipes rather than StdoutPipe/StdinPipe: Wait closes those, racing
+	// the reads of what the server wrote before it exited.
+	stdout, childOut, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := t.cmd.StdinPipe()
+	childIn, stdin, err := os.Pipe()
 	if err != nil {
+		stdout.Close()
+		childOut.Close()
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	t.cmd.Stdout, t.cmd.Stdin = childOut, childIn
+	err = t.cmd.Start()
+	childOut.Close()
+	childIn.Close()
+	if err != nil {
+		stdout.Close()
+		stdin.Close()
 		return nil, err
 	}
 	c := &stdioConn{
 		t:        t,
 		stdin:    stdin,
+		stdout:   stdout,
 		incoming: make(chan msgOrErr),
 		closed:   make(chan struct{}),
 		exited:   make(chan struct{}),
@@ -76,6 +88,7 @@ type msgOrErr struct {
 type stdioConn struct {
 	t        *stdioTransport
 	stdin    io.WriteCloser
+	stdout   io.Closer
 	writeMu  sync.Mutex
 	incoming chan msgOrErr
 	queue    []jsonrpc.Message // the rest of a batch; Read is not concurrent
@@ -118,6 +131,13 @@ func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	c.writeMu.Lock()
 	_, err = c.stdin.Write(data)
 	c.writeMu.Unlock()
+	if err != nil {
+		select {
+		case <-c.closed:
+		default:
+			err = c.exitReason(err)
+		}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == methodCancelled {
 		c.t.track.noticeWritten()
 	}
@@ -125,13 +145,17 @@ func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
 }
 
 // Close closes the server's stdin, then waits for it to exit, escalating to
-// SIGTERM and SIGKILL after each terminate duration.
+// SIGTERM and SIGKILL after each terminate duration, then closes its
+// stdout.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		if err := c.stdin.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
 			c.closeErr = fmt.Errorf("closing stdin: %w", err)
 		}
+		// Last, stdout: that also ends the reader if something the server
+		// started still holds the pipe.
+		defer c.stdout.Close()
 		wait := func() bool {
 			select {
 			case <-c.exited:
@@ -154,27 +178,34 @@ func (c *stdioConn) Close() error {
 	return c.closeErr
 }
 
+// exitReason is err (stdout ended, stdin broken) with how the process
+// ended and its last stderr line, when it has ended (it usually has).
+func (c *stdioConn) exitReason(err error) error {
+	select {
+	case <-c.exited:
+	case <-time.After(100 * time.Millisecond):
+		return err
+	}
+	if c.exitErr != nil {
+		err = fmt.Errorf("server exited: %w (%w)", c.exitErr, err)
+	} else {
+		err = fmt.Errorf("server exited: %w", err)
+	}
+	if c.t.stderr != nil {
+		if line := c.t.stderr.lastLine(); line != "" {
+			err = fmt.Errorf("%w; its last stderr line: %q", err, line)
+		}
+	}
+	return err
+}
+
 // readLoop turns stdout lines into messages until stdout ends.
 func (c *stdioConn) readLoop(r *bufio.Reader) {
 	for {
 		msgs, err := c.nextMessages(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				// Report how the process ended when it has (it usually has).
-				select {
-				case <-c.exited:
-					if c.exitErr != nil {
-						err = fmt.Errorf("server exited: %w", c.exitErr)
-					} else {
-						err = fmt.Errorf("server exited: %w", io.EOF)
-					}
-					if c.t.stderr != nil {
-						if line := c.t.stderr.lastLine(); line != "" {
-							err = fmt.Errorf("%w; its last stderr line: %q", err, line)
-						}
-					}
-				case <-time.After(100 * time.Millisecond):
-				}
+				err = c.exitReason(io.EOF)
 			}
 			select {
 			case c.incoming <- msgOrErr{err: err}:

@@ -139,7 +139,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	m.trackers.Store(cs, track)
 	defer m.trackers.Delete(cs)
 	sctx, scancel := context.WithCancelCause(context.Background())
-	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1)}
+	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track}
 	start := time.Now()
 	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
 	defer stopOnCancel()
@@ -217,7 +217,8 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 
 // liveness pings the server; a ping unanswered within the timeout tears
 // the session down (go-sdk's own keepalive closes the session but leaves
-// in-flight calls waiting on a hung peer).
+// in-flight calls waiting on a hung peer), unless other requests were
+// answered meanwhile: a server busy with them is not hung.
 func (m *MCP) liveness(s *session) {
 	if m.opts.pingInterval <= 0 {
 		return
@@ -230,10 +231,15 @@ func (m *MCP) liveness(s *session) {
 			return
 		case <-t.C:
 		}
+		sent := time.Now()
 		pctx, cancel := context.WithTimeout(s.ctx, m.opts.pingTimeout)
 		err := s.cs.Ping(pctx, nil)
 		cancel()
 		if err == nil || s.ctx.Err() != nil {
+			continue
+		}
+		if s.track.answeredSince(sent) {
+			m.log.Debug("ping unanswered, but other requests were: busy, not hung", zap.Error(err))
 			continue
 		}
 		var we *jsonrpc.Error
