@@ -71,6 +71,7 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 	defer stop()
 	tctx, tcancel := context.WithTimeoutCause(opCtx, m.callTimeout, errCallTimeout)
 	defer tcancel()
+	tctx = context.WithValue(tctx, callerKey{}, ctx) // for trackSending
 	m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
 	err := f(tctx, s.cs)

@@ -119,6 +119,20 @@ func (t *closeTracker) abortWrites() {
 	}
 }
 
+// callerKey is the context key of the context of the caller of run.
+type callerKey struct{}
+
+// callerGaveUp reports whether the request made with ctx ended because its
+// caller gave up (its own context ended, not the session's): the request's
+// context may have been cancelled by the session's end first even then.
+func callerGaveUp(ctx context.Context) bool {
+	if c, ok := ctx.Value(callerKey{}).(context.Context); ok {
+		ctx = c
+	}
+	var lost *sessionLostError
+	return ctx.Err() != nil && !errors.As(context.Cause(ctx), &lost)
+}
+
 // trackSending is the client's sending middleware: it counts each session's
 // requests in flight and those given up by their caller (a Ctrl-C, a
 // timeout). Those given up because the session ends (a background tool
@@ -136,8 +150,7 @@ func (m *MCP) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
 		if err == nil || errors.As(err, &we) {
 			t.answered()
 		}
-		var lost *sessionLostError
-		t.end(err != nil && ctx.Err() != nil && !errors.As(context.Cause(ctx), &lost))
+		t.end(err != nil && ctx.Err() != nil && callerGaveUp(ctx))
 		return res, err
 	}
 }
