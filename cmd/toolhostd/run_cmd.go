@@ -83,11 +83,25 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	reg, err := tooling.NewRegistry(cfg.Tooling, log)
+	// Only the granted toolings start; the others stay idle (the agent is
+	// denied them by name).
+	toolings := cfg.Tooling
+	var idle []pump.Entry
+	if grants != nil {
+		toolings = map[string]*config.Tooling{}
+		for n, tc := range cfg.Tooling {
+			if grants(n) {
+				toolings[n] = tc
+			} else {
+				idle = append(idle, pump.Entry{Tooling: tooling.Idle(n)})
+			}
+		}
+	}
+	reg, err := tooling.NewRegistry(toolings, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	hub := pump.NewHub(pump.EntriesFrom(reg, cfg.Tooling), log)
+	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
 	stopAudit, err := startAudit(cfg, hub)
 	if err != nil {
 		return withExit(exitUsage, err)
@@ -116,6 +130,8 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		Env:        env,
 		RunTimeout: o.timeout,
 		StopGrace:  o.grace,
+		LogRate:    config.DefaultLogRate,
+		LogBurst:   config.DefaultLogBurst,
 	}, input)
 	select {
 	case s := <-sigs:

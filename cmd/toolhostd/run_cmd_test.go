@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,4 +223,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestRunStartsOnlyGrantedToolings: with --grant, the other toolings'
+// servers are never started.
+func TestRunStartsOnlyGrantedToolings(t *testing.T) {
+	dir := t.TempDir()
+	marker := func(name string) string { return filepath.Join(dir, name+".started") }
+	// Each "server" records its start and then stays silent.
+	tooling := func(name string) string {
+		return fmt.Sprintf("[tooling.%s]\ncommand = \"sh\"\nargs = [\"-c\", \"echo started >> %s; exec sleep 30\"]\nconnect_timeout = \"30s\"\n", name, marker(name))
+	}
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", "version = 1\n"+tooling("granted")+tooling("other"))
+	// The agent spins until its run timeout: time enough for every tooling
+	// that is started to start.
+	_, _, errs := runConfigCmd(t, "--config", cfg, "run", testdata("spin.wat"), "--grant", "granted", "--timeout", "2s")
+	if _, err := os.Stat(marker("granted")); err != nil {
+		t.Fatalf("the granted tooling did not start: %v\n%s", err, errs)
+	}
+	if _, err := os.Stat(marker("other")); err == nil {
+		t.Errorf("the tooling not granted was started\n%s", errs)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -147,4 +148,37 @@ func TestToolingCommands(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", code, errs)
 		}
 	})
+}
+
+// TestOneShotReportsConnectionErrorAtOnce: against a server that exits at
+// start, every one-shot command fails with the first connection error (its
+// exit status and last stderr line), not after the minute-long connect
+// timeout.
+func TestOneShotReportsConnectionErrorAtOnce(t *testing.T) {
+	cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml",
+		"version = 1\n[tooling.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo no database >&2; exit 7\"]\nconnect_timeout = \"1m\"\n")
+	for _, args := range [][]string{
+		{"tools", "broken"},
+		{"call", "broken", "echo"},
+		{"resources", "broken"},
+		{"read", "broken", "test://x"},
+		{"watch", "broken", "test://x"},
+		{"watch", "broken", "--list"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			start := time.Now()
+			code, _, errs := runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+			if code != exitFailure {
+				t.Fatalf("exit %d, want %d: %s", code, exitFailure, errs)
+			}
+			for _, want := range []string{"unavailable", "exit status 7", `"no database"`} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errs)
+				}
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("took %v: it waited for the connect timeout", d)
+			}
+		})
+	}
 }

@@ -29,7 +29,8 @@ func newWatchCmd(opts *globalOptions) *cobra.Command {
 			"  {\"id\":…,\"event\":\"resource-updated\",\"content\":{\"uri\":…,\"mimeType\":…,\"content\":…}}\n" +
 			"  {\"id\":…,\"event\":\"resource-list-updated\",\"resources\":[{\"uri\":…,\"name\":…},…]}\n" +
 			"  {\"id\":…,\"event\":\"error\",\"code\":…,\"message\":…}  (the subscription ended: exit 1)\n" +
-			"A server without resources.subscribe makes URI watching fail with unsupported (exit 1).",
+			"A server without resources.subscribe makes URI watching fail with unsupported (exit 1), one\n" +
+			"without resources.listChanged --list watching.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case list && len(args) != 1:
@@ -90,6 +91,18 @@ func watch(ctx context.Context, out io.Writer, entries []pump.Entry, log *zap.Lo
 	}
 	var id string
 	if uri == "" {
+		// A server that never announces list changes would leave the
+		// watch silent forever: say so at once, as for subscribe.
+		for _, e := range entries {
+			if lc, ok := e.Tooling.(listChangeChecker); ok && e.Tooling.Name() == name {
+				if err := lc.CheckResourceListChanged(ctx); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return withExit(exitFailure, err)
+				}
+			}
+		}
 		id, err = h.SubscribeResourceList()
 	} else {
 		id, err = h.SubscribeResource(ctx, uri)
@@ -116,6 +129,12 @@ func watch(ctx context.Context, out io.Writer, entries []pump.Entry, log *zap.Lo
 			return withExit(exitFailure, failure)
 		}
 	}
+}
+
+// listChangeChecker is a tooling that can tell whether its server
+// announces resource-list changes (tooling.MCP).
+type listChangeChecker interface {
+	CheckResourceListChanged(ctx context.Context) error
 }
 
 // watchResource is a resource-info as watch prints it.

@@ -231,3 +231,36 @@ func TestWatchInterrupt(t *testing.T) {
 		t.Fatal("watch did not exit within 30s of SIGINT")
 	}
 }
+
+// TestWatchListUnsupported: watch --list on a server that does not offer
+// resources.listChanged fails with unsupported at once instead of waiting
+// for changes that are never announced.
+func TestWatchListUnsupported(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "no-list-changed", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: false}},
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
+	m, err := tooling.NewMCP(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
+		tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &lineWriter{lines: make(chan string, 16)}
+	done := make(chan error, 1)
+	go func() { done <- watch(t.Context(), w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
+	select {
+	case err := <-done:
+		if tooling.CodeOf(err) != tooling.CodeUnsupported || !strings.Contains(err.Error(), "listChanged") {
+			t.Fatalf("watch --list = %v, want unsupported naming resources.listChanged", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch --list still waiting after 20s")
+	}
+}

@@ -13,13 +13,18 @@ import (
 )
 
 // acquire returns the live session, waiting for one at most the connect
-// timeout.
+// timeout. While the tooling is down after a failed connection attempt it
+// fails at once with that attempt's error; a caller waiting meanwhile
+// fails as soon as an attempt does.
 func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 	var timeout <-chan time.Time
 	for {
 		m.mu.Lock()
-		s, ready := m.cur, m.ready
+		s, ready, failed, down, lastErr := m.cur, m.ready, m.failed, m.down, m.lastErr
 		m.mu.Unlock()
+		if s == nil && down && lastErr != nil {
+			return nil, Errorf(CodeUnavailable, "%s: tooling %s is not connected: %v", op, m.name, lastErr)
+		}
 		if s != nil {
 			if s.ctx.Err() == nil {
 				return s, nil
@@ -35,6 +40,7 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 		}
 		select {
 		case <-ready:
+		case <-failed:
 		case <-ctx.Done():
 			return nil, mapError(ctx, ctx, op, ctx.Err())
 		case <-timeout:
@@ -65,6 +71,7 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 	defer stop()
 	tctx, tcancel := context.WithTimeoutCause(opCtx, m.callTimeout, errCallTimeout)
 	defer tcancel()
+	tctx = context.WithValue(tctx, callerKey{}, ctx) // for trackSending
 	m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
 	err := f(tctx, s.cs)

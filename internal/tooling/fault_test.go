@@ -163,18 +163,6 @@ func TestSubprocessStoppedCallTimesOut(t *testing.T) {
 	wantCode(t, err, tooling.CodeTimeout)
 }
 
-func TestSubprocessGarbageOnStdout(t *testing.T) {
-	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, tooling.WithLiveness(0, 0))
-	serve(t, m)
-	waitConnected(t, m)
-	pid1 := serverPID(t, m)
-	_, err := m.CallTool(t.Context(), "garbage", nil)
-	wantCode(t, err, tooling.CodeUnavailable)
-	if pid2 := serverPID(t, m); pid2 == pid1 {
-		t.Fatal("same server after garbage on its stdout")
-	}
-}
-
 func TestSubprocessExitAtStartBacksOff(t *testing.T) {
 	countFile := filepath.Join(t.TempDir(), "starts")
 	cfg := stdioConfig(t, "exit", countFile)

@@ -2,8 +2,11 @@ package tooling_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +25,11 @@ import (
 const (
 	envServerMode = "TOOLING_TEST_SERVER"
 	envCountFile  = "TOOLING_TEST_COUNT_FILE"
+	// envMethodsFile, when set, gets every message the server reads and
+	// writes, one a line (mcp.LoggingTransport).
+	envMethodsFile = "TOOLING_TEST_METHODS_FILE"
+	// envPIDFile, in mode "host", gets the pid of the server it runs.
+	envPIDFile = "TOOLING_TEST_PID_FILE"
 )
 
 func TestMain(m *testing.M) {
@@ -43,16 +51,74 @@ func runTestServer(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "exiting at start")
 		return 3
-	case "stdio":
+	case "stdio", "banner", "stubborn":
 		ts := newTestServer(2)
-		if err := ts.srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		var transport mcp.Transport = &mcp.StdioTransport{}
+		if f := os.Getenv(envMethodsFile); f != "" {
+			// Every message as it is read, before any handling.
+			fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			transport = &mcp.LoggingTransport{Transport: transport, Writer: fh}
+		}
+		if mode == "banner" {
+			// What many real servers do before speaking JSON-RPC.
+			fmt.Println("Example MCP server v0.1 listening on stdio")
+			fmt.Println()
+		}
+		if mode == "stubborn" {
+			// Ignores SIGTERM and stdin EOF: only SIGKILL ends it.
+			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		}
+		err := ts.srv.Run(context.Background(), transport)
+		if mode == "stubborn" {
+			for {
+				time.Sleep(time.Hour) // (select{} would die as a deadlock)
+			}
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "server:", err)
 			return 1
 		}
 		return 0
+	case "host":
+		return runTestHost()
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	return 2
+}
+
+// runTestHost plays toolhostd: it runs a "stubborn" server through an MCP
+// tooling, writes the server's pid to $TOOLING_TEST_PID_FILE and waits to
+// be killed.
+func runTestHost() int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	cfg := testConfig("host")
+	cfg.Command, cfg.Args = exe, []string{"-test.run=^$"}
+	cfg.Env = map[string]string{envServerMode: "stubborn"}
+	m, err := tooling.NewMCP(cfg, zap.NewNop())
+	if err != nil {
+		return 1
+	}
+	go func() { _ = m.Serve(context.Background()) }()
+	for {
+		res, err := m.CallTool(context.Background(), "pid", nil)
+		if err == nil {
+			var v struct{ Content []struct{ Text string } }
+			if json.Unmarshal([]byte(res.Value), &v) == nil && len(v.Content) == 1 {
+				if err := os.WriteFile(os.Getenv(envPIDFile), []byte(v.Content[0].Text), 0o600); err != nil {
+					return 1
+				}
+				select {}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} }

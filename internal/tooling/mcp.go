@@ -27,9 +27,12 @@ const (
 	DefaultHealthyAfter       = 60 * time.Second
 
 	// DefaultPingInterval and DefaultPingTimeout are the liveness check:
-	// a ping every interval; no answer within the timeout ends the session.
-	DefaultPingInterval = 15 * time.Second
-	DefaultPingTimeout  = 5 * time.Second
+	// a ping every interval; no answer within the timeout ends the session,
+	// so a hung server is replaced within about 4s of its last answer.
+	DefaultPingInterval = config.DefaultPingInterval
+	DefaultPingTimeout  = config.DefaultPingTimeout
+	// DefaultMaxMessageBytes bounds one message from a server.
+	DefaultMaxMessageBytes = int64(config.DefaultMaxMessageBytes)
 	// DefaultTerminateDuration is how long closing a stdio server waits
 	// after closing its stdin before SIGTERM, and after SIGTERM before
 	// SIGKILL.
@@ -53,6 +56,7 @@ type options struct {
 	pingTimeout  time.Duration
 	terminate    time.Duration
 	protocol     string
+	maxMessage   int64
 }
 
 // Option tunes an MCP tooling beyond its config.
@@ -108,6 +112,7 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
+	trackers       sync.Map // *mcp.ClientSession → its *closeTracker
 
 	// Progress of calls in flight (progress.go).
 	progressSeq   atomic.Uint64
@@ -118,6 +123,8 @@ type MCP struct {
 	mu       sync.Mutex
 	cur      *session      // nil while no session is up
 	ready    chan struct{} // closed while cur != nil
+	down     bool          // the last connection attempt failed (and none is up since)
+	failed   chan struct{} // closed and renewed on every failed attempt
 	lastErr  error
 	secrets  []redaction // expanded secrets of the current transport (redact)
 	restarts int
@@ -139,6 +146,7 @@ type session struct {
 	ctx     context.Context // cancelled with a *sessionLostError when it ends
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
+	track   *closeTracker
 
 	bgMu     sync.Mutex
 	bgClosed bool           // set before bg is waited for: no more spawns
@@ -186,20 +194,25 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, DefaultMaxBackoff),
 		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, DefaultHealthyAfter),
 		opts: options{
-			pingInterval: DefaultPingInterval,
-			pingTimeout:  DefaultPingTimeout,
+			pingInterval: orDefault(c.PingInterval.Duration, DefaultPingInterval),
+			pingTimeout:  orDefault(c.PingTimeout.Duration, DefaultPingTimeout),
+			maxMessage:   DefaultMaxMessageBytes,
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
-		log:   log.Named("tooling").With(zap.String("tooling", c.Name)),
-		ready: make(chan struct{}),
-		subs:  make(map[string]*session),
+		log:    log.Named("tooling").With(zap.String("tooling", c.Name)),
+		ready:  make(chan struct{}),
+		failed: make(chan struct{}),
+		subs:   make(map[string]*session),
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff
 	}
 	for _, o := range opts {
 		o(&m.opts)
+	}
+	if c.MaxMessageBytes > 0 {
+		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))
 	}
 	if m.opts.pingTimeout <= 0 {
 		m.opts.pingTimeout = DefaultPingTimeout
@@ -212,6 +225,7 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 	m.client = mcp.NewClient(clientImpl, m.clientOptions())
 	m.offerRoots()
 	m.client.AddReceivingMiddleware(m.receiving)
+	m.client.AddSendingMiddleware(m.trackSending)
 	return m, nil
 }
 

@@ -37,13 +37,13 @@ func TestListAndCallFollowPagination(t *testing.T) {
 	for _, tl := range tools {
 		names[tl.Name] = tl
 	}
-	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "pid", "touch", "garbage"} {
+	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "pid", "touch", "garbage", "big"} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("tool %q missing from %d tools (page size 2)", want, len(tools))
 		}
 	}
-	if len(tools) != 8 {
-		t.Errorf("got %d tools, want 8", len(tools))
+	if len(tools) != 9 {
+		t.Errorf("got %d tools, want 9", len(tools))
 	}
 	echo := names["echo"]
 	if echo.Description == nil || !strings.HasPrefix(*echo.Description, "Echoes its text.") {
@@ -337,6 +337,8 @@ func TestNoSessionFailsUnavailableWithLastError(t *testing.T) {
 	}
 	_, err = m.ListTools(t.Context())
 	wantCode(t, err, tooling.CodeUnavailable)
+	// The calls failed at once; the attempts go on.
+	eventually(t, 10*time.Second, "a reconnection attempt", func() bool { return m.Status().Restarts > 0 })
 	if st := m.Status(); st.Connected || !strings.Contains(st.LastError, "server room flooded") || st.Restarts == 0 {
 		t.Errorf("status = %+v", st)
 	}

@@ -44,3 +44,19 @@ func (m *MCP) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotif
 		o.ResourceUpdated(req.Params.URI)
 	}
 }
+
+// CheckResourceListChanged waits for a session as any operation does and
+// fails with unsupported unless its server offers resources.listChanged:
+// without it no resource-list change is ever announced.
+func (m *MCP) CheckResourceListChanged(ctx context.Context) error {
+	const op = "resources/list_changed"
+	s, err := m.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	c := s.init
+	if c == nil || c.Capabilities == nil || c.Capabilities.Resources == nil || !c.Capabilities.Resources.ListChanged {
+		return Errorf(CodeUnsupported, "%s: the server does not offer resources.listChanged (it never announces list changes)", op)
+	}
+	return nil
+}

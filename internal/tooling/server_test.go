@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +28,13 @@ type testServer struct {
 type echoIn struct {
 	Text string `json:"text"`
 }
+
+type bigIn struct {
+	Bytes int `json:"bytes"`
+}
+
+// garbageLines is how many non-JSON lines the garbage tool prints.
+const garbageLines = 20
 
 type touchIn struct {
 	URI string `json:"uri"`
@@ -70,7 +79,12 @@ func newTestServer(pageSize int) *testServer {
 	ts.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: objectSchema},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.started <- "block"
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Minute):
+				// Never cancelled: a test failed; do not hang its cleanup.
+				return nil, errors.New("block: not cancelled within a minute")
+			}
 			ts.cancelled <- "block"
 			return nil, ctx.Err()
 		})
@@ -85,10 +99,20 @@ func newTestServer(pageSize int) *testServer {
 		})
 	ts.srv.AddTool(&mcp.Tool{Name: "garbage", InputSchema: objectSchema},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			// Only meaningful on stdio: corrupt the JSON-RPC stream.
-			_, _ = os.Stdout.Write([]byte("this is not JSON-RPC\n"))
-			<-ctx.Done()
-			return nil, ctx.Err()
+			// Only meaningful on stdio: stray prints between the messages
+			// (one line per write, so they do not tear a message apart).
+			for i := range garbageLines {
+				line := fmt.Sprintf("this is not JSON-RPC, line %d\n", i)
+				if i == 0 {
+					line = "{not json either " + strings.Repeat("x", 1000) + "\n"
+				}
+				_, _ = os.Stdout.Write([]byte(line))
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "printed garbage"}}}, nil
+		})
+	mcp.AddTool(ts.srv, &mcp.Tool{Name: "big"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil, nil
 		})
 	for i := range 5 {
 		uri := fmt.Sprintf("test://text/%d", i)

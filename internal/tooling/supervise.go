@@ -23,7 +23,7 @@ var errConnectTimeout = errors.New("connect timeout")
 func (m *MCP) Serve(ctx context.Context) error {
 	if m.opts.dial == nil {
 		if err := checkConfig(m.cfg); err != nil {
-			m.setLastErr(err)
+			m.connectFailed(err)
 			m.log.Error("tooling cannot run", zap.Error(err))
 			return fmt.Errorf("tooling %s: %w (%w)", m.name, err, suture.ErrDoNotRestart)
 		}
@@ -70,10 +70,15 @@ func (m *MCP) endSession(s *session, cause error) {
 	s.cancel(&sessionLostError{cause})
 }
 
-func (m *MCP) setLastErr(err error) {
+// connectFailed records a failed connection attempt: until a session is
+// up, operations fail at once with err instead of waiting for one.
+func (m *MCP) connectFailed(err error) {
 	err = m.redact(err)
 	m.mu.Lock()
 	m.lastErr = err
+	m.down = true
+	close(m.failed)
+	m.failed = make(chan struct{})
 	m.mu.Unlock()
 }
 
@@ -81,19 +86,21 @@ func (m *MCP) setLastErr(err error) {
 // how long it was up and why it ended.
 func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	var d *dialed
+	track := newCloseTracker(m.opts.dial == nil)
+	defer track.abortWrites()
 	if m.opts.dial != nil {
 		t, err := m.opts.dial(ctx)
 		if err != nil {
 			err = fmt.Errorf("dialing: %w", err)
-			m.setLastErr(err)
+			m.connectFailed(err)
 			return 0, err
 		}
 		d = &dialed{transport: t}
 	} else {
 		var err error
-		if d, err = m.dial(); err != nil {
+		if d, err = m.dial(track); err != nil {
 			err = fmt.Errorf("preparing the transport: %w", err)
-			m.setLastErr(err)
+			m.connectFailed(err)
 			return 0, err
 		}
 	}
@@ -101,13 +108,18 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		defer d.cleanup()
 	}
 	// The context given to Connect must outlive the handshake: go-sdk's SSE
-	// transport ties its event stream to it. The connect timeout cancels
-	// it only while Connect runs.
-	life, endLife := context.WithCancelCause(ctx)
+	// transport ties its event stream to it. It must outlive ctx too, so
+	// that a tooling being stopped can still send what it owes (the
+	// notices of cancelled calls) before closing: ctx and the connect
+	// timeout cancel it only while Connect runs; afterwards it ends with
+	// the session.
+	life, endLife := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer endLife(nil)
 	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
 	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
-	if !timer.Stop() && err == nil {
+	timedOut, stopped := !timer.Stop(), !unlink()
+	if (timedOut || stopped) && err == nil {
 		_ = cs.Close()
 		err = context.Cause(life)
 	}
@@ -117,17 +129,24 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		} else {
 			err = fmt.Errorf("connecting: %w", err)
 		}
-		m.setLastErr(err)
+		err = transportHint(err, m.cfg.Transport, d.status)
+		if d.kill != nil {
+			d.kill() // what the server started must not outlive the attempt
+		}
+		m.connectFailed(err)
 		return 0, err
 	}
+	m.trackers.Store(cs, track)
+	defer m.trackers.Delete(cs)
 	sctx, scancel := context.WithCancelCause(context.Background())
-	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1)}
+	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track}
 	start := time.Now()
 	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
 	defer stopOnCancel()
 
 	m.mu.Lock()
 	m.cur = s
+	m.down = false
 	close(m.ready)
 	m.toolsOK, m.tools = false, nil
 	m.toolsGen++
@@ -173,6 +192,18 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		// Dead or unresponsive: do not wait for it to exit by itself.
 		d.kill()
 	}
+	if ctx.Err() != nil {
+		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
+		// notifications/cancelled of the requests that cancelled go out
+		// before the close, which would refuse them.
+		if !track.drain(closeGrace) {
+			sending, pending := track.counts()
+			m.log.Debug("closing without waiting longer for cancellation notices", zap.Int("in_flight", sending), zap.Int("notices_owed", pending))
+		}
+	}
+	// Closing never waits on a request it cancelled: writes still blocked
+	// (a notice the server never answers) are given up.
+	track.abortWrites()
 	_ = cs.Close()
 	if d.kill != nil {
 		// After a graceful close too: what the server started itself (npx
@@ -187,7 +218,8 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 
 // liveness pings the server; a ping unanswered within the timeout tears
 // the session down (go-sdk's own keepalive closes the session but leaves
-// in-flight calls waiting on a hung peer).
+// in-flight calls waiting on a hung peer), unless other requests were
+// answered meanwhile: a server busy with them is not hung.
 func (m *MCP) liveness(s *session) {
 	if m.opts.pingInterval <= 0 {
 		return
@@ -200,10 +232,15 @@ func (m *MCP) liveness(s *session) {
 			return
 		case <-t.C:
 		}
+		sent := time.Now()
 		pctx, cancel := context.WithTimeout(s.ctx, m.opts.pingTimeout)
 		err := s.cs.Ping(pctx, nil)
 		cancel()
 		if err == nil || s.ctx.Err() != nil {
+			continue
+		}
+		if s.track.answeredSince(sent) {
+			m.log.Debug("ping unanswered, but other requests were: busy, not hung", zap.Error(err))
 			continue
 		}
 		var we *jsonrpc.Error

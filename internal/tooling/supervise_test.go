@@ -163,7 +163,7 @@ func TestNewerProtocolVersion(t *testing.T) {
 	serve(t, m)
 	waitConnected(t, m)
 	tools, err := m.ListTools(t.Context())
-	if err != nil || len(tools) != 8 {
+	if err != nil || len(tools) != 9 {
 		t.Fatalf("ListTools = %d tools, %v", len(tools), err)
 	}
 	res, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"new"}`))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -41,6 +42,8 @@ type dialed struct {
 	kill func()
 	// cleanup runs once the session is closed.
 	cleanup func()
+	// status keeps an HTTP answer that hints at a transport mistake.
+	status *httpStatus
 }
 
 // errPermanent marks a config the mcp kind can never run.
@@ -67,12 +70,13 @@ func checkConfig(cfg *config.Tooling) error {
 }
 
 // dial builds the transport the config describes. Secret references are
-// expanded here, at use; their values are never logged.
-func (m *MCP) dial() (*dialed, error) {
+// expanded here, at use; their values are never logged. track follows the
+// connection's writes for closing it.
+func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 	cfg := m.cfg
 	switch cfg.Transport {
 	case TransportStdio, "":
-		return m.dialStdio()
+		return m.dialStdio(track)
 	case TransportHTTP, TransportSSE:
 		u, err := expand(cfg.URL)
 		if err != nil {
@@ -99,19 +103,24 @@ func (m *MCP) dial() (*dialed, error) {
 		}
 		m.setSecrets(secrets)
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h}}
-		d := &dialed{cleanup: base.CloseIdleConnections}
+		status := &httpStatus{}
+		limit := &messageLimit{max: m.opts.maxMessage, tooling: m.name, log: m.log.Named("http")}
+		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track, status: status, limit: limit}}
+		d := &dialed{cleanup: base.CloseIdleConnections, status: status}
+		// Events are capped by limit (a message over it fails its own
+		// request); go-sdk's cap, which fails the session, sits above it.
+		maxEvent := int(min(m.opts.maxMessage+64<<10, 1<<40))
 		if cfg.Transport == TransportHTTP {
-			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
+			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
 		} else {
-			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client}
+			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
 		}
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: unknown transport %q", errPermanent, cfg.Transport)
 }
 
-func (m *MCP) dialStdio() (*dialed, error) {
+func (m *MCP) dialStdio(track *closeTracker) (*dialed, error) {
 	cfg := m.cfg
 	command, err := expand(cfg.Command)
 	if err != nil {
@@ -143,10 +152,14 @@ func (m *MCP) dialStdio() (*dialed, error) {
 	cmd.Stderr = stderr
 	// Bound the wait for the stderr copy when a grandchild keeps it open.
 	cmd.WaitDelay = time.Second
-	// Own process group, so that killing the server kills what it spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group, so that killing the server kills what it spawned;
+	// on Linux the server is also killed when toolhostd dies.
+	cmd.SysProcAttr = serverProcAttr()
 	return &dialed{
-		transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.terminate},
+		transport: &stdioTransport{
+			cmd: cmd, terminate: m.opts.terminate, maxMessage: m.opts.maxMessage,
+			tooling: m.name, log: m.log.Named("stdout"), track: track, stderr: stderr,
+		},
 		kill: func() {
 			if cmd.Process != nil {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -156,10 +169,16 @@ func (m *MCP) dialStdio() (*dialed, error) {
 	}, nil
 }
 
-// headerRoundTripper sets the configured headers on every request.
+// headerRoundTripper sets the configured headers on every request, and
+// reports the notifications/cancelled it posts to track. Once track aborts
+// (the session is closing), every request still under way is given up, and
+// those made afterwards get closeGrace.
 type headerRoundTripper struct {
 	base    http.RoundTripper
 	headers http.Header
+	track   *closeTracker
+	status  *httpStatus
+	limit   *messageLimit
 }
 
 func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -169,14 +188,71 @@ func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 			r.Header[k] = append([]string(nil), vs...)
 		}
 	}
-	return t.base.RoundTrip(r)
+	if t.track == nil {
+		return t.base.RoundTrip(r)
+	}
+	notice := r.Method == http.MethodPost && postsNotice(r)
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+		stop   = func() bool { return false }
+	)
+	if t.track.abortCtx.Err() == nil {
+		ctx, cancel = context.WithCancel(r.Context())
+		stop = context.AfterFunc(t.track.abortCtx, cancel)
+	} else {
+		// Made while closing (streamable HTTP's DELETE): bounded.
+		ctx, cancel = context.WithTimeout(r.Context(), closeGrace)
+	}
+	release := func() { stop(); cancel() }
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if notice {
+		t.track.noticeWritten()
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	t.status.record(r.Method, resp.StatusCode)
+	t.limit.wrap(resp)
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// postsNotice reports whether r's body is a notifications/cancelled.
+func postsNotice(r *http.Request) bool {
+	if r.GetBody == nil {
+		return false
+	}
+	b, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(b, head)
+	return bytes.Contains(head[:n], []byte(`"method":"`+methodCancelled+`"`))
+}
+
+// releaseBody runs release once the body is closed.
+type releaseBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
 }
 
 // lineLogger writes a server's stderr to the log, one entry a line.
 type lineLogger struct {
-	log *zap.Logger
-	mu  sync.Mutex
-	buf []byte
+	log  *zap.Logger
+	mu   sync.Mutex
+	buf  []byte
+	last []byte // the last line, for the error of a server that exits
 }
 
 const maxStderrLine = 64 << 10
@@ -205,6 +281,17 @@ func (l *lineLogger) emit(line []byte) {
 		return
 	}
 	l.log.Info("server stderr", zap.ByteString("line", line))
+	l.last = append(l.last[:0], truncate(line, 300)...)
+}
+
+// lastLine returns the last line written (partial lines included).
+func (l *lineLogger) lastLine() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := bytes.TrimSpace(l.buf); len(s) > 0 {
+		return string(truncate(s, 300))
+	}
+	return string(l.last)
 }
 
 func (l *lineLogger) flush() {

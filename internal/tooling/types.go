@@ -91,6 +91,7 @@ type Tooling interface {
 	// reconnect with backoff, re-subscribe. It is a suture.Service; it
 	// returns suture.ErrDoNotRestart for a config it can never run.
 	// Operations made while no session is up wait for one, at most the
-	// tooling's connect timeout, then fail with unavailable.
+	// tooling's connect timeout, then fail with unavailable; while the
+	// last connection attempt has failed they fail at once, with its error.
 	Serve(ctx context.Context) error
 }
