@@ -448,6 +448,11 @@ func (d *decoder) config(doc map[string]any) *Config {
 	if c.Host.LogFormat == "" {
 		c.Host.LogFormat = DefaultLogFormat
 	}
+	for _, t := range c.Tooling {
+		if t.OAuth != nil {
+			t.OAuth.StateDir = c.Host.StateDir
+		}
+	}
 	return c
 }
 
@@ -480,6 +485,10 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 		},
 		"control_token": func(p []string, v any) {
 			h.ControlToken, _ = d.asRefString(p, v)
+		},
+		"state_dir": func(p []string, v any) {
+			s, _ := d.asPlainString(p, v)
+			h.StateDir = d.resolvePath(s)
 		},
 	})
 	// An empty string is the same as the key left out (no TCP, no token).
@@ -572,6 +581,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 				"healthy_after":   func(p []string, v any) { t.Restart.HealthyAfter, _ = d.asDuration(p, v, true) },
 			})
 		},
+		"oauth": func(p []string, v any) { t.OAuth = d.oauth(p, v) },
 	}
 	sessionDefaults := d.toolingSession(t, hs)
 	d.fields(path, m, hs)
@@ -654,6 +664,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			}
 		}
 	}
+	d.checkOAuth(path, t)
 	return t
 }
 

@@ -33,6 +33,9 @@ type Host struct {
 	// ControlToken is the bearer token of the TCP control API, usually a
 	// ${env:...} or ${file:...} reference: call Expand at use.
 	ControlToken string `toml:"control_token"`
+	// StateDir keeps state that outlives a process, such as OAuth tokens
+	// (default: see Config.StateDir).
+	StateDir string `toml:"state_dir" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -63,6 +66,8 @@ type Tooling struct {
 	Roots       []string `toml:"roots,omitempty"`     // file:// URIs; paths are made URIs at load
 	Elicitation string   `toml:"elicitation"`         // decline|accept-defaults
 	LogLevel    string   `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
+	// OAuth makes the server an OAuth-protected resource (http and sse only).
+	OAuth *OAuth `toml:"oauth" json:",omitempty"`
 }
 
 // Restart is a tooling's session restart policy.

@@ -28,6 +28,10 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 			m.endSession(s, context.Cause(s.ctx))
 			continue
 		}
+		if le := m.needsLogin(); le != nil {
+			// Waiting would not help: nobody logs in for this request.
+			return nil, Errorf(CodeUnavailable, "%s: %v", op, le)
+		}
 		if timeout == nil {
 			t := time.NewTimer(m.connectTimeout)
 			defer t.Stop()
@@ -72,6 +76,12 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 		return nil
 	}
 	err = m.redact(err)
+	if le := loginRequired(err); le != nil {
+		// The server wants a token nobody here can get: the session is
+		// of no use until someone logs in.
+		m.endSession(s, le)
+		return Errorf(CodeUnavailable, "%s: %v", op, le)
+	}
 	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
 		// Either the connection is closing (the session's reader ends the
 		// session when it really is) or the server answered with one of

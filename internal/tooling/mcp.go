@@ -53,6 +53,7 @@ type options struct {
 	pingTimeout  time.Duration
 	terminate    time.Duration
 	protocol     string
+	login        *LoginOptions // nil: never run an OAuth flow (see WithLogin)
 }
 
 // Option tunes an MCP tooling beyond its config.
@@ -108,6 +109,7 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
+	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
 
 	// Progress of calls in flight (progress.go).
 	progressSeq   atomic.Uint64

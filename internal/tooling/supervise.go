@@ -30,9 +30,18 @@ func (m *MCP) Serve(ctx context.Context) error {
 	}
 	backoff := m.initialBackoff
 	for {
+		tokens := m.tokenVersion()
 		healthy, err := m.runSession(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if le := loginRequired(err); le != nil {
+			m.log.Warn("session needs authorization; waiting for a login", zap.Error(le))
+			if err := m.waitForLogin(ctx, tokens); err != nil {
+				return err
+			}
+			backoff = m.initialBackoff
+			continue
 		}
 		if healthy >= m.healthyAfter {
 			backoff = m.initialBackoff
@@ -110,6 +119,10 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	if !timer.Stop() && err == nil {
 		_ = cs.Close()
 		err = context.Cause(life)
+	}
+	if le := loginRequired(err); le != nil {
+		m.setLastErr(le)
+		return 0, le
 	}
 	if err != nil {
 		if errors.Is(context.Cause(life), errConnectTimeout) {

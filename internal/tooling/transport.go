@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"go.uber.org/zap"
@@ -97,14 +98,28 @@ func (m *MCP) dial() (*dialed, error) {
 			}
 			h.Set(k, ev)
 		}
-		m.setSecrets(secrets)
+		oa, err := m.setupOAuth()
+		if err != nil {
+			return nil, err
+		}
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h}}
+		var rt http.RoundTripper = &headerRoundTripper{base: base, headers: h}
 		d := &dialed{cleanup: base.CloseIdleConnections}
+		var oauthHandler auth.OAuthHandler
+		if oa != nil {
+			secrets = append(secrets, oa.secrets...)
+			oauthHandler = oa.handler
+			d.cleanup = func() { base.CloseIdleConnections(); oa.cleanup() }
+		}
+		m.setSecrets(secrets)
 		if cfg.Transport == TransportHTTP {
-			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client}
+			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}, OAuthHandler: oauthHandler}
 		} else {
-			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client}
+			if oauthHandler != nil {
+				// go-sdk's SSE client has no OAuth support of its own.
+				rt = &oauthRoundTripper{base: rt, h: oauthHandler}
+			}
+			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}}
 		}
 		return d, nil
 	}

@@ -1,0 +1,521 @@
+package tooling
+
+// OAuth 2.1 for http and sse toolings, on go-sdk's auth and extauth
+// packages and golang.org/x/oauth2 token sources:
+//
+//   - authorization_code: `toolhostd auth login` (Login) runs go-sdk's
+//     AuthorizationCodeHandler (PKCE, protected resource and authorization
+//     server discovery, client ID metadata document / pre-registered /
+//     dynamic registration, scope selection and step-up) with a loopback
+//     redirect, and stores the client and token. Sessions then use the
+//     stored token and refresh it (storedSource); when none is stored or the
+//     server refuses it, no person is there to log in, so the session fails
+//     with ErrLoginRequired and waits for a login instead of retrying.
+//     WithLogin makes sessions run the flow themselves (a person, or the
+//     conformance adapter, is present).
+//   - client_credentials: go-sdk's ClientCredentialsHandler; no person, no
+//     stored token.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.uber.org/zap"
+	"golang.org/x/oauth2"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tokenstore"
+)
+
+// oauthRequestTimeout bounds each request to an authorization server.
+const oauthRequestTimeout = 30 * time.Second
+
+// loginRequiredError is the cause of a session that needs a person to log
+// in: no token is stored, or the server refused it.
+type loginRequiredError struct {
+	tooling, reason string
+}
+
+func (e *loginRequiredError) Error() string {
+	return fmt.Sprintf("tooling %s needs authorization: %s: run toolhostd auth login %s", e.tooling, e.reason, e.tooling)
+}
+
+func (e *loginRequiredError) Is(target error) bool { return target == ErrLoginRequired }
+
+// loginRequired returns the loginRequiredError in err's chain, if any.
+func loginRequired(err error) *loginRequiredError {
+	var le *loginRequiredError
+	if errors.As(err, &le) {
+		return le
+	}
+	return nil
+}
+
+// store returns the token store of the tooling (its config's state_dir).
+func storeFor(cfg *config.Tooling) *tokenstore.Store {
+	dir := ""
+	if cfg.OAuth != nil {
+		dir = cfg.OAuth.StateDir
+	}
+	if dir == "" {
+		dir = config.DefaultStateDir()
+	}
+	return tokenstore.New(dir)
+}
+
+// oauthSetup is the OAuth side of one connection attempt.
+type oauthSetup struct {
+	handler auth.OAuthHandler
+	secrets []redaction
+	cleanup func()
+}
+
+// setupOAuth builds the OAuth handler of one connection attempt, nil when
+// the tooling has no oauth table.
+func (m *MCP) setupOAuth() (*oauthSetup, error) {
+	o := m.cfg.OAuth
+	if o == nil {
+		return nil, nil
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	hc := &http.Client{Transport: base, Timeout: oauthRequestTimeout}
+	setup := &oauthSetup{cleanup: base.CloseIdleConnections}
+	fail := func(err error) (*oauthSetup, error) {
+		setup.cleanup()
+		return nil, err
+	}
+	var creds *oauthex.ClientCredentials
+	if o.ClientID != "" {
+		id, err := expand(o.ClientID)
+		if err != nil {
+			return fail(fmt.Errorf("oauth client_id: %w", err))
+		}
+		creds = &oauthex.ClientCredentials{ClientID: id}
+		if o.ClientSecret != "" {
+			secret, err := expand(o.ClientSecret)
+			if err != nil {
+				return fail(fmt.Errorf("oauth client_secret: %w", err))
+			}
+			if secret != "" {
+				creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
+				setup.secrets = append(setup.secrets, redaction{secret, "[client_secret redacted]"})
+			}
+		}
+	}
+	if o.GrantType == config.GrantClientCredentials {
+		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{Credentials: creds, HTTPClient: hc})
+		if err != nil {
+			return fail(fmt.Errorf("oauth: %w", err))
+		}
+		setup.handler = &clientCredentials{h: h}
+		return setup, nil
+	}
+
+	store := storeFor(m.cfg)
+	var ts oauth2.TokenSource
+	var reason string
+	fresh := m.opts.login != nil && m.opts.login.Fresh
+	switch rec, err := store.Load(m.name); {
+	case fresh:
+	case errors.Is(err, tokenstore.ErrNotFound):
+		reason = "no token is stored"
+	case err != nil:
+		reason = err.Error()
+	case rec.Resource != m.cfg.URL:
+		reason = "the stored token is for another url (" + rec.Resource + ")"
+	default:
+		ss := newStoredSource(store, m.name, rec, hc)
+		setup.secrets = append(setup.secrets, ss.redactions()...)
+		ts = ss
+	}
+	if m.opts.login == nil {
+		setup.handler = &storedTokens{tooling: m.name, ts: ts, reason: reason}
+		return setup, nil
+	}
+
+	// A person (or the conformance adapter) is present: go-sdk runs the
+	// authorization-code flow, redirected to a loopback listener.
+	lb, err := startLoopback(o.RedirectPort)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup := setup.cleanup
+	setup.cleanup = func() { lb.close(); cleanup() }
+	hcfg := &auth.AuthorizationCodeHandlerConfig{
+		PreregisteredClient: creds,
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{
+				RedirectURIs:  []string{lb.redirect},
+				ClientName:    "toolhostd",
+				GrantTypes:    []string{"authorization_code", "refresh_token"},
+				ResponseTypes: []string{"code"},
+			},
+		},
+		RedirectURL:              lb.redirect,
+		AuthorizationCodeFetcher: m.authorizationFetcher(lb),
+		RequestRefreshToken:      true,
+		Client:                   hc,
+		InitialTokenSource:       ts,
+		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			rec := &tokenstore.Record{
+				Resource: m.cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+				AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle),
+				RedirectURL: c.RedirectURL, Scopes: c.Scopes,
+			}
+			rec.SetToken(tok, time.Now())
+			if err := store.Save(m.name, rec); err != nil {
+				return nil, err
+			}
+			m.logins.Add(1)
+			ss := newStoredSource(store, m.name, rec, hc)
+			m.addSecrets(ss.redactions())
+			return ss, nil
+		},
+	}
+	if o.ClientMetadataURL != "" {
+		hcfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
+	}
+	if len(o.Scopes) > 0 {
+		scopes := append([]string(nil), o.Scopes...)
+		hcfg.ScopeFilter = func([]string) []string { return append([]string(nil), scopes...) }
+	}
+	h, err := auth.NewAuthorizationCodeHandler(hcfg)
+	if err != nil {
+		return fail(fmt.Errorf("oauth: %w", err))
+	}
+	setup.handler = h
+	return setup, nil
+}
+
+// authorizationFetcher is go-sdk's AuthorizationCodeFetcher: it shows the
+// authorization URL, opens it if asked to, and waits for the redirect.
+func (m *MCP) authorizationFetcher(lb *loopback) auth.AuthorizationCodeFetcher {
+	lo := m.opts.login
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		lb.drain()
+		if lo.Prompt != nil {
+			fmt.Fprintf(lo.Prompt, "Open this URL to authorize: %s\n", args.URL)
+		}
+		if lo.Open != nil {
+			if err := lo.Open(ctx, args.URL); err != nil {
+				m.log.Warn("opening the authorization URL failed; open it yourself", zap.Error(err))
+			}
+		}
+		select {
+		case r := <-lb.results:
+			if r.err != nil {
+				return nil, r.err
+			}
+			return r.res, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the authorization redirect: %w", ctx.Err())
+		}
+	}
+}
+
+func (m *MCP) addSecrets(rs []redaction) {
+	m.mu.Lock()
+	m.secrets = append(m.secrets[:len(m.secrets):len(m.secrets)], rs...)
+	m.mu.Unlock()
+}
+
+// storedTokens is the OAuthHandler of a session nobody can log in from:
+// it sends the stored token and, when the server wants another one, fails
+// with a loginRequiredError.
+type storedTokens struct {
+	tooling string
+	ts      oauth2.TokenSource // nil: none stored
+	reason  string             // why ts is nil
+}
+
+func (h *storedTokens) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	if h.ts == nil {
+		return nil, nil // go-sdk then sends no Authorization header
+	}
+	return h.ts, nil
+}
+
+func (h *storedTokens) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	bearer := func(k string) string {
+		for _, c := range challenges {
+			if c.Scheme == "bearer" && c.Params[k] != "" {
+				return c.Params[k]
+			}
+		}
+		return ""
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		if bearer("error") != "insufficient_scope" {
+			return nil // not about the token: the request's own answer
+		}
+		reason := "the server wants more scopes than the stored token has"
+		if s := bearer("scope"); s != "" {
+			reason += " (" + s + ")"
+		}
+		return &loginRequiredError{tooling: h.tooling, reason: reason}
+	}
+	reason := h.reason
+	switch {
+	case h.ts != nil:
+		reason = "the server refused the stored token"
+		if ss, ok := h.ts.(*storedSource); ok && ss.refreshFailed() {
+			reason = "the stored token expired and could not be refreshed"
+		}
+	case reason == "":
+		reason = "no token is stored"
+	}
+	return &loginRequiredError{tooling: h.tooling, reason: reason}
+}
+
+// clientCredentials wraps go-sdk's ClientCredentialsHandler: it is not
+// safe for concurrent use, and the token source it makes keeps the
+// context of the request that was refused, so that later token requests
+// would fail once that request is over; each token request is bounded by
+// the HTTP client's timeout instead.
+type clientCredentials struct {
+	mu sync.Mutex
+	h  *extauth.ClientCredentialsHandler
+}
+
+func (c *clientCredentials) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.h.TokenSource(ctx)
+}
+
+func (c *clientCredentials) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.h.Authorize(context.WithoutCancel(ctx), req, resp)
+}
+
+// storedSource is the token source of a stored record: it refreshes the
+// token when it expires and stores the new one. Refreshes are serialised
+// across processes by the store's lock, and a token another process
+// refreshed meanwhile is taken from the store instead of refreshing again
+// (an authorization server that rotates refresh tokens accepts each once).
+type storedSource struct {
+	store *tokenstore.Store
+	name  string
+	ctx   context.Context // carries the HTTP client for refreshes
+
+	mu      sync.Mutex
+	rec     *tokenstore.Record
+	refused atomic.Bool // the last refresh failed
+}
+
+func newStoredSource(store *tokenstore.Store, name string, rec *tokenstore.Record, hc *http.Client) *storedSource {
+	return &storedSource{store: store, name: name, rec: rec, ctx: context.WithValue(context.Background(), oauth2.HTTPClient, hc)}
+}
+
+// redactions are the token values, to be kept out of error text.
+func (s *storedSource) redactions() []redaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rs []redaction
+	for _, v := range []string{s.rec.AccessToken, s.rec.RefreshToken, s.rec.ClientSecret} {
+		if len(v) >= 8 {
+			rs = append(rs, redaction{v, "[token redacted]"})
+		}
+	}
+	return rs
+}
+
+// refreshFailed reports whether the last refresh was refused.
+func (s *storedSource) refreshFailed() bool { return s.refused.Load() }
+
+func (s *storedSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.rec.Token(); t.Valid() {
+		return t, nil
+	}
+	unlock, err := s.store.Lock(s.name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if r, err := s.store.Load(s.name); err == nil && r.Resource == s.rec.Resource && r.Token().Valid() {
+		s.rec = r
+		return r.Token(), nil
+	}
+	old := s.rec.Token()
+	t, err := s.rec.Config().TokenSource(s.ctx, old).Token()
+	if err != nil {
+		s.refused.Store(true)
+		return nil, fmt.Errorf("refreshing the OAuth token: %w", err)
+	}
+	s.refused.Store(false)
+	rec := *s.rec
+	rec.SetToken(t, time.Now())
+	s.rec = &rec
+	if err := s.store.Save(s.name, &rec); err != nil {
+		return nil, err
+	}
+	return rec.Token(), nil
+}
+
+// oauthRoundTripper applies an OAuthHandler to the requests of a transport
+// that has no OAuth support of its own (go-sdk's SSE client), the way
+// go-sdk's streamable transport does: the token on every request; after a
+// 401 or 403, Authorize and one retry.
+type oauthRoundTripper struct {
+	base http.RoundTripper
+	h    auth.OAuthHandler
+}
+
+func (t *oauthRoundTripper) withToken(r *http.Request) (*http.Request, error) {
+	r = r.Clone(r.Context())
+	ts, err := t.h.TokenSource(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	if ts == nil {
+		return r, nil
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+			return r, nil // refused: the server's 401 leads to Authorize
+		}
+		return nil, err
+	}
+	tok.SetAuthHeader(r)
+	return r, nil
+}
+
+func (t *oauthRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	req, err := t.withToken(r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return resp, err
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return resp, nil // cannot be sent again
+	}
+	if err := t.h.Authorize(r.Context(), req, resp); err != nil {
+		return nil, err
+	}
+	retry, err := t.withToken(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.GetBody != nil {
+		if retry.Body, err = r.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	return t.base.RoundTrip(retry)
+}
+
+// AuthState is what `toolhostd auth status` shows of one tooling: never a
+// token.
+type AuthState struct {
+	Tooling string
+	Grant   string // authorization_code | client_credentials
+	// State: "logged in", "expired" (and not refreshable), "not logged in",
+	// "stale" (logged in for another url), "error", or "no login" for
+	// client_credentials.
+	State       string
+	Detail      string // the error, for State "error"
+	Expiry      time.Time
+	Refreshable bool
+	Scopes      []string
+	Obtained    time.Time
+	Path        string // the token file
+}
+
+// AuthStatus reads the stored token state of cfg (which has an oauth
+// table).
+func AuthStatus(cfg *config.Tooling) AuthState {
+	st := AuthState{Tooling: cfg.Name, Grant: config.GrantAuthorizationCode}
+	if cfg.OAuth != nil && cfg.OAuth.GrantType != "" {
+		st.Grant = cfg.OAuth.GrantType
+	}
+	if st.Grant == config.GrantClientCredentials {
+		st.State = "no login"
+		return st
+	}
+	store := storeFor(cfg)
+	st.Path = store.Path(cfg.Name)
+	rec, err := store.Load(cfg.Name)
+	switch {
+	case errors.Is(err, tokenstore.ErrNotFound):
+		st.State = "not logged in"
+		return st
+	case err != nil:
+		st.State, st.Detail = "error", err.Error()
+		return st
+	}
+	st.Expiry, st.Refreshable, st.Scopes, st.Obtained = rec.Expiry, rec.RefreshToken != "", rec.Scopes, rec.Obtained
+	switch {
+	case rec.Resource != cfg.URL:
+		st.State = "stale"
+		st.Detail = "logged in for " + rec.Resource
+	case !rec.Token().Valid() && !st.Refreshable:
+		st.State = "expired"
+	default:
+		st.State = "logged in"
+	}
+	return st
+}
+
+// Logout forgets the stored tokens of cfg; false when there were none.
+func Logout(cfg *config.Tooling) (bool, error) {
+	return storeFor(cfg).Delete(cfg.Name)
+}
+
+// needsLogin returns the loginRequiredError the last session ended with,
+// if it did.
+func (m *MCP) needsLogin() *loginRequiredError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return loginRequired(m.lastErr)
+}
+
+// loginPoll is how often a tooling that needs a login looks for new tokens.
+var loginPoll = time.Second
+
+// tokenVersion is the version of the tooling's stored tokens (zero without
+// an authorization-code oauth table).
+func (m *MCP) tokenVersion() tokenstore.Version {
+	if m.cfg.OAuth == nil || m.cfg.OAuth.GrantType == config.GrantClientCredentials {
+		return tokenstore.Version{}
+	}
+	return storeFor(m.cfg).Version(m.name)
+}
+
+// waitForLogin waits until the stored tokens differ from since (someone
+// logged in or out), or ctx ends.
+func (m *MCP) waitForLogin(ctx context.Context, since tokenstore.Version) error {
+	t := time.NewTicker(loginPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if m.tokenVersion() != since {
+			m.log.Info("stored tokens changed; reconnecting")
+			m.setLastErr(nil)
+			return nil
+		}
+	}
+}
