@@ -139,14 +139,14 @@ func (s *Server) Verify(_ context.Context, token string, _ *http.Request) (*auth
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	meta := &oauthex.AuthServerMeta{
-		Issuer:                            s.URL,
-		AuthorizationEndpoint:             s.URL + "/authorize",
-		TokenEndpoint:                     s.URL + "/token",
-		ScopesSupported:                   s.cfg.ScopesSupported,
-		ResponseTypesSupported:            []string{"code"},
-		GrantTypesSupported:               []string{"authorization_code", "refresh_token", "client_credentials"},
-		CodeChallengeMethodsSupported:     []string{"S256"},
-		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
+		Issuer:                                     s.URL,
+		AuthorizationEndpoint:                      s.URL + "/authorize",
+		TokenEndpoint:                              s.URL + "/token",
+		ScopesSupported:                            s.cfg.ScopesSupported,
+		ResponseTypesSupported:                     []string{"code"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token", "client_credentials"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
 		AuthorizationResponseIssParameterSupported: true,
 	}
 	if !s.cfg.NoRegistration {
