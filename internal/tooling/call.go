@@ -18,7 +18,7 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 	var timeout <-chan time.Time
 	for {
 		m.mu.Lock()
-		s, ready := m.cur, m.ready
+		s, ready, loginWait := m.cur, m.ready, m.loginWait.ch
 		m.mu.Unlock()
 		if s != nil {
 			if s.ctx.Err() == nil {
@@ -39,6 +39,7 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 		}
 		select {
 		case <-ready:
+		case <-loginWait:
 		case <-ctx.Done():
 			return nil, mapError(ctx, ctx, op, ctx.Err())
 		case <-timeout:

@@ -117,15 +117,17 @@ type MCP struct {
 	progressMu    sync.Mutex
 	progress      map[string]*progressCall
 
-	mu       sync.Mutex
-	cur      *session      // nil while no session is up
-	ready    chan struct{} // closed while cur != nil
-	lastErr  error
-	secrets  []redaction // expanded secrets of the current transport (redact)
-	restarts int
-	tools    []Tool // cache, valid while toolsOK
-	toolsOK  bool
-	toolsGen uint64 // bumped on every invalidation
+	mu      sync.Mutex
+	cur     *session      // nil while no session is up
+	ready   chan struct{} // closed while cur != nil
+	lastErr error
+	// loginWait is closed while lastErr is a login-required error.
+	loginWait signal
+	secrets   []redaction // expanded secrets of the current transport (redact)
+	restarts  int
+	tools     []Tool // cache, valid while toolsOK
+	toolsOK   bool
+	toolsGen  uint64 // bumped on every invalidation
 
 	// subMu serializes Subscribe, Unsubscribe and re-subscription.
 	subMu sync.Mutex
@@ -193,9 +195,10 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
-		log:   log.Named("tooling").With(zap.String("tooling", c.Name)),
-		ready: make(chan struct{}),
-		subs:  make(map[string]*session),
+		log:       log.Named("tooling").With(zap.String("tooling", c.Name)),
+		ready:     make(chan struct{}),
+		loginWait: signal{ch: make(chan struct{})},
+		subs:      make(map[string]*session),
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff

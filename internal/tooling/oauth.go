@@ -519,3 +519,22 @@ func (m *MCP) waitForLogin(ctx context.Context, since tokenstore.Version) error 
 		}
 	}
 }
+
+// signal is a channel closed to wake its waiters and renewed to reset it.
+type signal struct {
+	ch     chan struct{}
+	closed bool
+}
+
+func (s *signal) close() {
+	if !s.closed {
+		close(s.ch)
+		s.closed = true
+	}
+}
+
+func (s *signal) renew() {
+	if s.closed {
+		s.ch, s.closed = make(chan struct{}), false
+	}
+}

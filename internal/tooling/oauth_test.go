@@ -160,11 +160,20 @@ func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
 	m := newMCP(t, e.cfg, nil)
 	serve(t, m)
 	want := "run toolhostd auth login " + e.cfg.Name
+	// A caller already waiting for the first session hears of the login at
+	// once, not after the connect timeout (5s here).
+	start := time.Now()
+	if _, err := m.ListTools(t.Context()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("first ListTools = %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the first ListTools took %v", d)
+	}
 	eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m.Status().LastError, want) })
 	if le := m.Status().LastError; !strings.Contains(le, "no token is stored") {
 		t.Errorf("last error = %q", le)
 	}
-	start := time.Now()
+	start = time.Now()
 	_, err := m.ListTools(t.Context())
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), want) {

@@ -71,7 +71,7 @@ func (m *MCP) endSession(s *session, cause error) {
 	if m.cur == s {
 		m.cur = nil
 		m.ready = make(chan struct{})
-		m.lastErr = cause
+		m.setLastErrLocked(cause)
 		m.toolsOK, m.tools = false, nil
 		m.toolsGen++
 	}
@@ -82,8 +82,19 @@ func (m *MCP) endSession(s *session, cause error) {
 func (m *MCP) setLastErr(err error) {
 	err = m.redact(err)
 	m.mu.Lock()
-	m.lastErr = err
+	m.setLastErrLocked(err)
 	m.mu.Unlock()
+}
+
+// setLastErrLocked records err; a login-required error wakes the callers
+// waiting for a session (none is coming until someone logs in).
+func (m *MCP) setLastErrLocked(err error) {
+	m.lastErr = err
+	if loginRequired(err) != nil {
+		m.loginWait.close()
+	} else {
+		m.loginWait.renew()
+	}
 }
 
 // runSession connects once and returns when that session has ended, with
