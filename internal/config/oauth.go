@@ -78,6 +78,7 @@ func (d *decoder) oauth(path []string, v any) *OAuth {
 		return nil
 	}
 	o := &OAuth{}
+	n0 := len(d.errs)
 	d.fields(path, m, handlers{
 		"grant_type": func(p []string, v any) {
 			o.GrantType, _ = d.asEnum(p, v, GrantAuthorizationCode, GrantClientCredentials)
@@ -122,13 +123,10 @@ func (d *decoder) oauth(path []string, v any) *OAuth {
 		d.errAt(child(path, "client_secret"), "needs client_id: a client secret belongs to a pre-registered client")
 	}
 	if o.GrantType == GrantClientCredentials {
-		for _, k := range []string{"client_id", "client_secret"} {
-			if _, set := m[k]; !set {
-				d.errAt(child(path, "grant_type"), "client_credentials needs client_id and client_secret (a confidential client)")
-				break
-			}
+		if (o.ClientID == "" || o.ClientSecret == "") && !d.erred(path, n0) {
+			d.errAt(child(path, "grant_type"), "client_credentials needs client_id and client_secret (a confidential client)")
 		}
-		if _, set := m["redirect_port"]; set {
+		if o.RedirectPort != 0 {
 			d.errAt(child(path, "redirect_port"), "not used by grant_type client_credentials (nobody is redirected)")
 		}
 	}
