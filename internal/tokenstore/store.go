@@ -38,6 +38,9 @@ type Record struct {
 	RedirectURL  string `json:"redirect_url,omitempty"`
 	// Scopes are the scopes asked for at login.
 	Scopes []string `json:"scopes,omitempty"`
+	// WantScopes are scopes the server asked for later (step-up) that the
+	// token lacks: the next login asks for them too.
+	WantScopes []string `json:"want_scopes,omitempty"`
 
 	AccessToken  string    `json:"access_token"`
 	TokenType    string    `json:"token_type,omitempty"`

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,7 +126,12 @@ func (m *MCP) setupOAuth() (*oauthSetup, error) {
 	var ts oauth2.TokenSource
 	var reason string
 	fresh := m.opts.login != nil && m.opts.login.Fresh
-	switch rec, err := store.Load(m.name); {
+	rec, err := store.Load(m.name)
+	var stepUp []string // scopes a server asked for after the last login
+	if err == nil && rec.Resource == m.cfg.URL {
+		stepUp = rec.WantScopes
+	}
+	switch {
 	case fresh:
 	case errors.Is(err, tokenstore.ErrNotFound):
 		reason = "no token is stored"
@@ -138,7 +145,7 @@ func (m *MCP) setupOAuth() (*oauthSetup, error) {
 		ts = ss
 	}
 	if m.opts.login == nil {
-		setup.handler = &storedTokens{tooling: m.name, ts: ts, reason: reason}
+		setup.handler = &storedTokens{tooling: m.name, store: store, resource: m.cfg.URL, ts: ts, reason: reason}
 		return setup, nil
 	}
 
@@ -184,9 +191,15 @@ func (m *MCP) setupOAuth() (*oauthSetup, error) {
 	if o.ClientMetadataURL != "" {
 		hcfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
 	}
-	if len(o.Scopes) > 0 {
-		scopes := append([]string(nil), o.Scopes...)
-		hcfg.ScopeFilter = func([]string) []string { return append([]string(nil), scopes...) }
+	if len(o.Scopes) > 0 || len(stepUp) > 0 {
+		configured := append([]string(nil), o.Scopes...)
+		hcfg.ScopeFilter = func(discovered []string) []string {
+			scopes := discovered
+			if len(configured) > 0 {
+				scopes = configured
+			}
+			return union(scopes, stepUp)
+		}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
@@ -232,9 +245,11 @@ func (m *MCP) addSecrets(rs []redaction) {
 // it sends the stored token and, when the server wants another one, fails
 // with a loginRequiredError.
 type storedTokens struct {
-	tooling string
-	ts      oauth2.TokenSource // nil: none stored
-	reason  string             // why ts is nil
+	tooling  string
+	store    *tokenstore.Store
+	resource string
+	ts       oauth2.TokenSource // nil: none stored
+	reason   string             // why ts is nil
 }
 
 func (h *storedTokens) TokenSource(context.Context) (oauth2.TokenSource, error) {
@@ -263,6 +278,7 @@ func (h *storedTokens) Authorize(_ context.Context, _ *http.Request, resp *http.
 		reason := "the server wants more scopes than the stored token has"
 		if s := bearer("scope"); s != "" {
 			reason += " (" + s + ")"
+			h.wantScopes(strings.Fields(s))
 		}
 		return &loginRequiredError{tooling: h.tooling, reason: reason}
 	}
@@ -277,6 +293,35 @@ func (h *storedTokens) Authorize(_ context.Context, _ *http.Request, resp *http.
 		reason = "no token is stored"
 	}
 	return &loginRequiredError{tooling: h.tooling, reason: reason}
+}
+
+// wantScopes notes in the stored record the scopes a step-up challenge
+// asked for, so that the next login asks for them.
+func (h *storedTokens) wantScopes(scopes []string) {
+	unlock, err := h.store.Lock(h.tooling)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	rec, err := h.store.Load(h.tooling)
+	if err != nil || rec.Resource != h.resource {
+		return
+	}
+	if want := union(rec.WantScopes, scopes); len(want) != len(rec.WantScopes) {
+		rec.WantScopes = want
+		_ = h.store.Save(h.tooling, rec)
+	}
+}
+
+// union is a followed by the elements of b not in a.
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // clientCredentials wraps go-sdk's ClientCredentialsHandler: it is not
@@ -463,7 +508,8 @@ func AuthStatus(cfg *config.Tooling) AuthState {
 		st.State, st.Detail = "error", err.Error()
 		return st
 	}
-	st.Expiry, st.Refreshable, st.Scopes, st.Obtained = rec.Expiry, rec.RefreshToken != "", rec.Scopes, rec.Obtained
+	st.Expiry, st.Refreshable, st.Obtained = rec.Expiry, rec.RefreshToken != "", rec.Obtained
+	st.Scopes = slices.Sorted(slices.Values(rec.Scopes))
 	switch {
 	case rec.Resource != cfg.URL:
 		st.State = "stale"

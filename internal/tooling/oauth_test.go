@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,13 @@ func (e *oauthEnv) login(t *testing.T) string {
 		t.Fatalf("Login = %+v", res)
 	}
 	return prompt.String()
+}
+
+// scopeSet is scopes sorted and joined (go-sdk does not keep their order).
+func scopeSet(scopes []string) string {
+	s := slices.Clone(scopes)
+	slices.Sort(s)
+	return strings.Join(s, " ")
 }
 
 func callEcho(t *testing.T, m *tooling.MCP, text string) {
@@ -266,7 +274,7 @@ func TestOAuthPreregisteredClientAndScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.ClientID != "toolhostd-test" || strings.Join(rec.Scopes, " ") != "read extra" {
+	if rec.ClientID != "toolhostd-test" || scopeSet(rec.Scopes) != "extra read" {
 		t.Errorf("stored client %q scopes %q", rec.ClientID, rec.Scopes)
 	}
 	m := newMCP(t, e.cfg, nil)
@@ -388,4 +396,50 @@ func TestOAuthStatusAndLogout(t *testing.T) {
 	if st := tooling.AuthStatus(e.cfg); st.State != "not logged in" {
 		t.Errorf("after logout: %+v", st)
 	}
+}
+
+// TestOAuthStepUp: a server that wants more scopes for a call (403
+// insufficient_scope). A session nobody can log in from fails the call
+// with the login hint and notes the scopes, so that the next login asks
+// for them; a session with WithLogin follows the step-up itself (go-sdk
+// asks for the union of the granted and the challenged scopes).
+func TestOAuthStepUp(t *testing.T) {
+	t.Run("stored", func(t *testing.T) {
+		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, []string{"read"}, nil)
+		e.login(t)
+		e.res.RequireForCalls("write")
+		m := newMCP(t, e.cfg, nil)
+		serve(t, m)
+		waitConnected(t, m)
+		_, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"x"}`))
+		wantCode(t, err, tooling.CodeUnavailable)
+		if !strings.Contains(err.Error(), "wants more scopes than the stored token has (read write): run toolhostd auth login") {
+			t.Errorf("error = %v", err)
+		}
+		rec, lerr := e.store().Load(e.cfg.Name)
+		if lerr != nil || scopeSet(rec.WantScopes) != "read write" {
+			t.Fatalf("stored record wants %v (%v)", rec.WantScopes, lerr)
+		}
+		e.login(t)
+		if rec, _ := e.store().Load(e.cfg.Name); scopeSet(rec.Scopes) != "read write" || rec.WantScopes != nil {
+			t.Errorf("the new login asked for %v (still wanting %v)", rec.Scopes, rec.WantScopes)
+		}
+		waitConnected(t, m)
+		callEcho(t, m, "with the wider token")
+	})
+	t.Run("with-login", func(t *testing.T) {
+		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, []string{"read"}, nil)
+		e.res.RequireForCalls("write")
+		m := newMCP(t, e.cfg, nil, tooling.WithLogin(tooling.LoginOptions{Open: tooling.FollowRedirects}))
+		serve(t, m)
+		waitConnected(t, m)
+		callEcho(t, m, "stepped up")
+		if n := e.as.Count("authorization_code"); n != 2 {
+			t.Errorf("%d authorizations, want 2 (connect, step-up)", n)
+		}
+		rec, err := e.store().Load(e.cfg.Name)
+		if err != nil || scopeSet(rec.Scopes) != "read write" {
+			t.Errorf("stored scopes %v (%v)", rec.Scopes, err)
+		}
+	})
 }

@@ -6,6 +6,7 @@
 package oauthtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -292,6 +294,52 @@ type Resource struct {
 	AS     *Server
 	Scopes []string
 	srv    *mcp.Server
+
+	mu         sync.Mutex
+	callScopes []string
+}
+
+// RequireForCalls makes tools/call on /mcp want scopes besides Scopes: a
+// token without them gets 403 insufficient_scope naming every scope needed
+// (a step-up challenge).
+func (r *Resource) RequireForCalls(scopes ...string) {
+	r.mu.Lock()
+	r.callScopes = scopes
+	r.mu.Unlock()
+}
+
+func (r *Resource) stepUp(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		need := r.callScopes
+		r.mu.Unlock()
+		if len(need) == 0 || req.Method != http.MethodPost {
+			next.ServeHTTP(w, req)
+			return
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(w, "reading the body", http.StatusBadRequest)
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		info := auth.TokenInfoFromContext(req.Context())
+		if msg.Method == "tools/call" && info != nil {
+			for _, s := range need {
+				if !slices.Contains(info.Scopes, s) {
+					all := append(append([]string(nil), r.Scopes...), need...)
+					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q`, strings.Join(all, " ")))
+					http.Error(w, "insufficient scope", http.StatusForbidden)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 // Close ends the MCP server's sessions (a client whose token was refused
@@ -311,7 +359,7 @@ func NewResource(as *Server, srv *mcp.Server, scopes []string) *Resource {
 	base := "http://" + res.Listener.Addr().String()
 	protect := func(path string, h http.Handler) {
 		meta := base + "/.well-known/oauth-protected-resource" + path
-		mux.Handle(path, auth.RequireBearerToken(as.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: meta, Scopes: scopes})(h))
+		mux.Handle(path, auth.RequireBearerToken(as.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: meta, Scopes: scopes})(res.stepUp(h)))
 		mux.Handle("/.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource:             base + path,
 			AuthorizationServers: []string{as.URL},
