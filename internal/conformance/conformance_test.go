@@ -107,7 +107,7 @@ func TestClientScenarios(t *testing.T) {
 		case !wantPass && v.passed():
 			t.Errorf("scenario %s passes now: add it to oauthPasses (%s)", name, v)
 		case !wantPass:
-			t.Logf("fails as expected until the OAuth work lands it: %s", v)
+			t.Logf("fails as expected (see oauthPasses): %s", v)
 		default:
 			t.Logf("%s", v)
 		}
