@@ -110,6 +110,7 @@ type MCP struct {
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
 	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
+	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
 
 	// Progress of calls in flight (progress.go).
 	progressSeq   atomic.Uint64

@@ -584,3 +584,22 @@ func (s *signal) renew() {
 		s.ch, s.closed = make(chan struct{}), false
 	}
 }
+
+// challengeRoundTripper notes a 401 with a Bearer challenge on a tooling
+// that has no oauth table.
+type challengeRoundTripper struct {
+	base http.RoundTripper
+	seen *atomic.Bool
+}
+
+func (t *challengeRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		for _, c := range resp.Header.Values("WWW-Authenticate") {
+			if len(c) >= 6 && strings.EqualFold(c[:6], "bearer") {
+				t.seen.Store(true)
+			}
+		}
+	}
+	return resp, err
+}

@@ -370,6 +370,21 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 	}
 }
 
+// TestOAuthHintWithoutOAuthTable: a tooling without an oauth table whose
+// server asks for a bearer token says how to configure one.
+func TestOAuthHintWithoutOAuthTable(t *testing.T) {
+	for _, tr := range []string{tooling.TransportHTTP, tooling.TransportSSE} {
+		t.Run(tr, func(t *testing.T) {
+			e := newOAuthEnv(t, tr, oauthtest.Config{}, nil, nil)
+			e.cfg.OAuth = nil
+			m := newMCP(t, e.cfg, nil)
+			serve(t, m)
+			want := "the server asks for an OAuth token: add oauth = {} to [tooling." + e.cfg.Name + "], then run toolhostd auth login " + e.cfg.Name
+			eventually(t, 10*time.Second, "the oauth hint", func() bool { return strings.Contains(m.Status().LastError, want) })
+		})
+	}
+}
+
 // TestOAuthStatusAndLogout: status reports each state without a token;
 // logout forgets the tokens.
 func TestOAuthStatusAndLogout(t *testing.T) {

@@ -126,6 +126,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	life, endLife := context.WithCancelCause(ctx)
 	defer endLife(nil)
 	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	m.oauthWanted.Store(false)
 	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
 	if !timer.Stop() && err == nil {
 		_ = cs.Close()
@@ -140,6 +141,9 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
 		} else {
 			err = fmt.Errorf("connecting: %w", err)
+		}
+		if m.oauthWanted.Load() {
+			err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
 		}
 		m.setLastErr(err)
 		return 0, err

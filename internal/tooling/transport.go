@@ -106,7 +106,10 @@ func (m *MCP) dial() (*dialed, error) {
 		var rt http.RoundTripper = &headerRoundTripper{base: base, headers: h}
 		d := &dialed{cleanup: base.CloseIdleConnections}
 		var oauthHandler auth.OAuthHandler
-		if oa != nil {
+		if oa == nil {
+			// A server that asks for OAuth: say how to give it some.
+			rt = &challengeRoundTripper{base: rt, seen: &m.oauthWanted}
+		} else {
 			secrets = append(secrets, oa.secrets...)
 			oauthHandler = oa.handler
 			d.cleanup = func() { base.CloseIdleConnections(); oa.cleanup() }
