@@ -42,9 +42,11 @@ COPY --from=build /out/toolhostd /usr/local/bin/toolhostd
 
 USER toolhostd
 ENV XDG_CACHE_HOME=/var/cache \
+    STATE_DIRECTORY=/var/lib/toolhostd \
     RUNTIME_DIRECTORY=/run/toolhostd \
     TOOLHOSTD_CONFIG=/etc/toolhostd/toolhostd.toml
-VOLUME ["/var/cache/toolhostd"]
+# OAuth tokens (toolhostd auth login) live in $STATE_DIRECTORY/oauth.
+VOLUME ["/var/cache/toolhostd", "/var/lib/toolhostd"]
 # The control API's TCP listener, when [host] control_listen is set.
 EXPOSE 7070
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s CMD ["toolhostd", "ps"]
