@@ -65,6 +65,9 @@ func newAuthLoginCmd(opts *globalOptions) *cobra.Command {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
+			if tc.OAuth.GrantType == config.GrantClientCredentials {
+				return withExit(exitUsage, fmt.Errorf("tooling %s uses grant_type client_credentials: it authenticates itself, there is nothing to log in", name))
+			}
 			lo := tooling.LoginOptions{Prompt: cmd.ErrOrStderr()}
 			switch {
 			case headless && browser:

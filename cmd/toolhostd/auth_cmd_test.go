@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,13 +46,18 @@ connect_timeout = "20s"
 
 [tooling.plain]
 url = %q
-`, res.URL+"/mcp", res.URL+"/mcp"))
+
+[tooling.service]
+url = %q
+oauth = { grant_type = "client_credentials", client_id = "svc", client_secret = "x" }
+`, res.URL+"/mcp", res.URL+"/mcp", res.URL+"/mcp"))
 	run := func(args ...string) (int, string, string) {
 		return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
 	}
 
 	code, out, errs := run("auth", "status")
-	if code != 0 || !strings.Contains(out, "remote") || !strings.Contains(out, "not logged in") || strings.Contains(out, "plain") {
+	if code != 0 || !strings.Contains(out, "remote") || !strings.Contains(out, "not logged in") || strings.Contains(out, "plain") ||
+		!regexp.MustCompile(`(?m)^service\s+client_credentials\s+no login`).MatchString(out) {
 		t.Fatalf("status before login: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -107,6 +113,10 @@ url = %q
 		t.Errorf("second logout: exit %d: %q", code, out)
 	}
 
+	code, _, errs = run("auth", "login", "service", "--headless")
+	if code != exitUsage || !strings.Contains(errs, "nothing to log in") {
+		t.Errorf("login of a client_credentials tooling: exit %d: %s", code, errs)
+	}
 	code, _, errs = run("auth", "login", "plain", "--headless")
 	if code != exitUsage || !strings.Contains(errs, "tooling plain has no oauth table: add oauth = {} to [tooling.plain]") {
 		t.Errorf("login without oauth: exit %d: %s", code, errs)
