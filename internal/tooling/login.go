@@ -110,6 +110,7 @@ type loopback struct {
 	srv      *http.Server
 	done     chan struct{}
 	once     sync.Once
+	flow     sync.Mutex // held by the flow waiting for the redirect
 }
 
 type callbackResult struct {

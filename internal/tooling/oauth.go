@@ -214,6 +214,10 @@ func (m *MCP) setupOAuth() (*oauthSetup, error) {
 func (m *MCP) authorizationFetcher(lb *loopback) auth.AuthorizationCodeFetcher {
 	lo := m.opts.login
 	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		// One flow at a time on the one redirect (two requests refused at
+		// once each start one).
+		lb.flow.Lock()
+		defer lb.flow.Unlock()
 		lb.drain()
 		if lo.Prompt != nil {
 			fmt.Fprintf(lo.Prompt, "Open this URL to authorize: %s\n", args.URL)
