@@ -404,6 +404,18 @@ func (s *storedSource) Token() (*oauth2.Token, error) {
 	t, err := s.rec.Config().TokenSource(s.ctx, old).Token()
 	if err != nil {
 		s.refused.Store(true)
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode != "invalid_grant" && re.Response != nil && re.Response.StatusCode < 500 {
+			// The client itself was refused (invalid_client, ...): only a
+			// new login (a new registration) helps. An invalid_grant goes
+			// back to go-sdk, which then asks without a token: the
+			// server's 401 says the same, with the server's word for it.
+			code := re.ErrorCode
+			if code == "" {
+				code = re.Response.Status
+			}
+			return nil, &loginRequiredError{tooling: s.name, reason: "the authorization server refused to refresh the stored token (" + code + ")"}
+		}
 		return nil, fmt.Errorf("refreshing the OAuth token: %w", err)
 	}
 	s.refused.Store(false)

@@ -238,6 +238,29 @@ func TestOAuthRefusedToken(t *testing.T) {
 		waitConnected(t, m)
 		callEcho(t, m, "after a new login")
 	})
+	t.Run("refresh-client-refused", func(t *testing.T) {
+		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+		e.login(t)
+		st := e.store()
+		rec, err := st.Load(e.cfg.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The registration is gone at the authorization server.
+		rec.ClientID, rec.Expiry = "forgotten-client", time.Now().Add(-time.Minute)
+		if err := st.Save(e.cfg.Name, rec); err != nil {
+			t.Fatal(err)
+		}
+		m := newMCP(t, e.cfg, nil)
+		serve(t, m)
+		eventually(t, 10*time.Second, "the login error", func() bool {
+			return strings.Contains(m.Status().LastError, "the authorization server refused to refresh the stored token (invalid_client): run toolhostd auth login")
+		})
+		time.Sleep(300 * time.Millisecond)
+		if n := m.Status().Restarts; n != 0 {
+			t.Errorf("%d reconnections with a refused client", n)
+		}
+	})
 	t.Run("refresh-refused", func(t *testing.T) {
 		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
