@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -62,7 +61,7 @@ func loginRequired(err error) *loginRequiredError {
 	return nil
 }
 
-// store returns the token store of the tooling (its config's state_dir).
+// storeFor returns the token store of the tooling (its config's state_dir).
 func storeFor(cfg *config.Tooling) *tokenstore.Store {
 	dir := ""
 	if cfg.OAuth != nil {
@@ -350,199 +349,6 @@ func (c *clientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	return c.h.Authorize(context.WithoutCancel(ctx), req, resp)
 }
 
-// storedSource is the token source of a stored record: it refreshes the
-// token when it expires and stores the new one. Refreshes are serialised
-// across processes by the store's lock, and a token another process
-// refreshed meanwhile is taken from the store instead of refreshing again
-// (an authorization server that rotates refresh tokens accepts each once).
-type storedSource struct {
-	store *tokenstore.Store
-	name  string
-	ctx   context.Context // carries the HTTP client for refreshes
-
-	mu      sync.Mutex
-	rec     *tokenstore.Record
-	refused atomic.Bool // the last refresh failed
-}
-
-func newStoredSource(store *tokenstore.Store, name string, rec *tokenstore.Record, hc *http.Client) *storedSource {
-	return &storedSource{store: store, name: name, rec: rec, ctx: context.WithValue(context.Background(), oauth2.HTTPClient, hc)}
-}
-
-// redactions are the token values, to be kept out of error text.
-func (s *storedSource) redactions() []redaction {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var rs []redaction
-	for _, v := range []string{s.rec.AccessToken, s.rec.RefreshToken, s.rec.ClientSecret} {
-		if len(v) >= 8 {
-			rs = append(rs, redaction{v, "[token redacted]"})
-		}
-	}
-	return rs
-}
-
-// refreshFailed reports whether the last refresh was refused.
-func (s *storedSource) refreshFailed() bool { return s.refused.Load() }
-
-func (s *storedSource) Token() (*oauth2.Token, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t := s.rec.Token(); t.Valid() {
-		return t, nil
-	}
-	unlock, err := s.store.Lock(s.name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if r, err := s.store.Load(s.name); err == nil && r.Resource == s.rec.Resource && r.Token().Valid() {
-		s.rec = r
-		return r.Token(), nil
-	}
-	old := s.rec.Token()
-	t, err := s.rec.Config().TokenSource(s.ctx, old).Token()
-	if err != nil {
-		s.refused.Store(true)
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.ErrorCode != "invalid_grant" && re.Response != nil && re.Response.StatusCode < 500 {
-			// The client itself was refused (invalid_client, ...): only a
-			// new login (a new registration) helps. An invalid_grant goes
-			// back to go-sdk, which then asks without a token: the
-			// server's 401 says the same, with the server's word for it.
-			code := re.ErrorCode
-			if code == "" {
-				code = re.Response.Status
-			}
-			return nil, &loginRequiredError{tooling: s.name, reason: "the authorization server refused to refresh the stored token (" + code + ")"}
-		}
-		return nil, fmt.Errorf("refreshing the OAuth token: %w", err)
-	}
-	s.refused.Store(false)
-	rec := *s.rec
-	rec.SetToken(t, time.Now())
-	s.rec = &rec
-	if err := s.store.Save(s.name, &rec); err != nil {
-		return nil, err
-	}
-	return rec.Token(), nil
-}
-
-// oauthRoundTripper applies an OAuthHandler to the requests of a transport
-// that has no OAuth support of its own (go-sdk's SSE client), the way
-// go-sdk's streamable transport does: the token on every request; after a
-// 401 or 403, Authorize and one retry.
-type oauthRoundTripper struct {
-	base http.RoundTripper
-	h    auth.OAuthHandler
-}
-
-func (t *oauthRoundTripper) withToken(r *http.Request) (*http.Request, error) {
-	r = r.Clone(r.Context())
-	ts, err := t.h.TokenSource(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	if ts == nil {
-		return r, nil
-	}
-	tok, err := ts.Token()
-	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
-			return r, nil // refused: the server's 401 leads to Authorize
-		}
-		return nil, err
-	}
-	tok.SetAuthHeader(r)
-	return r, nil
-}
-
-func (t *oauthRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	req, err := t.withToken(r)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
-		return resp, err
-	}
-	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
-		return resp, nil // cannot be sent again
-	}
-	if err := t.h.Authorize(r.Context(), req, resp); err != nil {
-		return nil, err
-	}
-	retry, err := t.withToken(r)
-	if err != nil {
-		return nil, err
-	}
-	if r.GetBody != nil {
-		if retry.Body, err = r.GetBody(); err != nil {
-			return nil, err
-		}
-	}
-	return t.base.RoundTrip(retry)
-}
-
-// AuthState is what `toolhostd auth status` shows of one tooling: never a
-// token.
-type AuthState struct {
-	Tooling string
-	Grant   string // authorization_code | client_credentials
-	// State: "logged in", "expired" (and not refreshable), "not logged in",
-	// "stale" (logged in for another url), "error", or "no login" for
-	// client_credentials.
-	State       string
-	Detail      string // the error, for State "error"
-	Expiry      time.Time
-	Refreshable bool
-	Scopes      []string
-	Obtained    time.Time
-	Path        string // the token file
-}
-
-// AuthStatus reads the stored token state of cfg (which has an oauth
-// table).
-func AuthStatus(cfg *config.Tooling) AuthState {
-	st := AuthState{Tooling: cfg.Name, Grant: config.GrantAuthorizationCode}
-	if cfg.OAuth != nil && cfg.OAuth.GrantType != "" {
-		st.Grant = cfg.OAuth.GrantType
-	}
-	if st.Grant == config.GrantClientCredentials {
-		st.State = "no login"
-		return st
-	}
-	store := storeFor(cfg)
-	st.Path = store.Path(cfg.Name)
-	rec, err := store.Load(cfg.Name)
-	switch {
-	case errors.Is(err, tokenstore.ErrNotFound):
-		st.State = "not logged in"
-		return st
-	case err != nil:
-		st.State, st.Detail = "error", err.Error()
-		return st
-	}
-	st.Expiry, st.Refreshable, st.Obtained = rec.Expiry, rec.RefreshToken != "", rec.Obtained
-	st.Scopes = slices.Sorted(slices.Values(rec.Scopes))
-	switch {
-	case rec.Resource != cfg.URL:
-		st.State = "stale"
-		st.Detail = "logged in for " + rec.Resource
-	case !rec.Token().Valid() && !st.Refreshable:
-		st.State = "expired"
-	default:
-		st.State = "logged in"
-	}
-	return st
-}
-
-// Logout forgets the stored tokens of cfg; false when there were none.
-func Logout(cfg *config.Tooling) (bool, error) {
-	return storeFor(cfg).Delete(cfg.Name)
-}
-
 // needsLogin returns the loginRequiredError the last session ended with,
 // if it did.
 func (m *MCP) needsLogin() *loginRequiredError {
@@ -599,23 +405,4 @@ func (s *signal) renew() {
 	if s.closed {
 		s.ch, s.closed = make(chan struct{}), false
 	}
-}
-
-// challengeRoundTripper notes a 401 with a Bearer challenge on a tooling
-// that has no oauth table.
-type challengeRoundTripper struct {
-	base http.RoundTripper
-	seen *atomic.Bool
-}
-
-func (t *challengeRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		for _, c := range resp.Header.Values("WWW-Authenticate") {
-			if len(c) >= 6 && strings.EqualFold(c[:6], "bearer") {
-				t.seen.Store(true)
-			}
-		}
-	}
-	return resp, err
 }
