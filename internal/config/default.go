@@ -11,7 +11,8 @@ const defaultConfig = `# toolhostd.toml: toolhostd's configuration (TOML, https:
 # Relative paths (cwd, component, cache_dir) are relative to this file's
 # directory. Durations are Go durations: "250ms", "10s", "1m30s".
 #
-# Secrets: in a tooling's command, args, env, url and headers and an
+# Secrets: in a tooling's command, args, env, url, headers and oauth
+# client_id and client_secret, in [host] control_token and in an
 # agent's env, "${env:NAME}" is replaced by the environment variable NAME and
 # "${file:/abs/path}" by the file's content (one trailing newline dropped)
 # when the value is used: never at load, never in logs. Write "$${" for a
