@@ -57,9 +57,11 @@ RUN --mount=type=bind,target=/src \
 WORKDIR /opt/toolhostd
 USER 10001:10001
 ENV XDG_CACHE_HOME=/var/cache \
+    STATE_DIRECTORY=/var/lib/toolhostd \
     RUNTIME_DIRECTORY=/run/toolhostd \
     TOOLHOSTD_CONFIG=/etc/toolhostd/toolhostd.toml
-VOLUME ["/var/cache/toolhostd"]
+# OAuth tokens (toolhostd auth login) live in $STATE_DIRECTORY/oauth.
+VOLUME ["/var/cache/toolhostd", "/var/lib/toolhostd"]
 # The control API's TCP listener: serve --control-listen 0.0.0.0:7070, or
 # [host] control_listen in a mounted config.
 EXPOSE 7070

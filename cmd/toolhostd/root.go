@@ -61,6 +61,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newServeCmd(opts),
 		newWatchCmd(opts),
 		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts),
+		newAuthCmd(opts),
 	)
 	return root
 }

@@ -296,7 +296,8 @@ func TestDefaultConfig(t *testing.T) {
 	// The commented-out http example must be valid once uncommented.
 	var b strings.Builder
 	for _, line := range strings.Split(Default(), "\n") {
-		if strings.HasPrefix(line, "# [tooling.") || strings.HasPrefix(line, "# url") || strings.HasPrefix(line, "# headers") || strings.HasPrefix(line, "# cache_dir") {
+		if strings.HasPrefix(line, "# [tooling.") || strings.HasPrefix(line, "# url") || strings.HasPrefix(line, "# headers") || strings.HasPrefix(line, "# cache_dir") ||
+			strings.HasPrefix(line, "# oauth") || strings.HasPrefix(line, "# state_dir") {
 			line = strings.TrimPrefix(line, "# ")
 		}
 		b.WriteString(line + "\n")
@@ -307,6 +308,9 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	if r := c.Tooling["remote"]; r == nil || r.Transport != "http" || r.Headers["Authorization"] != "Bearer ${env:REMOTE_TOKEN}" {
 		t.Errorf("uncommented remote tooling = %+v", r)
+	}
+	if o := c.Tooling["saas"].OAuth; o == nil || o.ClientID != "toolhostd" || o.GrantType != GrantAuthorizationCode || c.StateDir() != "/var/lib/toolhostd" {
+		t.Errorf("uncommented oauth example = %+v, state dir %q", o, c.StateDir())
 	}
 	if c.Host.CacheDir != "/var/cache/toolhostd" {
 		t.Errorf("uncommented cache_dir = %q", c.Host.CacheDir)

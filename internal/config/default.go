@@ -11,7 +11,8 @@ const defaultConfig = `# toolhostd.toml: toolhostd's configuration (TOML, https:
 # Relative paths (cwd, component, cache_dir) are relative to this file's
 # directory. Durations are Go durations: "250ms", "10s", "1m30s".
 #
-# Secrets: in a tooling's command, args, env, url and headers and an
+# Secrets: in a tooling's command, args, env, url, headers and oauth
+# client_id and client_secret, in [host] control_token and in an
 # agent's env, "${env:NAME}" is replaced by the environment variable NAME and
 # "${file:/abs/path}" by the file's content (one trailing newline dropped)
 # when the value is used: never at load, never in logs. Write "$${" for a
@@ -28,6 +29,8 @@ log_format = "console"          # console | json
 #                                 # default: $RUNTIME_DIRECTORY/toolhostd.sock, else this path
 # control_listen = "127.0.0.1:7070"           # also on TCP, only with a bearer token:
 # control_token = "${env:TOOLHOSTD_TOKEN}"    # clients send "Authorization: Bearer <token>"
+# state_dir = "/var/lib/toolhostd"   # OAuth tokens (oauth/NAME.json, mode 0600); default:
+#                                 # $STATE_DIRECTORY, else $XDG_STATE_HOME/toolhostd, else ~/.local/state/toolhostd
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.
@@ -60,6 +63,18 @@ elicitation = "decline"         # decline | accept-defaults (accept, each field 
 # [tooling.remote]
 # url = "https://mcp.example.com/mcp"        # http:// or https://
 # headers = { Authorization = "Bearer ${env:REMOTE_TOKEN}" }
+
+# An OAuth 2.1-protected server: run "toolhostd auth login saas" once; serve and the
+# other commands then use the stored tokens and refresh them. Every oauth key is optional.
+# [tooling.saas]
+# url = "https://mcp.example.com/mcp"
+# oauth = { client_id = "toolhostd", client_secret = "${env:SAAS_SECRET}", scopes = ["read"] }
+#                                 # client_id (+ client_secret): a pre-registered client; without one,
+#                                 # client_metadata_url = "https://..." (a client ID metadata document)
+#                                 # or dynamic registration. scopes replace those the server asks for.
+#                                 # redirect_port: the login's http://127.0.0.1:PORT/callback (default any).
+#                                 # grant_type = "client_credentials" (needs client_id and client_secret):
+#                                 # no login, for servers that let a client authenticate itself.
 
 # One [agent.<name>] per agent run by "toolhostd serve".
 [agent.watcher]

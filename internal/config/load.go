@@ -453,6 +453,11 @@ func (d *decoder) config(doc map[string]any) *Config {
 	if c.Host.LogFormat == "" {
 		c.Host.LogFormat = DefaultLogFormat
 	}
+	for _, t := range c.Tooling {
+		if t.OAuth != nil {
+			t.OAuth.StateDir = c.Host.StateDir
+		}
+	}
 	return c
 }
 
@@ -487,6 +492,10 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			h.ControlToken, _ = d.asRefString(p, v)
 		},
 		"audit_log": func(p []string, v any) { h.AuditLog = d.auditLog(p, v) },
+		"state_dir": func(p []string, v any) {
+			s, _ := d.asPlainString(p, v)
+			h.StateDir = d.resolvePath(s)
+		},
 	})
 	// An empty string is the same as the key left out (no TCP, no token).
 	if h.ControlListen != "" && h.ControlToken == "" && !d.erred(child(path, "control_token"), 0) {
@@ -578,6 +587,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 				"healthy_after":   func(p []string, v any) { t.Restart.HealthyAfter, _ = d.asDuration(p, v, true) },
 			})
 		},
+		"oauth": func(p []string, v any) { t.OAuth = d.oauth(p, v) },
 	}
 	sessionDefaults := d.toolingSession(t, hs)
 	d.fields(path, m, hs)
@@ -660,6 +670,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			}
 		}
 	}
+	d.checkOAuth(path, t)
 	return t
 }
 

@@ -36,6 +36,10 @@ type Host struct {
 
 	// AuditLog is the audit log's path ("-": stderr; "": none).
 	AuditLog string `toml:"audit_log" json:",omitempty"`
+
+	// StateDir keeps state that outlives a process, such as OAuth tokens
+	// (default: see Config.StateDir).
+	StateDir string `toml:"state_dir" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -66,6 +70,8 @@ type Tooling struct {
 	Roots       []string `toml:"roots,omitempty"`     // file:// URIs; paths are made URIs at load
 	Elicitation string   `toml:"elicitation"`         // decline|accept-defaults
 	LogLevel    string   `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
+	// OAuth makes the server an OAuth-protected resource (http and sse only).
+	OAuth *OAuth `toml:"oauth" json:",omitempty"`
 }
 
 // Restart is a tooling's session restart policy.

@@ -22,7 +22,7 @@ import (
 // is a warm start (instantiate a loaded Program and run it with nothing to
 // do); size-bytes is the probe component's size; compile-ns one cold
 // compile and link of it (no compile cache); idle-pss-bytes the growth of
-// the process's proportional set size per agent, with idleAgents probes
+// the process's proportional set size per agent, with pssProbes probes
 // started and waiting in recv; call-p50-ns the median of a guest's
 // call-tool-blocking of the in-process echo tool, timed inside the guest.
 // The README's guest toolchain table comes from `make bench`'s medians of
@@ -76,9 +76,9 @@ func coldCompile(b *testing.B, s *suite, component []byte) time.Duration {
 	return d
 }
 
-const idleAgents = 8
+const pssProbes = 8
 
-// idlePSS starts idleAgents agents of p that wait in recv and returns the
+// idlePSS starts pssProbes agents of p that wait in recv and returns the
 // growth of the process's PSS per agent.
 func idlePSS(b *testing.B, s *suite, p *Program) float64 {
 	b.Helper()
@@ -90,8 +90,8 @@ func idlePSS(b *testing.B, s *suite, p *Program) float64 {
 	}
 	before := settle()
 	var started sync.WaitGroup
-	started.Add(idleAgents)
-	agents := make([]*Agent, idleAgents)
+	started.Add(pssProbes)
+	agents := make([]*Agent, pssProbes)
 	for i := range agents {
 		agents[i] = s.host.Start(p, AgentConfig{Name: "idle", StopGrace: 10 * time.Second, OnStarted: func(time.Duration) { started.Done() }}, `{"steps": [{"op": "recv"}]}`)
 	}
@@ -106,7 +106,7 @@ func idlePSS(b *testing.B, s *suite, p *Program) float64 {
 			b.Fatalf("idle agent: %v", err)
 		}
 	}
-	return float64(after-before) / idleAgents
+	return float64(after-before) / pssProbes
 }
 
 // pss is the process's proportional set size in bytes (Linux).

@@ -20,7 +20,7 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 	var timeout <-chan time.Time
 	for {
 		m.mu.Lock()
-		s, ready, failed, down, lastErr := m.cur, m.ready, m.failed, m.down, m.lastErr
+		s, ready, failed, down, lastErr, loginWait := m.cur, m.ready, m.failed, m.down, m.lastErr, m.loginWait.ch
 		m.mu.Unlock()
 		if s == nil && down && lastErr != nil {
 			return nil, Errorf(CodeUnavailable, "%s: tooling %s is not connected: %v", op, m.name, lastErr)
@@ -33,6 +33,10 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 			m.endSession(s, context.Cause(s.ctx))
 			continue
 		}
+		if le := m.needsLogin(); le != nil {
+			// Waiting would not help: nobody logs in for this request.
+			return nil, Errorf(CodeUnavailable, "%s: %v", op, le)
+		}
 		if timeout == nil {
 			t := time.NewTimer(m.connectTimeout)
 			defer t.Stop()
@@ -41,6 +45,7 @@ func (m *MCP) acquire(ctx context.Context, op string) (*session, error) {
 		select {
 		case <-ready:
 		case <-failed:
+		case <-loginWait:
 		case <-ctx.Done():
 			return nil, mapError(ctx, ctx, op, ctx.Err())
 		case <-timeout:
@@ -79,6 +84,12 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 		return nil
 	}
 	err = m.redact(err)
+	if le := loginRequired(err); le != nil {
+		// The server wants a token nobody here can get: the session is
+		// of no use until someone logs in.
+		m.endSession(s, le)
+		return Errorf(CodeUnavailable, "%s: %v", op, le)
+	}
 	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
 		// Either the connection is closing (the session's reader ends the
 		// session when it really is) or the server answered with one of

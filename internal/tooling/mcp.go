@@ -57,6 +57,7 @@ type options struct {
 	terminate    time.Duration
 	protocol     string
 	maxMessage   int64
+	login        *LoginOptions // nil: never run an OAuth flow (see WithLogin)
 }
 
 // Option tunes an MCP tooling beyond its config.
@@ -112,7 +113,9 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
-	trackers       sync.Map // *mcp.ClientSession → its *closeTracker
+	trackers       sync.Map     // *mcp.ClientSession → its *closeTracker
+	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
+	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
 
 	// Progress of calls in flight (progress.go).
 	progressSeq   atomic.Uint64
@@ -120,17 +123,19 @@ type MCP struct {
 	progressMu    sync.Mutex
 	progress      map[string]*progressCall
 
-	mu       sync.Mutex
-	cur      *session      // nil while no session is up
-	ready    chan struct{} // closed while cur != nil
-	down     bool          // the last connection attempt failed (and none is up since)
-	failed   chan struct{} // closed and renewed on every failed attempt
-	lastErr  error
-	secrets  []redaction // expanded secrets of the current transport (redact)
-	restarts int
-	tools    []Tool // cache, valid while toolsOK
-	toolsOK  bool
-	toolsGen uint64 // bumped on every invalidation
+	mu      sync.Mutex
+	cur     *session      // nil while no session is up
+	ready   chan struct{} // closed while cur != nil
+	down    bool          // the last connection attempt failed (and none is up since)
+	failed  chan struct{} // closed and renewed on every failed attempt
+	lastErr error
+	// loginWait is closed while lastErr is a login-required error.
+	loginWait signal
+	secrets   []redaction // expanded secrets of the current transport (redact)
+	restarts  int
+	tools     []Tool // cache, valid while toolsOK
+	toolsOK   bool
+	toolsGen  uint64 // bumped on every invalidation
 
 	// subMu serializes Subscribe, Unsubscribe and re-subscription.
 	subMu sync.Mutex
@@ -200,10 +205,11 @@ func NewMCP(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*MCP, error) 
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
-		log:    log.Named("tooling").With(zap.String("tooling", c.Name)),
-		ready:  make(chan struct{}),
-		failed: make(chan struct{}),
-		subs:   make(map[string]*session),
+		log:       log.Named("tooling").With(zap.String("tooling", c.Name)),
+		ready:     make(chan struct{}),
+		failed:    make(chan struct{}),
+		loginWait: signal{ch: make(chan struct{})},
+		subs:      make(map[string]*session),
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff

@@ -30,9 +30,18 @@ func (m *MCP) Serve(ctx context.Context) error {
 	}
 	backoff := m.initialBackoff
 	for {
+		tokens := m.tokenVersion()
 		healthy, err := m.runSession(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if le := loginRequired(err); le != nil {
+			m.log.Warn("session needs authorization; waiting for a login", zap.Error(le))
+			if err := m.waitForLogin(ctx, tokens); err != nil {
+				return err
+			}
+			backoff = m.initialBackoff
+			continue
 		}
 		if healthy >= m.healthyAfter {
 			backoff = m.initialBackoff
@@ -62,7 +71,7 @@ func (m *MCP) endSession(s *session, cause error) {
 	if m.cur == s {
 		m.cur = nil
 		m.ready = make(chan struct{})
-		m.lastErr = cause
+		m.setLastErrLocked(cause)
 		m.toolsOK, m.tools = false, nil
 		m.toolsGen++
 	}
@@ -75,11 +84,22 @@ func (m *MCP) endSession(s *session, cause error) {
 func (m *MCP) connectFailed(err error) {
 	err = m.redact(err)
 	m.mu.Lock()
-	m.lastErr = err
+	m.setLastErrLocked(err)
 	m.down = true
 	close(m.failed)
 	m.failed = make(chan struct{})
 	m.mu.Unlock()
+}
+
+// setLastErrLocked records err; a login-required error wakes the callers
+// waiting for a session (none is coming until someone logs in).
+func (m *MCP) setLastErrLocked(err error) {
+	m.lastErr = err
+	if loginRequired(err) != nil {
+		m.loginWait.close()
+	} else {
+		m.loginWait.renew()
+	}
 }
 
 // runSession connects once and returns when that session has ended, with
@@ -117,17 +137,25 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	defer endLife(nil)
 	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
 	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
+	m.oauthWanted.Store(false)
 	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
 	timedOut, stopped := !timer.Stop(), !unlink()
 	if (timedOut || stopped) && err == nil {
 		_ = cs.Close()
 		err = context.Cause(life)
 	}
+	if le := loginRequired(err); le != nil {
+		m.setLastErr(le)
+		return 0, le
+	}
 	if err != nil {
 		if errors.Is(context.Cause(life), errConnectTimeout) {
 			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
 		} else {
 			err = fmt.Errorf("connecting: %w", err)
+		}
+		if m.oauthWanted.Load() {
+			err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
 		}
 		err = transportHint(err, m.cfg.Transport, d.status)
 		if d.kill != nil {
@@ -250,4 +278,17 @@ func (m *MCP) liveness(s *session) {
 		m.endSession(s, fmt.Errorf("liveness check failed: %w", err))
 		return
 	}
+}
+
+// setLastErr records err outside a connection attempt; nil (new tokens
+// were stored) clears the failure, so operations wait for the next
+// session again instead of failing at once.
+func (m *MCP) setLastErr(err error) {
+	err = m.redact(err)
+	m.mu.Lock()
+	m.setLastErrLocked(err)
+	if err == nil {
+		m.down = false
+	}
+	m.mu.Unlock()
 }

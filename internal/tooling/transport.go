@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"go.uber.org/zap"
@@ -101,19 +102,36 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 			}
 			h.Set(k, ev)
 		}
-		m.setSecrets(secrets)
+		oa, err := m.setupOAuth()
+		if err != nil {
+			return nil, err
+		}
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		status := &httpStatus{}
 		limit := &messageLimit{max: m.opts.maxMessage, tooling: m.name, log: m.log.Named("http")}
-		client := &http.Client{Transport: &headerRoundTripper{base: base, headers: h, track: track, status: status, limit: limit}}
+		var rt http.RoundTripper = &headerRoundTripper{base: base, headers: h, track: track, status: status, limit: limit}
 		d := &dialed{cleanup: base.CloseIdleConnections, status: status}
+		var oauthHandler auth.OAuthHandler
+		if oa == nil {
+			// A server that asks for OAuth: say how to give it some.
+			rt = &challengeRoundTripper{base: rt, seen: &m.oauthWanted}
+		} else {
+			secrets = append(secrets, oa.secrets...)
+			oauthHandler = oa.handler
+			d.cleanup = func() { base.CloseIdleConnections(); oa.cleanup() }
+		}
+		m.setSecrets(secrets)
 		// Events are capped by limit (a message over it fails its own
 		// request); go-sdk's cap, which fails the session, sits above it.
 		maxEvent := int(min(m.opts.maxMessage+64<<10, 1<<40))
 		if cfg.Transport == TransportHTTP {
-			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
+			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}, OAuthHandler: oauthHandler, MaxEventSize: maxEvent}
 		} else {
-			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: client, MaxEventSize: maxEvent}
+			if oauthHandler != nil {
+				// go-sdk's SSE client has no OAuth support of its own.
+				rt = &oauthRoundTripper{base: rt, h: oauthHandler}
+			}
+			d.transport = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}, MaxEventSize: maxEvent}
 		}
 		return d, nil
 	}

@@ -2,17 +2,22 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
 // The auth/* scenarios: a server behind an OAuth 2.1 authorization server
 // that wants the client to authorize, then list the tools and call
-// "test-tool". authConfig is where the OAuth work of issue 12 plugs in: it
-// returns the [host] keys (for example a state directory under e.StateDir)
-// and the [tooling.conformance] keys (the oauth table, a pre-registered
-// client from e.Context's client_id and client_secret) the scenario needs.
-// Until toolhostd speaks OAuth it adds nothing, and these scenarios fail.
+// "test-tool". The tooling gets an oauth table (a client ID metadata
+// document URL, and the pre-registered client the suite hands over in
+// MCP_CONFORMANCE_CONTEXT where it does), its tokens go to the scenario's
+// state directory, and it runs the login flow itself (tooling.WithLogin)
+// the way `toolhostd auth login --headless` does: the suite's
+// authorization server approves at once, so following the authorization
+// URL's redirects ends at the tooling's loopback redirect.
 
 // authScenarios are the suite's auth/* client scenarios (0.1.16).
 var authScenarios = []string{
@@ -40,8 +45,42 @@ var authScenarios = []string{
 	"auth/cross-app-access-complete-flow",
 }
 
+// clientCredentialsScenarios authenticate the client itself: no login.
+var clientCredentialsScenarios = map[string]bool{
+	"auth/client-credentials-basic": true,
+	"auth/client-credentials-jwt":   true,
+}
+
+// conformanceClientMetadataURL is the client ID metadata document URL the
+// suite's authorization servers accept (as in go-sdk's conformance client).
+const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
 func authConfig(e *env) (host, tooling string, err error) {
-	return "", "", nil
+	host = fmt.Sprintf("state_dir = %q\n", e.StateDir)
+	var keys []string
+	if clientCredentialsScenarios[e.Scenario] {
+		keys = append(keys, `grant_type = "client_credentials"`)
+	} else {
+		keys = append(keys, fmt.Sprintf("client_metadata_url = %q", conformanceClientMetadataURL))
+	}
+	if id, ok := e.Context["client_id"].(string); ok {
+		keys = append(keys, fmt.Sprintf("client_id = %q", id))
+		if secret, ok := e.Context["client_secret"].(string); ok {
+			// Like a deployment: the secret comes from the environment.
+			if err := os.Setenv("CONFORMANCE_CLIENT_SECRET", secret); err != nil {
+				return "", "", err
+			}
+			keys = append(keys, `client_secret = "${env:CONFORMANCE_CLIENT_SECRET}"`)
+		}
+	}
+	return host, "oauth = { " + strings.Join(keys, ", ") + " }\n", nil
+}
+
+func authOptions(e *env) []tooling.Option {
+	if clientCredentialsScenarios[e.Scenario] {
+		return nil
+	}
+	return []tooling.Option{tooling.WithLogin(tooling.LoginOptions{Prompt: os.Stderr, Open: tooling.FollowRedirects})}
 }
 
 func runAuth(ctx context.Context, t *tooling.MCP, _ *env) error {
@@ -50,6 +89,6 @@ func runAuth(ctx context.Context, t *tooling.MCP, _ *env) error {
 
 func init() {
 	for _, name := range authScenarios {
-		register(name, scenario{config: authConfig, run: runAuth})
+		register(name, scenario{config: authConfig, run: runAuth, options: authOptions})
 	}
 }

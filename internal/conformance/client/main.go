@@ -52,6 +52,9 @@ type scenario struct {
 	config func(e *env) (host, tooling string, err error)
 	// run drives the tooling once its Serve is running.
 	run func(ctx context.Context, t *tooling.MCP, e *env) error
+	// options, if set, are tooling options for the scenario (auth.go: the
+	// OAuth login flow).
+	options func(e *env) []tooling.Option
 }
 
 // scenarios holds every scenario the adapter knows, by name; files of this
@@ -143,7 +146,11 @@ func play(log *zap.Logger, s scenario, e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := tooling.NewMCP(tc, log)
+	var opts []tooling.Option
+	if s.options != nil {
+		opts = s.options(e)
+	}
+	t, err := tooling.NewMCP(tc, log, opts...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhostd/toolhostd/internal/tokenstore"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
+)
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// TestAuthCommands: login (headless: the test authorization server
+// approves at once) stores the tokens under $STATE_DIRECTORY, status shows
+// their state but never a token, the one-shot commands use them, and after
+// logout a call fails at once with the login hint.
+func TestAuthCommands(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: "tok-"})
+	defer as.Close()
+	res := oauthtest.NewResource(as, srv, []string{"mcp"})
+	defer res.Close()
+
+	state := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", state)
+	dir := t.TempDir()
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+
+[tooling.remote]
+url = %q
+oauth = {}
+connect_timeout = "20s"
+
+[tooling.plain]
+url = %q
+
+[tooling.service]
+url = %q
+oauth = { grant_type = "client_credentials", client_id = "svc", client_secret = "x" }
+`, res.URL+"/mcp", res.URL+"/mcp", res.URL+"/mcp"))
+	run := func(args ...string) (int, string, string) {
+		return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+	}
+
+	code, out, errs := run("auth", "status")
+	if code != 0 || !strings.Contains(out, "remote") || !strings.Contains(out, "not logged in") || strings.Contains(out, "plain") ||
+		!regexp.MustCompile(`(?m)^service\s+client_credentials\s+no login`).MatchString(out) {
+		t.Fatalf("status before login: exit %d\n%s%s", code, out, errs)
+	}
+
+	code, out, errs = run("auth", "login", "remote", "--headless")
+	if code != 0 {
+		t.Fatalf("login: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "Open this URL to authorize: "+as.URL+"/authorize?") {
+		t.Errorf("login stderr:\n%s", errs)
+	}
+	if !strings.HasPrefix(out, "remote: logged in; scopes mcp") || !strings.Contains(out, filepath.Join(state, "oauth", "remote.json")) {
+		t.Errorf("login stdout:\n%s", out)
+	}
+	rec, err := tokenstore.New(state).Load("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(state, "oauth", "remote.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", err, st.Mode())
+	}
+
+	code, out, errs = run("auth", "status")
+	if code != 0 || !strings.Contains(out, "logged in") || !strings.Contains(out, "refreshable") {
+		t.Errorf("status after login: exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, "tok-") || strings.Contains(out+errs, rec.AccessToken) {
+		t.Errorf("status printed a token:\n%s", out)
+	}
+
+	code, out, errs = run("call", "remote", "echo", `{"text":"with the stored token"}`)
+	if code != 0 || !strings.Contains(out, "with the stored token") {
+		t.Fatalf("call: exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, "tok-") {
+		t.Errorf("call printed a token:\n%s%s", out, errs)
+	}
+
+	code, out, _ = run("auth", "logout", "remote")
+	if code != 0 || out != "remote: logged out (stored tokens removed)\n" {
+		t.Errorf("logout: exit %d: %q", code, out)
+	}
+	start := time.Now()
+	code, out, errs = run("call", "remote", "echo", `{"text":"x"}`)
+	if code != exitFailure || !strings.Contains(errs, "unavailable") || !strings.Contains(errs, "no token is stored: run toolhostd auth login remote") {
+		t.Errorf("call after logout: exit %d\n%s%s", code, out, errs)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the call after logout took %v: it should not wait for the connect timeout", d)
+	}
+	code, out, _ = run("auth", "logout", "remote")
+	if code != 0 || out != "remote: no stored tokens\n" {
+		t.Errorf("second logout: exit %d: %q", code, out)
+	}
+
+	code, _, errs = run("auth", "login", "service", "--headless")
+	if code != exitUsage || !strings.Contains(errs, "nothing to log in") {
+		t.Errorf("login of a client_credentials tooling: exit %d: %s", code, errs)
+	}
+	code, _, errs = run("auth", "login", "plain", "--headless")
+	if code != exitUsage || !strings.Contains(errs, "tooling plain has no oauth table: add oauth = {} to [tooling.plain]") {
+		t.Errorf("login without oauth: exit %d: %s", code, errs)
+	}
+}
