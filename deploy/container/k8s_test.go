@@ -10,53 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-func loadYAML(t *testing.T, path string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return doc
-}
-
-// at walks maps and lists by key or index; it fails t where the path
-// does not lead anywhere.
-func at(t *testing.T, v any, path ...any) any {
-	t.Helper()
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				t.Fatalf("%v: not a map at %q", path, k)
-			}
-			if v, ok = m[k]; !ok {
-				t.Fatalf("%v: no %q", path, k)
-			}
-		case int:
-			l, ok := v.([]any)
-			if !ok || k >= len(l) {
-				t.Fatalf("%v: no element %d", path, k)
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
 
 func str(t *testing.T, v any, path ...any) string {
 	t.Helper()
-	s := fmt.Sprint(at(t, v, path...))
+	s := fmt.Sprint(testenv.At(t, v, path...))
 	return s
 }
 
@@ -69,16 +30,16 @@ func str(t *testing.T, v any, path ...any) string {
 // agent running and a clean SIGTERM.
 func runKubernetes(t *testing.T, l *layout, im image) {
 	k8s := filepath.Join(l.repo, "deploy", "k8s")
-	cm := loadYAML(t, filepath.Join(k8s, "configmap.yaml"))
-	dep := loadYAML(t, filepath.Join(k8s, "deployment.yaml"))
-	pod := at(t, dep, "spec", "template", "spec")
-	ctr := at(t, pod, "containers", 0)
+	cm := testenv.LoadYAML(t, filepath.Join(k8s, "configmap.yaml"))
+	dep := testenv.LoadYAML(t, filepath.Join(k8s, "deployment.yaml"))
+	pod := testenv.At(t, dep, "spec", "template", "spec")
+	ctr := testenv.At(t, pod, "containers", 0)
 
 	if uid, _, _ := strings.Cut(im.user, ":"); str(t, pod, "securityContext", "runAsUser") != uid {
 		t.Errorf("the pod's runAsUser %s is not the image's USER %s", str(t, pod, "securityContext", "runAsUser"), im.user)
 	}
 	var port string
-	for _, p := range at(t, ctr, "ports").([]any) {
+	for _, p := range testenv.At(t, ctr, "ports").([]any) {
 		if str(t, p, "name") == "control" {
 			port = str(t, p, "containerPort")
 		}
@@ -90,14 +51,14 @@ func runKubernetes(t *testing.T, l *layout, im image) {
 	// Volumes: the ConfigMap's files, or an emptyDir.
 	cmName := str(t, cm, "metadata", "name")
 	volumes := map[string]any{}
-	for _, v := range at(t, pod, "volumes").([]any) {
+	for _, v := range testenv.At(t, pod, "volumes").([]any) {
 		volumes[str(t, v, "name")] = v
 	}
 	dir := filepath.Dir(l.root)
 	m := mapping{}
 	var configDir string
 	cache := filepath.Join(envValue(t, im, "XDG_CACHE_HOME"), "toolhostd")
-	for _, vm := range at(t, ctr, "volumeMounts").([]any) {
+	for _, vm := range testenv.At(t, ctr, "volumeMounts").([]any) {
 		mp, name := str(t, vm, "mountPath"), str(t, vm, "name")
 		vol, ok := volumes[name].(map[string]any)
 		if !ok {
@@ -143,7 +104,7 @@ func runKubernetes(t *testing.T, l *layout, im image) {
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for key := range at(t, cm, "data").(map[string]any) {
+	for key := range testenv.At(t, cm, "data").(map[string]any) {
 		body := str(t, cm, "data", key)
 		if key == "toolhostd.toml" {
 			body = l.rewrite(text, m)
@@ -162,7 +123,7 @@ func runKubernetes(t *testing.T, l *layout, im image) {
 	// The container's env: literal values, and the Secret's token.
 	tok := token(t)
 	var extra []string
-	if envs, ok := at(t, ctr, "env").([]any); ok {
+	if envs, ok := testenv.At(t, ctr, "env").([]any); ok {
 		for _, e := range envs {
 			name := str(t, e, "name")
 			if v, ok := e.(map[string]any)["value"]; ok {
@@ -174,7 +135,7 @@ func runKubernetes(t *testing.T, l *layout, im image) {
 		}
 	}
 	var args []string
-	for _, a := range at(t, ctr, "args").([]any) {
+	for _, a := range testenv.At(t, ctr, "args").([]any) {
 		args = append(args, fmt.Sprint(a))
 	}
 	env := l.environ(im, m, extra...)

@@ -127,8 +127,16 @@ func benchAgent(b *testing.B, n, batch int) []time.Duration {
 	b.Helper()
 	s := env(b)
 	p := s.program(b, "test-agents", "bench")
-	in, _ := json.Marshal(map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n, "batch": batch})
-	out, err := s.host.Start(p, AgentConfig{Name: "bench", InboxCapacity: 4 * max(batch, 1)}, string(in)).Wait()
+	in := map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n, "batch": batch}
+	return runBenchAgent(b, s, p, AgentConfig{Name: "bench", InboxCapacity: 4 * max(batch, 1)}, in, n)
+}
+
+// runBenchAgent runs a bench agent (any guest) of p with input in and
+// returns its own timing of each of its n rounds.
+func runBenchAgent(b *testing.B, s *suite, p *Program, cfg AgentConfig, in map[string]any, n int) []time.Duration {
+	b.Helper()
+	text, _ := json.Marshal(in)
+	out, err := s.host.Start(p, cfg, string(text)).Wait()
 	if err != nil {
 		b.Fatalf("bench agent: %v", err)
 	}

@@ -3,7 +3,6 @@ package host
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -136,21 +135,6 @@ func pss(b *testing.B) int64 {
 func guestBench(b *testing.B, s *suite, g guest, n int) []time.Duration {
 	b.Helper()
 	p := s.program(b, g.dir(), "bench")
-	in, _ := json.Marshal(map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n})
-	out, err := s.host.Start(p, AgentConfig{Name: "bench"}, string(in)).Wait()
-	if err != nil {
-		b.Fatalf("bench agent: %v", err)
-	}
-	var res struct {
-		NS     []int64 `json:"ns"`
-		Errors int     `json:"errors"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Errors != 0 || len(res.NS) != n {
-		b.Fatalf("bench agent said %.200q (%v)", out, err)
-	}
-	ds := make([]time.Duration, n)
-	for i, ns := range res.NS {
-		ds[i] = time.Duration(ns)
-	}
-	return ds
+	in := map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n}
+	return runBenchAgent(b, s, p, AgentConfig{Name: "bench"}, in, n)
 }
