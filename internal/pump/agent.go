@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -170,12 +171,12 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 		return tooling.ResourceContent{}, err
 	}
 	start := time.Now()
-	if err := h.pol.URI(auditOpRead, uri); err != nil {
-		h.recordURI(auditOpRead, uri, "", start, err)
+	if err := h.pol.URI(audit.OpReadResource, uri); err != nil {
+		h.recordURI(audit.OpReadResource, uri, "", start, err)
 		return tooling.ResourceContent{}, err
 	}
 	rc, err := h.rt.t.ReadResource(ctx, uri)
-	h.recordURI(auditOpRead, uri, "", start, err)
+	h.recordURI(audit.OpReadResource, uri, "", start, err)
 	if err != nil {
 		return tooling.ResourceContent{}, tooling.AsError(err)
 	}
@@ -188,16 +189,16 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 // when the inbox has no room for the result.
 func (h *Handle) CallTool(name, args string) (string, error) {
 	if err := validArgs(name, args); err != nil {
-		h.recordRefused(auditOpCall, name, args, err)
+		h.recordRefused(audit.OpCallTool, name, args, err)
 		return "", err
 	}
-	if err := h.admit(auditOpCall, name, args); err != nil {
+	if err := h.admit(audit.OpCallTool, name, args); err != nil {
 		return "", err
 	}
 	c, err := h.newCall(name, args, false)
 	if err != nil {
 		h.pol.Release()
-		h.recordRefused(auditOpCall, name, args, err)
+		h.recordRefused(audit.OpCallTool, name, args, err)
 		return "", err
 	}
 	h.rt.gate.submit(c)
@@ -240,7 +241,7 @@ func (h *Handle) Cancel(id string) bool {
 // ends, the agent closes or its inbox shuts down.
 func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooling.ToolResult, error) {
 	if err := validArgs(name, args); err != nil {
-		h.recordRefused(auditOpCallBlocking, name, args, err)
+		h.recordRefused(audit.OpCallToolBlocking, name, args, err)
 		return tooling.ToolResult{}, err
 	}
 	select {
@@ -248,13 +249,13 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 		return tooling.ToolResult{}, errAgentClosed()
 	default:
 	}
-	if err := h.admit(auditOpCallBlocking, name, args); err != nil {
+	if err := h.admit(audit.OpCallToolBlocking, name, args); err != nil {
 		return tooling.ToolResult{}, err
 	}
 	c, err := h.newCall(name, args, true)
 	if err != nil {
 		h.pol.Release()
-		h.recordRefused(auditOpCallBlocking, name, args, err)
+		h.recordRefused(audit.OpCallToolBlocking, name, args, err)
 		return tooling.ToolResult{}, err
 	}
 	// The caller's ctx ends the call too (the agent's ends with the inbox
@@ -279,11 +280,11 @@ func (h *Handle) SubscribeResourceList() (string, error) {
 		return "", err
 	}
 	if err := h.rt.pump.subscribeList(s); err != nil {
-		h.recordURI(auditOpSubList, "", s.id, start, err)
+		h.recordURI(audit.OpSubscribeResourceList, "", s.id, start, err)
 		return "", err
 	}
 	id, err := h.register(s)
-	h.recordURI(auditOpSubList, "", s.id, start, err)
+	h.recordURI(audit.OpSubscribeResourceList, "", s.id, start, err)
 	return id, err
 }
 
@@ -297,16 +298,16 @@ func (h *Handle) SubscribeResource(ctx context.Context, uri string) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := h.pol.URI(auditOpSub, uri); err != nil {
-		h.recordURI(auditOpSub, uri, "", start, err)
+	if err := h.pol.URI(audit.OpSubscribeResource, uri); err != nil {
+		h.recordURI(audit.OpSubscribeResource, uri, "", start, err)
 		return "", err
 	}
 	if err := h.rt.pump.subscribe(ctx, s); err != nil {
-		h.recordURI(auditOpSub, uri, s.id, start, err)
+		h.recordURI(audit.OpSubscribeResource, uri, s.id, start, err)
 		return "", err
 	}
 	id, err := h.register(s)
-	h.recordURI(auditOpSub, uri, s.id, start, err)
+	h.recordURI(audit.OpSubscribeResource, uri, s.id, start, err)
 	return id, err
 }
 
@@ -331,9 +332,9 @@ func (h *Handle) unsubscribe(id string, list bool) bool {
 	a.mu.Unlock()
 	start := time.Now()
 	ok := h.rt.pump.unsubscribe(s)
-	op := auditOpUnsub
+	op := audit.OpUnsubscribeResource
 	if list {
-		op = auditOpUnsubList
+		op = audit.OpUnsubscribeResourceList
 	}
 	h.recordURI(op, s.uri, id, start, nil)
 	return ok

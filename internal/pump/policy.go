@@ -20,8 +20,8 @@ func (a *Agent) SetPolicy(p *policy.Agent) { a.pol = p }
 // deniedGet audits and counts a tooling.get the agent's toolings list
 // denied (op "get").
 func (a *Agent) deniedGet(name string, err *tooling.Error) {
-	a.pol.Denied(name, auditOpGet)
-	a.hub.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: auditOpGet, Outcome: err.Code.String(), Message: err.Message})
+	a.pol.Denied(name, audit.OpGet)
+	a.hub.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: audit.OpGet, Outcome: err.Code.String(), Message: err.Message})
 }
 
 // audited reports whether the hub keeps an audit log.
@@ -146,15 +146,3 @@ func allowedResources(g *policy.Grant, rs []tooling.ResourceInfo) []tooling.Reso
 	}
 	return out
 }
-
-// Shorter names for the audited ops.
-const (
-	auditOpGet          = audit.OpGet
-	auditOpCall         = audit.OpCallTool
-	auditOpCallBlocking = audit.OpCallToolBlocking
-	auditOpRead         = audit.OpReadResource
-	auditOpSub          = audit.OpSubscribeResource
-	auditOpUnsub        = audit.OpUnsubscribeResource
-	auditOpSubList      = audit.OpSubscribeResourceList
-	auditOpUnsubList    = audit.OpUnsubscribeResourceList
-)
