@@ -122,6 +122,7 @@ type MCP struct {
 	progressCount atomic.Uint64
 	progressMu    sync.Mutex
 	progress      map[string]*progressCall
+	progressSwept time.Time // the last sweep of ended calls
 
 	mu      sync.Mutex
 	cur     *session      // nil while no session is up

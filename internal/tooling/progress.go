@@ -3,6 +3,7 @@ package tooling
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,10 +40,12 @@ func WithProgress(ctx context.Context, f func(Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, f)
 }
 
-// progressCall is a call in flight that may get progress notifications.
+// progressCall is a call that may get progress notifications: in flight,
+// or ended less than progressGrace ago.
 type progressCall struct {
 	callID, tool string
 	report       func(Progress)
+	ended        time.Time // zero while the call is in flight
 }
 
 // progressGrace is how long a call's token stays known after the call
@@ -52,24 +55,32 @@ type progressCall struct {
 const progressGrace = 2 * time.Second
 
 // trackProgress registers a call's progress token; untrack it when the
-// call ends.
+// call ends. Ended calls are forgotten by a sweep that runs at most once
+// per progressGrace, from trackProgress itself: no timer per call.
 func (m *MCP) trackProgress(ctx context.Context, tool string) (token string, untrack func()) {
 	pc := &progressCall{tool: tool}
 	pc.callID, _ = ctx.Value(callIDKey{}).(string)
 	pc.report, _ = ctx.Value(progressKey{}).(func(Progress))
-	token = fmt.Sprintf("toolhostd-%d", m.progressSeq.Add(1))
+	token = "toolhostd-" + strconv.FormatUint(m.progressSeq.Add(1), 10)
+	now := time.Now()
 	m.progressMu.Lock()
 	if m.progress == nil {
 		m.progress = make(map[string]*progressCall)
 	}
+	if now.Sub(m.progressSwept) >= progressGrace {
+		for t, c := range m.progress {
+			if !c.ended.IsZero() && now.Sub(c.ended) >= progressGrace {
+				delete(m.progress, t)
+			}
+		}
+		m.progressSwept = now
+	}
 	m.progress[token] = pc
 	m.progressMu.Unlock()
 	return token, func() {
-		time.AfterFunc(progressGrace, func() {
-			m.progressMu.Lock()
-			delete(m.progress, token)
-			m.progressMu.Unlock()
-		})
+		m.progressMu.Lock()
+		pc.ended = time.Now()
+		m.progressMu.Unlock()
 	}
 }
 
