@@ -11,13 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 )
 
-// RepoRoot is the directory of go.mod above the working directory (a
-// test's package directory).
-var RepoRoot = sync.OnceValues(func() (string, error) {
+// RepoRoot is the directory of go.mod above the test's package directory.
+// It is found once, when the test binary starts (before any test can
+// t.Chdir away from that directory), and the answer never changes.
+func RepoRoot() (string, error) { return repoRoot, repoRootErr }
+
+var repoRoot, repoRootErr = findRepoRoot()
+
+func findRepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -32,7 +36,7 @@ var RepoRoot = sync.OnceValues(func() (string, error) {
 		}
 		dir = parent
 	}
-})
+}
 
 // AgentPath is build/<dir>/<name>.wasm under root. The directories `make
 // agents` fills: "agents" (examples/agents, componentize-js),
