@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,19 +131,8 @@ func TestServeAuditRotation(t *testing.T) {
 	}
 	host := fmt.Sprintf("audit_log = %q\ncontrol_socket = %q", auditPath, filepath.Join(dir, "ctl.sock"))
 	cfgPath := grantsConfig(t, dir, host, agent("first"))
-	cmd := exec.Command(os.Args[0], "--config", cfgPath, "serve")
-	cmd.Env = append(os.Environ(), envAsMain+"=1")
-	stderr := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
+	srv := startServe(t, cfgPath)
+	cmd, stderr := srv.cmd, srv.out
 	hasAgent := func(path, name string) bool {
 		b, err := os.ReadFile(path)
 		return err == nil && strings.Contains(string(b), `"agent":"`+name+`"`)
@@ -162,10 +150,9 @@ func TestServeAuditRotation(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := srv.wait(t, 30*time.Second); err != nil {
 		t.Fatalf("serve: %v\n%s", err, stderr.String())
 	}
-	done <- nil // for the cleanup
 	for _, l := range auditLines(t, rotated) {
 		if l["agent"] != "first" {
 			t.Errorf("rotated file has %v", l)

@@ -245,3 +245,41 @@ func TestRunStartsOnlyGrantedToolings(t *testing.T) {
 		t.Errorf("the tooling not granted was started\n%s", errs)
 	}
 }
+
+// serveProc is `toolhostd serve` run as a subprocess of the test binary.
+type serveProc struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer // its stdout and stderr
+	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
+}
+
+// startServe starts `toolhostd --config cfgPath serve` with env added to
+// the test's environment; the test's cleanup kills it if it still runs.
+func startServe(t *testing.T, cfgPath string, env ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{cmd: exec.Command(os.Args[0], "--config", cfgPath, "serve"), out: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd.Env = append(append(os.Environ(), envAsMain+"=1"), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// wait returns serve's exit error, failing t if it has not exited within d.
+func (p *serveProc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(d):
+		t.Fatalf("toolhostd serve did not exit within %v\n%s", d, p.out.String())
+		return nil
+	}
+}

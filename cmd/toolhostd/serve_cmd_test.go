@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,19 +100,8 @@ restart_backoff = { initial = "50ms", max = "200ms" }
 `, sock, filepath.Join(root, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), spin, traps)
 	cfgPath := writeConfigFile(t, dir, "toolhostd.toml", base)
 
-	cmd := exec.Command(os.Args[0], "--config", cfgPath, "serve")
-	cmd.Env = append(os.Environ(), envAsMain+"=1", "NOTIFY_SOCKET="+notifyPath, "WATCHDOG_USEC=2000000")
-	stderr := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
+	srv := startServe(t, cfgPath, "NOTIFY_SOCKET="+notifyPath, "WATCHDOG_USEC=2000000")
+	cmd, stderr := srv.cmd, srv.out
 
 	expectNotify(t, notify, "READY=1", stderr)
 	c, err := control.Dial(sock)
@@ -189,14 +177,8 @@ restart_backoff = { initial = "50ms", max = "200ms" }
 		t.Fatal(err)
 	}
 	expectNotify(t, notify, "STOPPING=1", stderr)
-	select {
-	case err := <-done:
-		done <- err
-		if err != nil {
-			t.Fatalf("toolhostd serve exited with %v\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("toolhostd serve did not exit within 30s of SIGTERM\n%s", stderr.String())
+	if err := srv.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("toolhostd serve exited with %v\n%s", err, stderr.String())
 	}
 	for _, pid := range servers {
 		waitFor(t, 5*time.Second, func() bool { return !alive(pid) }, stderr)
