@@ -19,9 +19,26 @@ function main(input) {
   const o = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
   if (!(o.every > 0)) return fanout(o);
   for (let round = 1; ; round++) {
-    write('info', `round ${round}: ${fanout(o)}`);
+    // A shutdown that arrives mid-round ends the agent the same way as one
+    // that arrives between rounds: the host is stopping it, nothing failed.
+    // The round it cuts short counts (its calls reached the server).
+    let summary;
+    try {
+      summary = fanout(o);
+    } catch (e) {
+      if (e instanceof Shutdown) return `stopped after ${round} rounds`;
+      throw e;
+    }
+    write('info', `round ${round}: ${summary}`);
     if (shutdownWithin(o.every * 1000)) return `stopped after ${round} rounds`;
   }
+}
+
+// Shutdown is thrown by fanout when the host's shutdown envelope arrives
+// before every result has.
+class Shutdown {
+  constructor(missing) { this.missing = missing; }
+  toString() { return `shut down with ${this.missing} results missing`; }
 }
 
 // shutdownWithin waits up to ms for the host's shutdown envelope; envelopes
@@ -30,7 +47,7 @@ function shutdownWithin(ms) {
   const end = Date.now() + ms;
   for (let left = ms; left > 0; left = end - Date.now()) {
     const env = recv(left);
-    if (env === undefined) return false;
+    if (env == null) return false; // none: undefined (componentize-js) or null (componentize-qjs)
     if (env.event.tag === 'shutdown') return true;
   }
   return false;
@@ -58,7 +75,7 @@ function fanout(o) {
       throw `timed out with ${waiting.size} results missing`;
     }
     if (env.event.tag === 'shutdown') {
-      throw `shut down with ${waiting.size} results missing`;
+      throw new Shutdown(waiting.size);
     }
     if (!waiting.has(env.id)) {
       throw `unexpected envelope ${env.id} (${env.event.tag})`;

@@ -24,7 +24,7 @@ function shutdownWithin(ms) {
   const end = Date.now() + ms;
   for (let left = ms; left > 0; left = end - Date.now()) {
     const env = recv(left);
-    if (env === undefined) return false;
+    if (env == null) return false; // none: undefined (componentize-js) or null (componentize-qjs)
     if (env.event.tag === 'shutdown') return true;
   }
   return false;

@@ -36,3 +36,21 @@ func TestExampleEvery(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleEveryStopMidRound: a shutdown that arrives while fanout waits
+// for a round's results stops it the way one between rounds does (the
+// round cut short counts), not as a failure.
+func TestExampleEveryStopMidRound(t *testing.T) {
+	s := env(t)
+	p := s.program(t, "agents", "fanout")
+	tag := t.Name()
+	a := s.host.Start(p, probeOpts{name: "fanout", grants: []string{"mem"}}.config(),
+		`{"tooling": "mem", "tool": "slow", "n": 1, "arguments": {"tag": "`+tag+`"}, "slow": null, "every": 0.05}`)
+	wait(t, signal(&s.mem.slowStarted, tag), "the round's call to reach the server")
+	a.Stop()
+	out, err := waitAgent(t, a, 30*time.Second)
+	if err != nil || out != "stopped after 1 rounds" {
+		t.Fatalf("fanout = %q, %v; want \"stopped after 1 rounds\"", out, err)
+	}
+}
+
