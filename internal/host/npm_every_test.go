@@ -53,4 +53,3 @@ func TestExampleEveryStopMidRound(t *testing.T) {
 		t.Fatalf("fanout = %q, %v; want \"stopped after 1 rounds\"", out, err)
 	}
 }
-
