@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -97,7 +98,16 @@ func (m *MCP) run(ctx context.Context, s *session, op string, f func(context.Con
 		// the session is not torn down on the strength of an error code.
 		return &notSentError{mapError(ctx, tctx, op, err)}
 	}
-	return mapError(ctx, tctx, op, err)
+	mapped := mapError(ctx, tctx, op, err)
+	if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		// The connection's stream ended under the request (go-sdk fails
+		// the requests in flight with the reader's error before the
+		// session's Wait returns): take the session out of service before
+		// the caller hears of it, so that its next request waits for the
+		// next session instead of being refused by this one.
+		m.endSession(s, fmt.Errorf("connection closed: %w", err))
+	}
+	return mapped
 }
 
 // do is acquire then run. A request answered "connection closed" is made
