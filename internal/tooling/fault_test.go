@@ -126,15 +126,24 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 	}
 }
 
-func TestSubprocessStoppedFailsLiveness(t *testing.T) {
-	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, tooling.WithLiveness(200*time.Millisecond, 300*time.Millisecond))
+// stopServerMidCall serves m, makes a call that blocks, stops the server
+// under it (SIGSTOP: hung, not dead) and returns the stopped server's pid,
+// when it was stopped, and the error the call failed with (within d).
+func stopServerMidCall(t *testing.T, m *tooling.MCP, d time.Duration) (pid int, stopped time.Time, err error) {
+	t.Helper()
 	serve(t, m)
 	waitConnected(t, m)
-	pid1 := serverPID(t, m)
+	pid = serverPID(t, m)
 	errc := blockingCall(t, m, "block")
-	stopProcess(t, pid1)
-	t.Cleanup(func() { _ = syscall.Kill(pid1, syscall.SIGKILL) })
-	err := recv(t, errc, 10*time.Second, "the in-flight call to fail")
+	stopProcess(t, pid)
+	stopped = time.Now()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid, stopped, recv(t, errc, d, "the in-flight call to fail")
+}
+
+func TestSubprocessStoppedFailsLiveness(t *testing.T) {
+	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, tooling.WithLiveness(200*time.Millisecond, 300*time.Millisecond))
+	pid1, _, err := stopServerMidCall(t, m, 10*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "liveness") {
 		t.Errorf("error %q does not say the liveness check failed", err)

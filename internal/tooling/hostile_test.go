@@ -161,13 +161,7 @@ func TestSubprocessStoppedLivenessFromConfig(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.PingInterval, cfg.PingTimeout = dur(200*time.Millisecond), dur(300*time.Millisecond)
 	m := newMCP(t, cfg, nil)
-	serve(t, m)
-	waitConnected(t, m)
-	pid1 := serverPID(t, m)
-	errc := blockingCall(t, m, "block")
-	stopProcess(t, pid1)
-	t.Cleanup(func() { _ = syscall.Kill(pid1, syscall.SIGKILL) })
-	err := recv(t, errc, 5*time.Second, "the in-flight call to fail")
+	_, _, err := stopServerMidCall(t, m, 5*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "liveness") {
 		t.Errorf("error %q does not say the liveness check failed", err)
@@ -177,15 +171,8 @@ func TestSubprocessStoppedLivenessFromConfig(t *testing.T) {
 // With the default liveness check a hung server is replaced in seconds.
 func TestSubprocessStoppedDefaultLiveness(t *testing.T) {
 	m := newMCP(t, stdioConfig(t, "stdio", ""), nil)
-	serve(t, m)
-	waitConnected(t, m)
-	pid1 := serverPID(t, m)
-	errc := blockingCall(t, m, "block")
-	stopProcess(t, pid1)
-	t.Cleanup(func() { _ = syscall.Kill(pid1, syscall.SIGKILL) })
-	start := time.Now()
 	// The old defaults (15s + 5s) would take up to 20s.
-	err := recv(t, errc, 10*time.Second, "the in-flight call to fail")
+	pid1, start, err := stopServerMidCall(t, m, 10*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
 	pid2 := serverPID(t, m)
 	if pid2 == pid1 {

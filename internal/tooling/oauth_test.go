@@ -51,6 +51,24 @@ func newOAuthEnv(t *testing.T, transport string, asCfg oauthtest.Config, scopes 
 
 func (e *oauthEnv) store() *tokenstore.Store { return tokenstore.New(e.cfg.OAuth.StateDir) }
 
+// expireToken makes the stored token expire, here and at the server (an
+// hour after the login, as it were), and returns the record as it was.
+func (e *oauthEnv) expireToken(t *testing.T) *tokenstore.Record {
+	t.Helper()
+	st := e.store()
+	rec, err := st.Load(e.cfg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.as.ExpireAccess()
+	expired := *rec
+	expired.Expiry = time.Now().Add(-time.Minute)
+	if err := st.Save(e.cfg.Name, &expired); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // login runs the authorization-code flow the way `auth login --headless`
 // does and returns what was printed.
 func (e *oauthEnv) login(t *testing.T) string {
@@ -128,16 +146,7 @@ func TestOAuthRefreshesAndStores(t *testing.T) {
 	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
 	e.login(t)
 	st := e.store()
-	before, err := st.Load(e.cfg.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// An hour later: the token expired, here and at the server.
-	e.as.ExpireAccess()
-	before.Expiry = time.Now().Add(-time.Minute)
-	if err := st.Save(e.cfg.Name, before); err != nil {
-		t.Fatal(err)
-	}
+	before := e.expireToken(t)
 
 	m := newMCP(t, e.cfg, nil)
 	serve(t, m)
@@ -367,16 +376,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 func TestOAuthConcurrentRefresh(t *testing.T) {
 	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
 	e.login(t)
-	st := e.store()
-	rec, err := st.Load(e.cfg.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.as.ExpireAccess()
-	rec.Expiry = time.Now().Add(-time.Minute)
-	if err := st.Save(e.cfg.Name, rec); err != nil {
-		t.Fatal(err)
-	}
+	e.expireToken(t)
 	var wg sync.WaitGroup
 	ms := []*tooling.MCP{newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil)}
 	for _, m := range ms {
