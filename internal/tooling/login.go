@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
 // LoginOptions make sessions of an OAuth tooling run the authorization-code
@@ -77,7 +78,7 @@ func Login(ctx context.Context, cfg *config.Tooling, log *zap.Logger, lo LoginOp
 	switch {
 	case cfg.OAuth == nil:
 		return nil, fmt.Errorf("tooling %s has no oauth table: add oauth = {} to [tooling.%s]", cfg.Name, cfg.Name)
-	case cfg.Transport != TransportHTTP && cfg.Transport != TransportSSE:
+	case cfg.Transport != transport.HTTP && cfg.Transport != transport.SSE:
 		return nil, fmt.Errorf("tooling %s: oauth is only for transports http and sse", cfg.Name)
 	case cfg.OAuth.GrantType == config.GrantClientCredentials:
 		return nil, fmt.Errorf("tooling %s uses grant_type client_credentials: it authenticates itself, there is nothing to log in", cfg.Name)
@@ -87,8 +88,8 @@ func Login(ctx context.Context, cfg *config.Tooling, log *zap.Logger, lo LoginOp
 	if err != nil {
 		return nil, err
 	}
-	track := newCloseTracker(true)
-	defer track.abortWrites()
+	track := transport.NewTracker(true)
+	defer track.AbortWrites()
 	d, err := m.dial(track)
 	if err != nil {
 		return nil, err

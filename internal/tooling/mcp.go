@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
 // KindMCP is the kind of the MCP implementation of Tooling.
@@ -113,7 +114,7 @@ type MCP struct {
 	slots          chan struct{}
 	inFlight       atomic.Int64
 	observer       atomic.Pointer[observerBox]
-	trackers       sync.Map     // *mcp.ClientSession → its *closeTracker
+	trackers       sync.Map     // *mcp.ClientSession → its *transport.Tracker
 	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
 	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
 
@@ -152,7 +153,7 @@ type session struct {
 	ctx     context.Context // cancelled with a *sessionLostError when it ends
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
-	track   *closeTracker
+	track   *transport.Tracker
 
 	bgMu     sync.Mutex
 	bgClosed bool           // set before bg is waited for: no more spawns

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tokenstore"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
 // oauthEnv is an authorization server, an MCP server protected by it, and
@@ -28,17 +29,17 @@ type oauthEnv struct {
 	cfg *config.Tooling
 }
 
-func newOAuthEnv(t *testing.T, transport string, asCfg oauthtest.Config, scopes []string, oauth *config.OAuth) *oauthEnv {
+func newOAuthEnv(t *testing.T, tr string, asCfg oauthtest.Config, scopes []string, oauth *config.OAuth) *oauthEnv {
 	t.Helper()
 	as := oauthtest.NewServer(asCfg)
 	res := oauthtest.NewResource(as, newTestServer(0).srv, scopes)
 	// The resource closes first: its sessions end before the AS goes.
 	t.Cleanup(as.Close)
 	t.Cleanup(res.Close)
-	cfg := testConfig("remote-" + transport)
-	cfg.Transport, cfg.Command = transport, ""
+	cfg := testConfig("remote-" + tr)
+	cfg.Transport, cfg.Command = tr, ""
 	cfg.URL = res.URL + "/mcp"
-	if transport == tooling.TransportSSE {
+	if tr == transport.SSE {
 		cfg.URL = res.URL + "/sse"
 	}
 	if oauth == nil {
@@ -109,7 +110,7 @@ func callEcho(t *testing.T, m *tooling.MCP, text string) {
 // 0700 directory), and a later session without any login machinery uses
 // them, over streamable HTTP and over SSE.
 func TestOAuthLoginThenServe(t *testing.T) {
-	for _, tr := range []string{tooling.TransportHTTP, tooling.TransportSSE} {
+	for _, tr := range []string{transport.HTTP, transport.SSE} {
 		t.Run(tr, func(t *testing.T) {
 			e := newOAuthEnv(t, tr, oauthtest.Config{}, nil, nil)
 			prompt := e.login(t)
@@ -143,7 +144,7 @@ func TestOAuthLoginThenServe(t *testing.T) {
 // old ones in the store (the server rotates refresh tokens: the old one is
 // spent).
 func TestOAuthRefreshesAndStores(t *testing.T) {
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.login(t)
 	st := e.store()
 	before := e.expireToken(t)
@@ -173,7 +174,7 @@ func TestOAuthRefreshesAndStores(t *testing.T) {
 // no authorization flow, does not reconnect over and over, and connects by
 // itself once someone logs in.
 func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.cfg.ConnectTimeout = dur(30 * time.Second)
 	m := newMCP(t, e.cfg, nil)
 	serve(t, m)
@@ -220,7 +221,7 @@ func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
 // session; an expired token whose refresh is refused says so.
 func TestOAuthRefusedToken(t *testing.T) {
 	t.Run("at-connect", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		e.as.RevokeAll()
 		m := newMCP(t, e.cfg, nil)
@@ -230,7 +231,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 		})
 	})
 	t.Run("mid-session", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		m := newMCP(t, e.cfg, nil)
 		serve(t, m)
@@ -249,7 +250,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 		callEcho(t, m, "after a new login")
 	})
 	t.Run("refresh-client-refused", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		st := e.store()
 		rec, err := st.Load(e.cfg.Name)
@@ -272,7 +273,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 		}
 	})
 	t.Run("refresh-refused", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		e.as.RevokeAll()
 		st := e.store()
@@ -298,7 +299,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 // ones the server advertises.
 func TestOAuthPreregisteredClientAndScopes(t *testing.T) {
 	t.Setenv("TOOLING_TEST_CLIENT_SECRET", "pre-registered-secret")
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{
 		NoRegistration: true,
 		Clients:        map[string]oauthtest.Client{"toolhostd-test": {Secret: "pre-registered-secret"}},
 	}, []string{"read"}, &config.OAuth{ClientID: "toolhostd-test", ClientSecret: "${env:TOOLING_TEST_CLIENT_SECRET}", Scopes: []string{"read", "extra"}})
@@ -319,7 +320,7 @@ func TestOAuthPreregisteredClientAndScopes(t *testing.T) {
 // TestOAuthLoginDenied: an authorization server that refuses the request
 // fails the login with its error code and stores nothing.
 func TestOAuthLoginDenied(t *testing.T) {
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.as.DenyNext("access_denied")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -339,7 +340,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 	t.Setenv("TOOLING_TEST_CC_SECRET", "cc-secret")
 	// 12s tokens: oauth2 treats a token as expired 10s early, so the
 	// session's token source must fetch a new one after about 2s.
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{
 		AccessTTL: 12 * time.Second,
 		Clients:   map[string]oauthtest.Client{"daemon": {Secret: "cc-secret"}},
 	}, nil, &config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "daemon", ClientSecret: "${env:TOOLING_TEST_CC_SECRET}"})
@@ -374,7 +375,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 // expired token at once; with a server that rotates refresh tokens only
 // one refresh may happen (the other takes its result from the store).
 func TestOAuthConcurrentRefresh(t *testing.T) {
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.login(t)
 	e.expireToken(t)
 	var wg sync.WaitGroup
@@ -397,7 +398,7 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 // TestOAuthHintWithoutOAuthTable: a tooling without an oauth table whose
 // server asks for a bearer token says how to configure one.
 func TestOAuthHintWithoutOAuthTable(t *testing.T) {
-	for _, tr := range []string{tooling.TransportHTTP, tooling.TransportSSE} {
+	for _, tr := range []string{transport.HTTP, transport.SSE} {
 		t.Run(tr, func(t *testing.T) {
 			e := newOAuthEnv(t, tr, oauthtest.Config{}, nil, nil)
 			e.cfg.OAuth = nil
@@ -412,7 +413,7 @@ func TestOAuthHintWithoutOAuthTable(t *testing.T) {
 // TestOAuthStatusAndLogout: status reports each state without a token;
 // logout forgets the tokens.
 func TestOAuthStatusAndLogout(t *testing.T) {
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, nil, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	if st := tooling.AuthStatus(e.cfg); st.State != "not logged in" {
 		t.Errorf("before login: %+v", st)
 	}
@@ -444,7 +445,7 @@ func TestOAuthStatusAndLogout(t *testing.T) {
 // asks for the union of the granted and the challenged scopes).
 func TestOAuthStepUp(t *testing.T) {
 	t.Run("stored", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, []string{"read"}, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, []string{"read"}, nil)
 		e.login(t)
 		e.res.RequireForCalls("write")
 		m := newMCP(t, e.cfg, nil)
@@ -467,7 +468,7 @@ func TestOAuthStepUp(t *testing.T) {
 		callEcho(t, m, "with the wider token")
 	})
 	t.Run("with-login", func(t *testing.T) {
-		e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{}, []string{"read"}, nil)
+		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, []string{"read"}, nil)
 		e.res.RequireForCalls("write")
 		m := newMCP(t, e.cfg, nil, tooling.WithLogin(tooling.LoginOptions{Open: tooling.FollowRedirects}))
 		serve(t, m)

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
 // TestSecretsInURLAreRedacted: a url whose query carries a ${env:...}
@@ -31,12 +32,12 @@ func TestSecretsInURLAreRedacted(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	for _, transport := range []string{tooling.TransportHTTP, tooling.TransportSSE} {
-		t.Run(transport, func(t *testing.T) {
+	for _, tr := range []string{transport.HTTP, transport.SSE} {
+		t.Run(tr, func(t *testing.T) {
 			core, logs := observer.New(zap.DebugLevel)
 			cfg := &config.Tooling{
 				Name:      "remote",
-				Transport: transport,
+				Transport: tr,
 				URL:       "http://" + addr + "/mcp?key=${env:TOOLHOSTD_TEST_URL_KEY}",
 				Headers:   map[string]string{"X-Token": "${env:TOOLHOSTD_TEST_URL_KEY}"},
 			}
@@ -107,7 +108,7 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 		}
 	}
 
-	e := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{TokenPrefix: prefix}, []string{"read"}, nil)
+	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{TokenPrefix: prefix}, []string{"read"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := tooling.Login(ctx, e.cfg, log, tooling.LoginOptions{Open: tooling.FollowRedirects}); err != nil {
@@ -152,7 +153,7 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 	check(m2, err3)
 
 	// Client credentials with a secret the server refuses.
-	cc := newOAuthEnv(t, tooling.TransportHTTP, oauthtest.Config{TokenPrefix: prefix, Clients: map[string]oauthtest.Client{"svc": {Secret: "another"}}}, nil,
+	cc := newOAuthEnv(t, transport.HTTP, oauthtest.Config{TokenPrefix: prefix, Clients: map[string]oauthtest.Client{"svc": {Secret: "another"}}}, nil,
 		&config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "svc", ClientSecret: "${env:TOOLHOSTD_TEST_CLIENT_SECRET}"})
 	m3 := newMCP(t, cc.cfg, log)
 	serve(t, m3)

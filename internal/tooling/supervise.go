@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/thejerf/suture/v4"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 	"go.uber.org/zap"
 )
 
@@ -106,8 +107,8 @@ func (m *MCP) setLastErrLocked(err error) {
 // how long it was up and why it ended.
 func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 	var d *dialed
-	track := newCloseTracker(m.opts.dial == nil)
-	defer track.abortWrites()
+	track := transport.NewTracker(m.opts.dial == nil)
+	defer track.AbortWrites()
 	if m.opts.dial != nil {
 		t, err := m.opts.dial(ctx)
 		if err != nil {
@@ -157,7 +158,7 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		if m.oauthWanted.Load() {
 			err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
 		}
-		err = transportHint(err, m.cfg.Transport, d.status)
+		err = transport.Hint(err, m.cfg.Transport, d.status)
 		if d.kill != nil {
 			d.kill() // what the server started must not outlive the attempt
 		}
@@ -224,14 +225,14 @@ func (m *MCP) runSession(ctx context.Context) (time.Duration, error) {
 		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
 		// notifications/cancelled of the requests that cancelled go out
 		// before the close, which would refuse them.
-		if !track.drain(closeGrace) {
-			sending, pending := track.counts()
+		if !track.Drain(transport.CloseGrace) {
+			sending, pending := track.Counts()
 			m.log.Debug("closing without waiting longer for cancellation notices", zap.Int("in_flight", sending), zap.Int("notices_owed", pending))
 		}
 	}
 	// Closing never waits on a request it cancelled: writes still blocked
 	// (a notice the server never answers) are given up.
-	track.abortWrites()
+	track.AbortWrites()
 	_ = cs.Close()
 	if d.kill != nil {
 		// After a graceful close too: what the server started itself (npx
@@ -267,7 +268,7 @@ func (m *MCP) liveness(s *session) {
 		if err == nil || s.ctx.Err() != nil {
 			continue
 		}
-		if s.track.answeredSince(sent) {
+		if s.track.AnsweredSince(sent) {
 			m.log.Debug("ping unanswered, but other requests were: busy, not hung", zap.Error(err))
 			continue
 		}

@@ -1,11 +1,9 @@
 package tooling
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -13,22 +11,15 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-)
-
-// Transport names of the config's `transport` key.
-const (
-	TransportStdio = "stdio"
-	TransportHTTP  = "http"
-	TransportSSE   = "sse"
 )
 
 // Dialer makes the go-sdk transport for one connection attempt. The mcp kind
@@ -44,7 +35,7 @@ type dialed struct {
 	// cleanup runs once the session is closed.
 	cleanup func()
 	// status keeps an HTTP answer that hints at a transport mistake.
-	status *httpStatus
+	status *transport.HTTPStatus
 }
 
 // errPermanent marks a config the mcp kind can never run.
@@ -56,11 +47,11 @@ func checkConfig(cfg *config.Tooling) error {
 		return fmt.Errorf("%w: unknown kind %q", errPermanent, cfg.Kind)
 	}
 	switch cfg.Transport {
-	case TransportStdio, "":
+	case transport.Stdio, "":
 		if cfg.Command == "" {
 			return fmt.Errorf("%w: transport stdio needs a command", errPermanent)
 		}
-	case TransportHTTP, TransportSSE:
+	case transport.HTTP, transport.SSE:
 		if cfg.URL == "" {
 			return fmt.Errorf("%w: transport %s needs a url", errPermanent, cfg.Transport)
 		}
@@ -73,12 +64,12 @@ func checkConfig(cfg *config.Tooling) error {
 // dial builds the transport the config describes. Secret references are
 // expanded here, at use; their values are never logged. track follows the
 // connection's writes for closing it.
-func (m *MCP) dial(track *closeTracker) (*dialed, error) {
+func (m *MCP) dial(track *transport.Tracker) (*dialed, error) {
 	cfg := m.cfg
 	switch cfg.Transport {
-	case TransportStdio, "":
+	case transport.Stdio, "":
 		return m.dialStdio(track)
-	case TransportHTTP, TransportSSE:
+	case transport.HTTP, transport.SSE:
 		u, err := expand(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("url: %w", err)
@@ -107,9 +98,9 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 			return nil, err
 		}
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		status := &httpStatus{}
-		limit := &messageLimit{max: m.opts.maxMessage, tooling: m.name, log: m.log.Named("http")}
-		var rt http.RoundTripper = &headerRoundTripper{base: base, headers: h, track: track, status: status, limit: limit}
+		status := &transport.HTTPStatus{}
+		limit := &transport.MessageLimit{Max: m.opts.maxMessage, Tooling: m.name, Log: m.log.Named("http")}
+		var rt http.RoundTripper = &transport.Header{Base: base, Headers: h, Track: track, Status: status, Limit: limit}
 		d := &dialed{cleanup: base.CloseIdleConnections, status: status}
 		var oauthHandler auth.OAuthHandler
 		if oa == nil {
@@ -124,7 +115,7 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 		// Events are capped by limit (a message over it fails its own
 		// request); go-sdk's cap, which fails the session, sits above it.
 		maxEvent := int(min(m.opts.maxMessage+64<<10, 1<<40))
-		if cfg.Transport == TransportHTTP {
+		if cfg.Transport == transport.HTTP {
 			d.transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}, OAuthHandler: oauthHandler, MaxEventSize: maxEvent}
 		} else {
 			if oauthHandler != nil {
@@ -138,7 +129,7 @@ func (m *MCP) dial(track *closeTracker) (*dialed, error) {
 	return nil, fmt.Errorf("%w: unknown transport %q", errPermanent, cfg.Transport)
 }
 
-func (m *MCP) dialStdio(track *closeTracker) (*dialed, error) {
+func (m *MCP) dialStdio(track *transport.Tracker) (*dialed, error) {
 	cfg := m.cfg
 	command, err := expand(cfg.Command)
 	if err != nil {
@@ -166,157 +157,25 @@ func (m *MCP) dialStdio(track *closeTracker) (*dialed, error) {
 	cmd := exec.Command(command, args...)
 	cmd.Env = env
 	cmd.Dir = cfg.Cwd
-	stderr := &lineLogger{log: m.log.Named("stderr")}
+	stderr := &transport.LineLogger{Log: m.log.Named("stderr")}
 	cmd.Stderr = stderr
 	// Bound the wait for the stderr copy when a grandchild keeps it open.
 	cmd.WaitDelay = time.Second
 	// Own process group, so that killing the server kills what it spawned;
 	// on Linux the server is also killed when toolhostd dies.
-	cmd.SysProcAttr = serverProcAttr()
+	cmd.SysProcAttr = transport.ServerProcAttr()
 	return &dialed{
-		transport: &stdioTransport{
-			cmd: cmd, terminate: m.opts.terminate, maxMessage: m.opts.maxMessage,
-			tooling: m.name, log: m.log.Named("stdout"), track: track, stderr: stderr,
+		transport: &transport.Command{
+			Cmd: cmd, Terminate: m.opts.terminate, MaxMessage: m.opts.maxMessage,
+			Tooling: m.name, Log: m.log.Named("stdout"), Track: track, Stderr: stderr,
 		},
 		kill: func() {
 			if cmd.Process != nil {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
 		},
-		cleanup: stderr.flush,
+		cleanup: stderr.Flush,
 	}, nil
-}
-
-// headerRoundTripper sets the configured headers on every request, and
-// reports the notifications/cancelled it posts to track. Once track aborts
-// (the session is closing), every request still under way is given up, and
-// those made afterwards get closeGrace.
-type headerRoundTripper struct {
-	base    http.RoundTripper
-	headers http.Header
-	track   *closeTracker
-	status  *httpStatus
-	limit   *messageLimit
-}
-
-func (t *headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, vs := range t.headers {
-			r.Header[k] = append([]string(nil), vs...)
-		}
-	}
-	if t.track == nil {
-		return t.base.RoundTrip(r)
-	}
-	notice := r.Method == http.MethodPost && postsNotice(r)
-	var (
-		ctx    context.Context
-		cancel context.CancelFunc
-		stop   = func() bool { return false }
-	)
-	if t.track.abortCtx.Err() == nil {
-		ctx, cancel = context.WithCancel(r.Context())
-		stop = context.AfterFunc(t.track.abortCtx, cancel)
-	} else {
-		// Made while closing (streamable HTTP's DELETE): bounded.
-		ctx, cancel = context.WithTimeout(r.Context(), closeGrace)
-	}
-	release := func() { stop(); cancel() }
-	resp, err := t.base.RoundTrip(r.WithContext(ctx))
-	if notice {
-		t.track.noticeWritten()
-	}
-	if err != nil {
-		release()
-		return nil, err
-	}
-	t.status.record(r.Method, resp.StatusCode)
-	t.limit.wrap(resp)
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
-	return resp, nil
-}
-
-// postsNotice reports whether r's body is a notifications/cancelled.
-func postsNotice(r *http.Request) bool {
-	if r.GetBody == nil {
-		return false
-	}
-	b, err := r.GetBody()
-	if err != nil {
-		return false
-	}
-	defer b.Close()
-	head := make([]byte, 512)
-	n, _ := io.ReadFull(b, head)
-	return bytes.Contains(head[:n], []byte(`"method":"`+methodCancelled+`"`))
-}
-
-// releaseBody runs release once the body is closed.
-type releaseBody struct {
-	io.ReadCloser
-	once    sync.Once
-	release func()
-}
-
-func (b *releaseBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
-	return err
-}
-
-// lineLogger writes a server's stderr to the log, one entry a line.
-type lineLogger struct {
-	log  *zap.Logger
-	mu   sync.Mutex
-	buf  []byte
-	last []byte // the last line, for the error of a server that exits
-}
-
-const maxStderrLine = 64 << 10
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			if len(l.buf) > maxStderrLine {
-				l.emit(l.buf)
-				l.buf = l.buf[:0]
-			}
-			return len(p), nil
-		}
-		l.emit(l.buf[:i])
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *lineLogger) emit(line []byte) {
-	line = bytes.TrimRight(line, "\r")
-	if len(line) == 0 {
-		return
-	}
-	l.log.Info("server stderr", zap.ByteString("line", line))
-	l.last = append(l.last[:0], truncate(line, 300)...)
-}
-
-// lastLine returns the last line written (partial lines included).
-func (l *lineLogger) lastLine() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s := bytes.TrimSpace(l.buf); len(s) > 0 {
-		return string(truncate(s, 300))
-	}
-	return string(l.last)
-}
-
-func (l *lineLogger) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.emit(l.buf)
-	l.buf = nil
 }
 
 // slogToZap lets go-sdk's slog logging reach the zap log.

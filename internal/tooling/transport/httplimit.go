@@ -1,4 +1,4 @@
-package tooling
+package transport
 
 import (
 	"bufio"
@@ -13,27 +13,27 @@ import (
 	"go.uber.org/zap"
 )
 
-// messageLimit enforces max_message_bytes on what HTTP servers send: a
+// MessageLimit enforces max_message_bytes on what HTTP servers send: a
 // JSON body or an SSE event whose message is over the limit is replaced by
 // an error response for the request it answers (or dropped), so that it
 // fails that request alone instead of the session (go-sdk fails the whole
 // connection on an oversized event).
-type messageLimit struct {
-	max     int64
-	tooling string
-	log     *zap.Logger
+type MessageLimit struct {
+	Max     int64
+	Tooling string
+	Log     *zap.Logger
 }
 
 // tooLarge is the error response standing for a message of size bytes,
 // nil when there is no request of ours to answer.
-func (l *messageLimit) tooLarge(size int64, scan *topLevelScan) []byte {
+func (l *MessageLimit) tooLarge(size int64, scan *topLevelScan) []byte {
 	id, ok := scan.requestID()
-	l.log.Warn("skipping a message over max_message_bytes", zap.Int64("bytes", size),
-		zap.Int64("max_message_bytes", l.max), zap.Bool("has_id", ok), zap.Bool("request", scan.hasMethod))
+	l.Log.Warn("skipping a message over max_message_bytes", zap.Int64("bytes", size),
+		zap.Int64("max_message_bytes", l.Max), zap.Bool("has_id", ok), zap.Bool("request", scan.hasMethod))
 	if !ok || scan.hasMethod {
 		return nil
 	}
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeMessageTooLarge, Message: tooLargeMessage(size, l.max, l.tooling)}})
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: CodeMessageTooLarge, Message: tooLargeMessage(size, l.Max, l.Tooling)}})
 	if err != nil {
 		return nil
 	}
@@ -46,7 +46,7 @@ func tooLargeMessage(size, max int64, tooling string) string {
 }
 
 // wrap limits resp's body by its content type.
-func (l *messageLimit) wrap(resp *http.Response) {
+func (l *MessageLimit) wrap(resp *http.Response) {
 	if l == nil || resp.Body == nil {
 		return
 	}
@@ -63,7 +63,7 @@ func (l *messageLimit) wrap(resp *http.Response) {
 // jsonLimitBody is a JSON-RPC response body: read whole up to the limit,
 // else replaced by an error response.
 type jsonLimitBody struct {
-	l    *messageLimit
+	l    *MessageLimit
 	body io.ReadCloser
 	out  *bytes.Reader
 	err  error
@@ -80,12 +80,12 @@ func (b *jsonLimitBody) Read(p []byte) (int, error) {
 }
 
 func (b *jsonLimitBody) fill() {
-	data, err := io.ReadAll(io.LimitReader(b.body, b.l.max+1))
+	data, err := io.ReadAll(io.LimitReader(b.body, b.l.Max+1))
 	if err != nil {
 		b.err = err
 		return
 	}
-	if int64(len(data)) <= b.l.max {
+	if int64(len(data)) <= b.l.Max {
 		b.out = bytes.NewReader(data)
 		return
 	}
@@ -114,7 +114,7 @@ func (w scanWriter) Write(p []byte) (int, error) { w.s.feed(p); return len(p), n
 // data: an event over it is replaced by one carrying the error response
 // (its other fields, such as its id, kept), or dropped.
 type sseLimitBody struct {
-	l    *messageLimit
+	l    *MessageLimit
 	body io.ReadCloser
 	r    *bufio.Reader
 	out  bytes.Buffer
@@ -186,7 +186,7 @@ func (b *sseLimitBody) readLine() (line []byte, isData bool, err error) {
 		}
 		if isData {
 			b.addData(bytes.TrimRight(frag, "\r\n"))
-		} else if int64(len(buf)) <= b.l.max {
+		} else if int64(len(buf)) <= b.l.Max {
 			buf = append(buf, frag...)
 		}
 		switch {
@@ -202,7 +202,7 @@ func (b *sseLimitBody) readLine() (line []byte, isData bool, err error) {
 
 func (b *sseLimitBody) addData(v []byte) {
 	b.size += int64(len(v))
-	if !b.over && b.size > b.l.max {
+	if !b.over && b.size > b.l.Max {
 		b.over = true
 		b.scan.feed(b.data)
 		b.data = nil

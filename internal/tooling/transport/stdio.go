@@ -1,4 +1,4 @@
-package tooling
+package transport
 
 import (
 	"bufio"
@@ -19,28 +19,28 @@ import (
 	"go.uber.org/zap"
 )
 
-// codeMessageTooLarge is the JSON-RPC error code of the answer made up for
+// CodeMessageTooLarge is the JSON-RPC error code of the answer made up for
 // a response over max_message_bytes (an implementation-defined server
 // error code, never sent by a server we know).
-const codeMessageTooLarge = -32090
+const CodeMessageTooLarge = -32090
 
-// stdioTransport runs a server command and speaks newline-delimited
+// Command runs a server command and speaks newline-delimited
 // JSON-RPC with it over its stdin and stdout. Unlike go-sdk's
 // CommandTransport, one bad line does not end the session: a line that is
 // not JSON-RPC is logged and skipped, and a message over maxMessage bytes
 // is skipped too (a response to one of ours becomes an error response for
 // that request alone).
-type stdioTransport struct {
-	cmd        *exec.Cmd
-	terminate  time.Duration // each escalation step of Close
-	maxMessage int64
-	tooling    string
-	log        *zap.Logger
-	track      *closeTracker
-	stderr     *lineLogger // nil: not captured
+type Command struct {
+	Cmd        *exec.Cmd
+	Terminate  time.Duration // each escalation step of Close
+	MaxMessage int64
+	Tooling    string
+	Log        *zap.Logger
+	Track      *Tracker
+	Stderr     *LineLogger // nil: not captured
 }
 
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+func (t *Command) Connect(context.Context) (mcp.Connection, error) {
 	// Own pipes rather than StdoutPipe/StdinPipe: Wait closes those, racing
 	// the reads of what the server wrote before it exited.
 	stdout, childOut, err := os.Pipe()
@@ -53,8 +53,8 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		childOut.Close()
 		return nil, err
 	}
-	t.cmd.Stdout, t.cmd.Stdin = childOut, childIn
-	err = t.cmd.Start()
+	t.Cmd.Stdout, t.Cmd.Stdin = childOut, childIn
+	err = t.Cmd.Start()
 	childOut.Close()
 	childIn.Close()
 	if err != nil {
@@ -69,10 +69,10 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		incoming: make(chan msgOrErr),
 		closed:   make(chan struct{}),
 		exited:   make(chan struct{}),
-		warn:     &rateLimitedWarn{log: t.log, every: 10 * time.Second, burst: 5},
+		warn:     &rateLimitedWarn{log: t.Log, every: 10 * time.Second, burst: 5},
 	}
 	go func() {
-		c.exitErr = t.cmd.Wait()
+		c.exitErr = t.Cmd.Wait()
 		close(c.exited)
 	}()
 	go c.readLoop(bufio.NewReaderSize(stdout, 64<<10))
@@ -86,7 +86,7 @@ type msgOrErr struct {
 
 // stdioConn is one server process's connection.
 type stdioConn struct {
-	t        *stdioTransport
+	t        *Command
 	stdin    io.WriteCloser
 	stdout   io.Closer
 	writeMu  sync.Mutex
@@ -138,8 +138,8 @@ func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
 			err = c.exitReason(err)
 		}
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == methodCancelled {
-		c.t.track.noticeWritten()
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == MethodCancelled {
+		c.t.Track.NoticeWritten()
 	}
 	return err
 }
@@ -160,17 +160,17 @@ func (c *stdioConn) Close() error {
 			select {
 			case <-c.exited:
 				return true
-			case <-time.After(c.t.terminate):
+			case <-time.After(c.t.Terminate):
 				return false
 			}
 		}
 		if wait() {
 			return
 		}
-		if c.t.cmd.Process.Signal(syscall.SIGTERM) == nil && wait() {
+		if c.t.Cmd.Process.Signal(syscall.SIGTERM) == nil && wait() {
 			return
 		}
-		_ = c.t.cmd.Process.Kill()
+		_ = c.t.Cmd.Process.Kill()
 		if !wait() {
 			c.closeErr = errors.New("unresponsive server process")
 		}
@@ -191,8 +191,8 @@ func (c *stdioConn) exitReason(err error) error {
 	} else {
 		err = fmt.Errorf("server exited: %w", err)
 	}
-	if c.t.stderr != nil {
-		if line := c.t.stderr.lastLine(); line != "" {
+	if c.t.Stderr != nil {
+		if line := c.t.Stderr.lastLine(); line != "" {
 			err = fmt.Errorf("%w; its last stderr line: %q", err, line)
 		}
 	}
@@ -226,7 +226,7 @@ func (c *stdioConn) readLoop(r *bufio.Reader) {
 // nextMessages reads lines until one yields messages (nil error) or stdout
 // ends. A line over the limit is never held in memory whole.
 func (c *stdioConn) nextMessages(r *bufio.Reader) ([]jsonrpc.Message, error) {
-	limit := c.t.maxMessage
+	limit := c.t.MaxMessage
 	var buf []byte
 	for {
 		buf = buf[:0]
@@ -294,13 +294,13 @@ func (c *stdioConn) nextMessages(r *bufio.Reader) ([]jsonrpc.Message, error) {
 func (c *stdioConn) oversized(size int64, scan *topLevelScan) jsonrpc.Message {
 	id, idOK := scan.requestID()
 	msg := fmt.Sprintf("the server sent a message of %d bytes, over this tooling's max_message_bytes (%d): raise max_message_bytes in [tooling.%s]",
-		size, c.t.maxMessage, c.t.tooling)
-	c.t.log.Warn("skipping a message over max_message_bytes", zap.Int64("bytes", size),
-		zap.Int64("max_message_bytes", c.t.maxMessage), zap.Bool("has_id", idOK), zap.Bool("request", scan.hasMethod))
+		size, c.t.MaxMessage, c.t.Tooling)
+	c.t.Log.Warn("skipping a message over max_message_bytes", zap.Int64("bytes", size),
+		zap.Int64("max_message_bytes", c.t.MaxMessage), zap.Bool("has_id", idOK), zap.Bool("request", scan.hasMethod))
 	if !idOK {
 		return nil
 	}
-	werr := &jsonrpc.Error{Code: codeMessageTooLarge, Message: msg}
+	werr := &jsonrpc.Error{Code: CodeMessageTooLarge, Message: msg}
 	if scan.hasMethod {
 		// A request from the server: tell it, and go on reading.
 		go func() {
