@@ -17,7 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
 )
 
 // The OAuth commands: auth login, status, logout. Tokens live in the state
@@ -68,12 +69,12 @@ func newAuthLoginCmd(opts *globalOptions) *cobra.Command {
 			if tc.OAuth.GrantType == config.GrantClientCredentials {
 				return withExit(exitUsage, fmt.Errorf("tooling %s uses grant_type client_credentials: it authenticates itself, there is nothing to log in", name))
 			}
-			lo := tooling.LoginOptions{Prompt: cmd.ErrOrStderr()}
+			lo := oauth.LoginOptions{Prompt: cmd.ErrOrStderr()}
 			switch {
 			case headless && browser:
 				return withExit(exitUsage, fmt.Errorf("--browser and --headless exclude each other"))
 			case headless:
-				lo.Open = tooling.FollowRedirects
+				lo.Open = oauth.FollowRedirects
 			case browser:
 				lo.Open = openBrowser
 			}
@@ -81,7 +82,7 @@ func newAuthLoginCmd(opts *globalOptions) *cobra.Command {
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			res, err := tooling.Login(ctx, tc, log, lo)
+			res, err := mcpclient.Login(ctx, tc, log, lo)
 			if err != nil {
 				return withExit(exitFailure, err)
 			}
@@ -102,7 +103,7 @@ func newAuthLoginCmd(opts *globalOptions) *cobra.Command {
 }
 
 // describeToken is the token state in words, never the token.
-func describeToken(st tooling.AuthState, now time.Time) string {
+func describeToken(st oauth.AuthState, now time.Time) string {
 	var parts []string
 	if len(st.Scopes) > 0 {
 		parts = append(parts, "scopes "+strings.Join(st.Scopes, " "))
@@ -114,7 +115,7 @@ func describeToken(st tooling.AuthState, now time.Time) string {
 	return strings.Join(parts, "; ")
 }
 
-func expires(st tooling.AuthState, now time.Time) string {
+func expires(st oauth.AuthState, now time.Time) string {
 	refresh := ""
 	if st.Refreshable {
 		refresh = ", refreshable"
@@ -172,7 +173,7 @@ func newAuthStatusCmd(opts *globalOptions) *cobra.Command {
 			for _, n := range names {
 				tc := *c.Tooling[n]
 				tc.Name = n
-				st := tooling.AuthStatus(&tc)
+				st := oauth.AuthStatus(&tc)
 				exp, scopes := "-", "-"
 				if st.State == "logged in" || st.State == "expired" || st.State == "stale" {
 					exp = strings.TrimPrefix(expires(st, now), "expires ")
@@ -202,7 +203,7 @@ func newAuthLogoutCmd(opts *globalOptions) *cobra.Command {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			removed, err := tooling.Logout(tc)
+			removed, err := oauth.Logout(tc)
 			if err != nil {
 				return withExit(exitFailure, err)
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhostd/toolhostd/internal/tokenstore"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
 )
 

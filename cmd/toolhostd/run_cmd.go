@@ -18,6 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 type runOptions struct {
@@ -97,7 +98,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 			}
 		}
 	}
-	reg, err := tooling.NewRegistry(toolings, log)
+	reg, err := mcpclient.NewRegistry(toolings, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // The operator commands that talk to one configured tooling: tools, call,
@@ -179,7 +180,7 @@ func newReadCmd() *cobra.Command {
 					if rc.MIMEType != nil {
 						mt = *rc.MIMEType
 					}
-					if tooling.IsTextMIME(mt) {
+					if mcpclient.IsTextMIME(mt) {
 						_, err := io.WriteString(out, rc.Content)
 						return err
 					}
@@ -212,7 +213,7 @@ func withTooling(cmd *cobra.Command, name string, f func(context.Context, toolin
 	}
 	defer func() { _ = log.Sync() }()
 	tc.Name = name
-	t, err := tooling.NewMCP(tc, log)
+	t, err := mcpclient.New(tc, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}

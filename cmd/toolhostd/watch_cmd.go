@@ -15,7 +15,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 func newWatchCmd(opts *globalOptions) *cobra.Command {
@@ -59,7 +59,7 @@ func watchCmd(cmd *cobra.Command, opts *globalOptions, name, uri string) error {
 	}
 	defer func() { _ = log.Sync() }()
 	cfgs := map[string]*config.Tooling{name: tc}
-	reg, err := tooling.NewRegistry(cfgs, log)
+	reg, err := mcpclient.NewRegistry(cfgs, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -132,7 +132,7 @@ func watch(ctx context.Context, out io.Writer, entries []pump.Entry, log *zap.Lo
 }
 
 // listChangeChecker is a tooling that can tell whether its server
-// announces resource-list changes (tooling.MCP).
+// announces resource-list changes (mcpclient.Client).
 type listChangeChecker interface {
 	CheckResourceListChanged(ctx context.Context) error
 }

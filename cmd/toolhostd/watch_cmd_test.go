@@ -21,6 +21,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -82,8 +83,8 @@ func TestWatch(t *testing.T) {
 			defer mu.Unlock()
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 		})
-	m, err := tooling.NewMCP(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
+		mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
 			ct, st := mcp.NewInMemoryTransports()
 			if _, err := srv.Connect(ctx, st, nil); err != nil {
 				return nil, err
@@ -241,8 +242,8 @@ func TestWatchListUnsupported(t *testing.T) {
 	})
 	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
-	m, err := tooling.NewMCP(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
+		mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
 			ct, st := mcp.NewInMemoryTransports()
 			if _, err := srv.Connect(ctx, st, nil); err != nil {
 				return nil, err

@@ -25,6 +25,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // Time bounds of the shutdown and of agent removal beyond each agent's
@@ -46,7 +47,7 @@ var _ control.Backend = (*Daemon)(nil)
 type Option func(*options)
 
 type options struct {
-	toolingOpts []tooling.Option
+	toolingOpts []mcpclient.Option
 	readyGate   <-chan struct{}
 	epochTick   time.Duration
 	metrics     *metrics.Metrics
@@ -60,7 +61,7 @@ func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metric
 
 // WithToolingOptions applies opts to every MCP tooling the daemon makes,
 // including those a reload adds.
-func WithToolingOptions(opts ...tooling.Option) Option {
+func WithToolingOptions(opts ...mcpclient.Option) Option {
 	return func(o *options) { o.toolingOpts = append(o.toolingOpts, opts...) }
 }
 
@@ -114,8 +115,8 @@ type toolingRec struct {
 	tools         int
 }
 
-// statuser is the part of *tooling.MCP the status reports use.
-type statuser interface{ Status() tooling.Status }
+// statuser is the part of *mcpclient.Client the status reports use.
+type statuser interface{ Status() mcpclient.Status }
 
 // status finds t's statuser, under any instrumentation.
 func status(t tooling.Tooling) (statuser, bool) {
@@ -181,7 +182,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 
 // makeToolings builds a tooling per config entry.
 func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
-	reg, err := tooling.NewRegistry(cfgs, d.baseLog, d.opts.toolingOpts...)
+	reg, err := mcpclient.NewRegistry(cfgs, d.baseLog, d.opts.toolingOpts...)
 	if err != nil {
 		return nil, err
 	}

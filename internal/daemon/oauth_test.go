@@ -14,8 +14,9 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/metrics"
-	"github.com/toolhostd/toolhostd/internal/tokenstore"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
 )
 
@@ -67,7 +68,7 @@ func TestOAuthTooling(t *testing.T) {
 	tc.Name = "saas"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := tooling.Login(ctx, tc, zap.NewNop(), tooling.LoginOptions{Open: tooling.FollowRedirects}); err != nil {
+	if _, err := mcpclient.Login(ctx, tc, zap.NewNop(), oauth.LoginOptions{Open: oauth.FollowRedirects}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the tooling to connect after the login", func() bool {

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // The benchmarks share the test suite (TestMain's host, hub and the compile
@@ -99,7 +99,7 @@ func directSession(b *testing.B, srv *mcp.Server) *mcp.ClientSession {
 		b.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
-	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: tooling.DefaultProtocolVersion})
+	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpclient.DefaultProtocolVersion})
 	if err != nil {
 		b.Fatal(err)
 	}

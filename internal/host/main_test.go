@@ -21,7 +21,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/pump"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -66,7 +66,7 @@ type suite struct {
 	log      *zap.Logger
 	stopHub  context.CancelFunc
 	hubDone  chan struct{}
-	mcps     map[string]*tooling.MCP
+	mcps     map[string]*mcpclient.Client
 	tempDirs []string
 
 	// everythingToggled: server-everything's resource updates are on.
@@ -102,8 +102,8 @@ func toolingConfig(name string) *config.Tooling {
 	}
 }
 
-func inMemory(s *testServer) tooling.Option {
-	return tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+func inMemory(s *testServer) mcpclient.Option {
+	return mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
 			return nil, err
@@ -151,19 +151,19 @@ func (s *suite) setUp() error {
 
 	type def struct {
 		cfg  *config.Tooling
-		opts []tooling.Option
+		opts []mcpclient.Option
 	}
 	defs := []def{
-		{toolingConfig("mem"), []tooling.Option{inMemory(s.mem)}},
-		{short, []tooling.Option{inMemory(s.mem)}},
-		{toolingConfig("nosub"), []tooling.Option{inMemory(s.nosub)}},
+		{toolingConfig("mem"), []mcpclient.Option{inMemory(s.mem)}},
+		{short, []mcpclient.Option{inMemory(s.mem)}},
+		{toolingConfig("nosub"), []mcpclient.Option{inMemory(s.nosub)}},
 		{ev, nil},
 		{fs, nil},
 	}
-	s.mcps = map[string]*tooling.MCP{}
+	s.mcps = map[string]*mcpclient.Client{}
 	var entries []pump.Entry
 	for _, d := range defs {
-		m, err := tooling.NewMCP(d.cfg, s.log, d.opts...)
+		m, err := mcpclient.New(d.cfg, s.log, d.opts...)
 		if err != nil {
 			return err
 		}

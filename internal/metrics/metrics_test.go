@@ -27,6 +27,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -116,14 +117,14 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 
 // connect serves an MCP tooling named name on s until the test ends and
 // waits for its session.
-func connect(t testing.TB, s *server, name string) *tooling.MCP {
+func connect(t testing.TB, s *server, name string) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
 		ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second),
 		Restart: config.Restart{InitialBackoff: dur(20 * time.Millisecond), MaxBackoff: dur(200 * time.Millisecond), HealthyAfter: dur(time.Second)},
 	}
-	m, err := tooling.NewMCP(cfg, zap.NewNop(), tooling.WithDialer(s.dial))
+	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.WithDialer(s.dial))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestInstrumentObserver(t *testing.T) {
 	}
 	// Removing the observer removes the counting one too.
 	tl.SetObserver(nil)
-	eventually(t, "a session again", func() bool { return tl.(metrics.Unwrapper).Unwrap().(*tooling.MCP).Status().Connected })
+	eventually(t, "a session again", func() bool { return tl.(metrics.Unwrapper).Unwrap().(*mcpclient.Client).Status().Connected })
 	if err := tl.Subscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // reportLatency reports the p50 and p99 of lat and the throughput of n
@@ -86,7 +87,7 @@ func BenchmarkCallEcho(b *testing.B) {
 	}
 	defer ss.Close()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: tooling.DefaultProtocolVersion})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpclient.DefaultProtocolVersion})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 func TestGet(t *testing.T) {
@@ -539,11 +540,11 @@ func TestMaxConcurrentCalls(t *testing.T) {
 func TestSiblingsUnaffected(t *testing.T) {
 	srv := newServer(true)
 	mem := newMemTooling(t, srv, zap.NewNop())
-	broken, err := tooling.NewMCP(&config.Tooling{
+	broken, err := mcpclient.New(&config.Tooling{
 		Name: "broken", Kind: "mcp", Transport: "stdio", Command: "unused",
 		ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second),
 		Restart: config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(50 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
-	}, zap.NewNop(), tooling.WithDialer(func(context.Context) (mcp.Transport, error) {
+	}, zap.NewNop(), mcpclient.WithDialer(func(context.Context) (mcp.Transport, error) {
 		return nil, errors.New("connection refused")
 	}))
 	if err != nil {

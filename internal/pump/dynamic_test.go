@@ -13,13 +13,14 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // namedMemTooling is a real mcp tooling called name, connected to s over
 // in-memory transports. Its connect timeout (30s) is longer than the tests
 // wait for an envelope: an operation left waiting for a session after its
 // tooling was removed would fail them.
-func namedMemTooling(t testing.TB, name string, s *server) *tooling.MCP {
+func namedMemTooling(t testing.TB, name string, s *server) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
@@ -27,7 +28,7 @@ func namedMemTooling(t testing.TB, name string, s *server) *tooling.MCP {
 		CallTimeout:    cfgDur(30 * time.Second),
 		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := tooling.NewMCP(cfg, zap.NewNop(), tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // Defaults for Limits fields left at zero (the config's defaults).
@@ -62,7 +63,7 @@ func LimitsFrom(c *config.Tooling) Limits {
 }
 
 // EntriesFrom pairs every tooling of reg with the limits of its config.
-func EntriesFrom(reg *tooling.Registry, cfgs map[string]*config.Tooling) []Entry {
+func EntriesFrom(reg *mcpclient.Registry, cfgs map[string]*config.Tooling) []Entry {
 	var out []Entry
 	for _, name := range reg.Names() {
 		t, _ := reg.Get(name)

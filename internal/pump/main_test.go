@@ -19,6 +19,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -162,7 +163,7 @@ func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: 
 // env is a hub serving one real mcp tooling connected to a server.
 type env struct {
 	srv *server
-	mcp *tooling.MCP
+	mcp *mcpclient.Client
 	ct  *countingTooling // what the hub serves: mcp, its subscriptions counted
 	hub *pump.Hub
 }
@@ -226,7 +227,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 // newMemTooling is a real mcp tooling "mem" connected to s over in-memory
 // transports (a fresh pair per connection attempt); it allows 64 calls at
 // once. Nothing serves it yet.
-func newMemTooling(t testing.TB, s *server, log *zap.Logger) *tooling.MCP {
+func newMemTooling(t testing.TB, s *server, log *zap.Logger) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
@@ -235,7 +236,7 @@ func newMemTooling(t testing.TB, s *server, log *zap.Logger) *tooling.MCP {
 		MaxConcurrentCalls: 64,
 		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := tooling.NewMCP(cfg, log, tooling.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
+	m, err := mcpclient.New(cfg, log, mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
 			return nil, err

@@ -83,7 +83,7 @@ func AsError(err error) *Error {
 // CodeOf is AsError(err).Code; it must not be called with a nil error.
 func CodeOf(err error) ErrorCode { return AsError(err).Code }
 
-// ErrLoginRequired is in the chain of a session's error (Status.LastError
+// ErrLoginRequired is in the chain of a session's error (mcpclient.Status.LastError
 // and operations report it as unavailable) when the server wants an OAuth
 // token nobody present can obtain: none is stored, or the server refused
 // it. `toolhostd auth login NAME` stores one; the tooling then reconnects

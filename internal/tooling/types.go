@@ -1,14 +1,19 @@
 // Package tooling owns the domain of the tooling interface: tools, tool
 // results, resources, the contract's error codes, the Tooling interface that
-// mirrors the WIT `tooling` resource, the registry of configured toolings by
-// name, and the `mcp` kind built on the MCP go-sdk with its session
-// supervision. Nothing here knows about WebAssembly.
+// mirrors the WIT `tooling` resource, the progress and call id a caller
+// puts in a call's context, and Idle, a tooling known by name but not
+// started. The MCP session that implements Tooling is in mcpclient, the
+// wire under it in transport. Nothing here knows about WebAssembly.
 package tooling
 
 import (
 	"context"
 	"encoding/json"
 )
+
+// KindMCP is the kind of the MCP implementation of Tooling (the
+// mcpclient package), and of Idle.
+const KindMCP = "mcp"
 
 // Tool is one tool a tooling offers (WIT types.tool).
 type Tool struct {

@@ -6,7 +6,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
 )
 
 // The auth/* scenarios: a server behind an OAuth 2.1 authorization server
@@ -14,7 +15,7 @@ import (
 // "test-tool". The tooling gets an oauth table (a client ID metadata
 // document URL, and the pre-registered client the suite hands over in
 // MCP_CONFORMANCE_CONTEXT where it does), its tokens go to the scenario's
-// state directory, and it runs the login flow itself (tooling.WithLogin)
+// state directory, and it runs the login flow itself (mcpclient.WithLogin)
 // the way `toolhostd auth login --headless` does: the suite's
 // authorization server approves at once, so following the authorization
 // URL's redirects ends at the tooling's loopback redirect.
@@ -76,14 +77,14 @@ func authConfig(e *env) (host, tooling string, err error) {
 	return host, "oauth = { " + strings.Join(keys, ", ") + " }\n", nil
 }
 
-func authOptions(e *env) []tooling.Option {
+func authOptions(e *env) []mcpclient.Option {
 	if clientCredentialsScenarios[e.Scenario] {
 		return nil
 	}
-	return []tooling.Option{tooling.WithLogin(tooling.LoginOptions{Prompt: os.Stderr, Open: tooling.FollowRedirects})}
+	return []mcpclient.Option{mcpclient.WithLogin(oauth.LoginOptions{Prompt: os.Stderr, Open: oauth.FollowRedirects})}
 }
 
-func runAuth(ctx context.Context, t *tooling.MCP, _ *env) error {
+func runAuth(ctx context.Context, t *mcpclient.Client, _ *env) error {
 	return listThenCall(ctx, t, "test-tool", `{}`)
 }
 

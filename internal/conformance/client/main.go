@@ -24,7 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // toolingName is the name of the one tooling the adapter configures.
@@ -51,10 +51,10 @@ type scenario struct {
 	// and timeouts are always set.
 	config func(e *env) (host, tooling string, err error)
 	// run drives the tooling once its Serve is running.
-	run func(ctx context.Context, t *tooling.MCP, e *env) error
+	run func(ctx context.Context, t *mcpclient.Client, e *env) error
 	// options, if set, are tooling options for the scenario (auth.go: the
 	// OAuth login flow).
-	options func(e *env) []tooling.Option
+	options func(e *env) []mcpclient.Option
 }
 
 // scenarios holds every scenario the adapter knows, by name; files of this
@@ -146,11 +146,11 @@ func play(log *zap.Logger, s scenario, e *env) error {
 	if err != nil {
 		return err
 	}
-	var opts []tooling.Option
+	var opts []mcpclient.Option
 	if s.options != nil {
 		opts = s.options(e)
 	}
-	t, err := tooling.NewMCP(tc, log, opts...)
+	t, err := mcpclient.New(tc, log, opts...)
 	if err != nil {
 		return err
 	}
@@ -172,29 +172,29 @@ func play(log *zap.Logger, s scenario, e *env) error {
 // ---- the scenarios that need no authorization ----
 
 func init() {
-	register("initialize", scenario{run: func(ctx context.Context, t *tooling.MCP, _ *env) error {
+	register("initialize", scenario{run: func(ctx context.Context, t *mcpclient.Client, _ *env) error {
 		_, err := t.ListTools(ctx)
 		return err
 	}})
-	register("tools_call", scenario{run: func(ctx context.Context, t *tooling.MCP, _ *env) error {
+	register("tools_call", scenario{run: func(ctx context.Context, t *mcpclient.Client, _ *env) error {
 		return listThenCall(ctx, t, "add_numbers", `{"a":5,"b":3}`)
 	}})
 	register("elicitation-sep1034-client-defaults", scenario{
 		config: func(*env) (string, string, error) {
 			return "", "elicitation = \"accept-defaults\"\n", nil
 		},
-		run: func(ctx context.Context, t *tooling.MCP, _ *env) error {
+		run: func(ctx context.Context, t *mcpclient.Client, _ *env) error {
 			return listThenCall(ctx, t, "test_client_elicitation_defaults", `{}`)
 		},
 	})
-	register("sse-retry", scenario{run: func(ctx context.Context, t *tooling.MCP, _ *env) error {
+	register("sse-retry", scenario{run: func(ctx context.Context, t *mcpclient.Client, _ *env) error {
 		return listThenCall(ctx, t, "test_reconnection", `{}`)
 	}})
 }
 
 // listThenCall lists the tools, checks that tool is among them and calls it
 // with args; a result with isError true is an error here.
-func listThenCall(ctx context.Context, t *tooling.MCP, tool, args string) error {
+func listThenCall(ctx context.Context, t *mcpclient.Client, tool, args string) error {
 	tools, err := t.ListTools(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,282 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
+)
+
+// Defaults for the zero values of a tooling config (config.Parse fills the
+// same ones).
+const (
+	DefaultConnectTimeout     = 10 * time.Second
+	DefaultCallTimeout        = 60 * time.Second
+	DefaultMaxConcurrentCalls = 16
+	DefaultInitialBackoff     = 250 * time.Millisecond
+	DefaultMaxBackoff         = 30 * time.Second
+	DefaultHealthyAfter       = 60 * time.Second
+
+	// DefaultPingInterval and DefaultPingTimeout are the liveness check:
+	// a ping every interval; no answer within the timeout ends the session,
+	// so a hung server is replaced within about 4s of its last answer.
+	DefaultPingInterval = config.DefaultPingInterval
+	DefaultPingTimeout  = config.DefaultPingTimeout
+	// DefaultMaxMessageBytes bounds one message from a server.
+	DefaultMaxMessageBytes = int64(config.DefaultMaxMessageBytes)
+	// DefaultTerminateDuration is how long closing a stdio server waits
+	// after closing its stdin before SIGTERM, and after SIGTERM before
+	// SIGKILL.
+	DefaultTerminateDuration = time.Second
+)
+
+// DefaultProtocolVersion is the MCP protocol version the client asks for.
+// go-sdk v1.8.0 would otherwise ask for 2026-07-28 (stateless, SEP-2575),
+// where Subscribe returns before the server has made the subscription
+// (subscriptions/listen is not awaited) and list results are served from
+// client-side TTL caches; 2025-11-25 keeps request/response semantics for
+// resources/subscribe and is what the npm servers speak.
+const DefaultProtocolVersion = "2025-11-25"
+
+// clientImpl is how toolhostd introduces itself to servers.
+var clientImpl = &mcp.Implementation{Name: "toolhostd", Version: "0.1.0"}
+
+type options struct {
+	dial         Dialer
+	pingInterval time.Duration
+	pingTimeout  time.Duration
+	terminate    time.Duration
+	protocol     string
+	maxMessage   int64
+	login        *oauth.LoginOptions // nil: never run an OAuth flow (see WithLogin)
+}
+
+// Option tunes an MCP tooling beyond its config.
+type Option func(*options)
+
+// WithDialer replaces the transport the config describes (command or url)
+// by d, called once per connection attempt.
+func WithDialer(d Dialer) Option { return func(o *options) { o.dial = d } }
+
+// WithLiveness sets the liveness check: a ping every interval that must be
+// answered within timeout, else the session is torn down. interval <= 0
+// disables it.
+func WithLiveness(interval, timeout time.Duration) Option {
+	return func(o *options) { o.pingInterval, o.pingTimeout = interval, timeout }
+}
+
+// WithProtocolVersion sets the MCP protocol version asked for at
+// initialization (default DefaultProtocolVersion).
+func WithProtocolVersion(v string) Option { return func(o *options) { o.protocol = v } }
+
+// WithTerminateDuration sets how long closing a stdio server waits before
+// each escalation (stdin closed → SIGTERM → SIGKILL).
+func WithTerminateDuration(d time.Duration) Option {
+	return func(o *options) { o.terminate = d }
+}
+
+// Status is a snapshot of an MCP tooling's session.
+type Status struct {
+	Connected     bool
+	Restarts      int // reconnection attempts since Serve started
+	LastError     string
+	ServerName    string
+	ServerVersion string
+	InFlight      int // requests in flight now
+	// ProgressNotifications counts the progress notifications received
+	// for calls in flight.
+	ProgressNotifications uint64
+}
+
+// Client is the `mcp` kind: one go-sdk ClientSession shared by every caller,
+// kept alive by Serve.
+type Client struct {
+	name           string
+	cfg            *config.Tooling
+	connectTimeout time.Duration
+	callTimeout    time.Duration
+	initialBackoff time.Duration
+	maxBackoff     time.Duration
+	healthyAfter   time.Duration
+	opts           options
+	log            *zap.Logger
+	client         *mcp.Client
+	slots          chan struct{}
+	inFlight       atomic.Int64
+	observer       atomic.Pointer[observerBox]
+	trackers       sync.Map     // *mcp.ClientSession → its *transport.Tracker
+	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
+	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
+
+	// Progress of calls in flight (progress.go).
+	progressSeq   atomic.Uint64
+	progressCount atomic.Uint64
+	progressMu    sync.Mutex
+	progress      map[string]*progressCall
+	progressSwept time.Time // the last sweep of ended calls
+
+	mu      sync.Mutex
+	cur     *session      // nil while no session is up
+	ready   chan struct{} // closed while cur != nil
+	down    bool          // the last connection attempt failed (and none is up since)
+	failed  chan struct{} // closed and renewed on every failed attempt
+	lastErr error
+	// loginWait is closed while lastErr is a login-required error.
+	loginWait signal
+	secrets   []tooling.Redaction // expanded secrets of the current transport (redact)
+	restarts  int
+	tools     []tooling.Tool // cache, valid while toolsOK
+	toolsOK   bool
+	toolsGen  uint64 // bumped on every invalidation
+
+	// subMu serializes Subscribe, Unsubscribe and re-subscription.
+	subMu sync.Mutex
+	subs  map[string]*session // live subscriptions, by the session they were made on
+}
+
+type observerBox struct{ o tooling.Observer }
+
+// session is one live ClientSession.
+type session struct {
+	cs      *mcp.ClientSession
+	init    *mcp.InitializeResult
+	ctx     context.Context // cancelled with a *sessionLostError when it ends
+	cancel  context.CancelCauseFunc
+	refresh chan struct{} // tools/list_changed seen
+	track   *transport.Tracker
+
+	bgMu     sync.Mutex
+	bgClosed bool           // set before bg is waited for: no more spawns
+	bg       sync.WaitGroup // requests that outlive their caller (abandoned subscribes)
+}
+
+// spawn runs f on a goroutine owned by the session; false (f not run) once
+// the session is winding down.
+func (s *session) spawn(f func()) bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return false
+	}
+	s.bg.Go(f)
+	return true
+}
+
+// closeBackground waits for the session's goroutines; it follows the end
+// of s.ctx, which bounds each of them.
+func (s *session) closeBackground() {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
+}
+
+var _ tooling.Tooling = (*Client)(nil)
+
+// New makes the MCP tooling for cfg. It does not connect: Serve does.
+func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("nil tooling config")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := *cfg
+	m := &Client{
+		name:           c.Name,
+		cfg:            &c,
+		connectTimeout: orDefault(c.ConnectTimeout.Duration, DefaultConnectTimeout),
+		callTimeout:    orDefault(c.CallTimeout.Duration, DefaultCallTimeout),
+		initialBackoff: orDefault(c.Restart.InitialBackoff.Duration, DefaultInitialBackoff),
+		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, DefaultMaxBackoff),
+		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, DefaultHealthyAfter),
+		opts: options{
+			pingInterval: orDefault(c.PingInterval.Duration, DefaultPingInterval),
+			pingTimeout:  orDefault(c.PingTimeout.Duration, DefaultPingTimeout),
+			maxMessage:   DefaultMaxMessageBytes,
+			terminate:    DefaultTerminateDuration,
+			protocol:     DefaultProtocolVersion,
+		},
+		log:       log.Named("tooling").With(zap.String("tooling", c.Name)),
+		ready:     make(chan struct{}),
+		failed:    make(chan struct{}),
+		loginWait: signal{ch: make(chan struct{})},
+		subs:      make(map[string]*session),
+	}
+	if m.maxBackoff < m.initialBackoff {
+		m.maxBackoff = m.initialBackoff
+	}
+	for _, o := range opts {
+		o(&m.opts)
+	}
+	if c.MaxMessageBytes > 0 {
+		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))
+	}
+	if m.opts.pingTimeout <= 0 {
+		m.opts.pingTimeout = DefaultPingTimeout
+	}
+	n := c.MaxConcurrentCalls
+	if n <= 0 {
+		n = DefaultMaxConcurrentCalls
+	}
+	m.slots = make(chan struct{}, n)
+	m.client = mcp.NewClient(clientImpl, m.clientOptions())
+	m.offerRoots()
+	m.client.AddReceivingMiddleware(m.receiving)
+	m.client.AddSendingMiddleware(m.trackSending)
+	return m, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Kind returns "mcp".
+func (m *Client) Kind() string { return tooling.KindMCP }
+
+// Name returns the configured name.
+func (m *Client) Name() string { return m.name }
+
+// SetObserver installs the receiver of server notifications (nil: none).
+func (m *Client) SetObserver(o tooling.Observer) {
+	if o == nil {
+		m.observer.Store(nil)
+		return
+	}
+	m.observer.Store(&observerBox{o})
+}
+
+func (m *Client) obs() tooling.Observer {
+	if b := m.observer.Load(); b != nil {
+		return b.o
+	}
+	return nil
+}
+
+// Status returns a snapshot of the session.
+func (m *Client) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Status{Connected: m.cur != nil, Restarts: m.restarts, InFlight: int(m.inFlight.Load()),
+		ProgressNotifications: m.progressCount.Load()}
+	if m.lastErr != nil {
+		st.LastError = m.lastErr.Error()
+	}
+	if m.cur != nil && m.cur.init != nil && m.cur.init.ServerInfo != nil {
+		st.ServerName = m.cur.init.ServerInfo.Name
+		st.ServerVersion = m.cur.init.ServerInfo.Version
+	}
+	return st
+}

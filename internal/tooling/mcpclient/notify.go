@@ -1,0 +1,63 @@
+package mcpclient
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+func (m *Client) isCurrent(cs mcp.Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur != nil && mcp.Session(m.cur.cs) == cs
+}
+
+func (m *Client) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
+	m.mu.Lock()
+	m.toolsOK = false
+	m.tools = nil
+	m.toolsGen++
+	s := m.cur
+	m.mu.Unlock()
+	if s != nil && mcp.Session(s.cs) == req.Session {
+		select {
+		case s.refresh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *Client) onResourceListChanged(_ context.Context, req *mcp.ResourceListChangedRequest) {
+	if !m.isCurrent(req.Session) {
+		return
+	}
+	if o := m.obs(); o != nil {
+		o.ResourceListChanged()
+	}
+}
+
+func (m *Client) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if req.Params == nil || !m.isCurrent(req.Session) {
+		return
+	}
+	if o := m.obs(); o != nil {
+		o.ResourceUpdated(req.Params.URI)
+	}
+}
+
+// CheckResourceListChanged waits for a session as any operation does and
+// fails with unsupported unless its server offers resources.listChanged:
+// without it no resource-list change is ever announced.
+func (m *Client) CheckResourceListChanged(ctx context.Context) error {
+	const op = "resources/list_changed"
+	s, err := m.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	c := s.init
+	if c == nil || c.Capabilities == nil || c.Capabilities.Resources == nil || !c.Capabilities.Resources.ListChanged {
+		return tooling.Errorf(tooling.CodeUnsupported, "%s: the server does not offer resources.listChanged (it never announces list changes)", op)
+	}
+	return nil
+}

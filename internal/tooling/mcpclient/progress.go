@@ -1,0 +1,84 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+	"go.uber.org/zap"
+)
+
+// Progress: every tools/call carries a progress token of its own; the
+// server's notifications/progress for it are logged at debug with the
+// call's id, counted (Status.ProgressNotifications, every one received), and handed to the
+// function WithProgress put in the call's context. The guest contract has
+// no progress event: agents do not see them.
+
+// progressCall is a call that may get progress notifications: in flight,
+// or ended less than progressGrace ago.
+type progressCall struct {
+	callID, tool string
+	report       func(tooling.Progress)
+	ended        time.Time // zero while the call is in flight
+}
+
+// progressGrace is how long a call's token stays known after the call
+// returned: go-sdk hands notifications to their handler apart from
+// responses, so the last progress a server sent before its result may be
+// handled just after the call returned.
+const progressGrace = 2 * time.Second
+
+// trackProgress registers a call's progress token; untrack it when the
+// call ends. Ended calls are forgotten by a sweep that runs at most once
+// per progressGrace, from trackProgress itself: no timer per call.
+func (m *Client) trackProgress(ctx context.Context, tool string) (token string, untrack func()) {
+	pc := &progressCall{tool: tool}
+	pc.callID = tooling.CallIDOf(ctx)
+	pc.report = tooling.ProgressOf(ctx)
+	token = "toolhostd-" + strconv.FormatUint(m.progressSeq.Add(1), 10)
+	now := time.Now()
+	m.progressMu.Lock()
+	if m.progress == nil {
+		m.progress = make(map[string]*progressCall)
+	}
+	if now.Sub(m.progressSwept) >= progressGrace {
+		for t, c := range m.progress {
+			if !c.ended.IsZero() && now.Sub(c.ended) >= progressGrace {
+				delete(m.progress, t)
+			}
+		}
+		m.progressSwept = now
+	}
+	m.progress[token] = pc
+	m.progressMu.Unlock()
+	return token, func() {
+		m.progressMu.Lock()
+		pc.ended = time.Now()
+		m.progressMu.Unlock()
+	}
+}
+
+func (m *Client) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	p := req.Params
+	token := fmt.Sprint(p.ProgressToken)
+	m.progressMu.Lock()
+	pc := m.progress[token]
+	m.progressMu.Unlock()
+	m.progressCount.Add(1)
+	if pc == nil {
+		m.log.Debug("progress for no call in flight", zap.String("progress_token", token),
+			zap.Float64("progress", p.Progress), zap.Float64("total", p.Total), zap.String("message", p.Message))
+		return
+	}
+	m.log.Debug("progress", zap.String("call_id", pc.callID), zap.String("tool", pc.tool),
+		zap.Float64("progress", p.Progress), zap.Float64("total", p.Total), zap.String("message", p.Message))
+	if pc.report != nil {
+		pc.report(tooling.Progress{CallID: pc.callID, Tool: pc.tool, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
+}

@@ -1,0 +1,296 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/thejerf/suture/v4"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
+	"github.com/toolhostd/toolhostd/internal/tooling/transport"
+	"go.uber.org/zap"
+)
+
+var errConnectTimeout = errors.New("connect timeout")
+
+// Serve keeps a session up until ctx ends: connect (bounded by the connect
+// timeout), watch it (liveness pings), and after it ends reconnect with
+// exponential backoff and jitter, re-subscribing every live subscription.
+// It returns suture.ErrDoNotRestart for a config it can never run.
+func (m *Client) Serve(ctx context.Context) error {
+	if m.opts.dial == nil {
+		if err := checkConfig(m.cfg); err != nil {
+			m.connectFailed(err)
+			m.log.Error("tooling cannot run", zap.Error(err))
+			return fmt.Errorf("tooling %s: %w (%w)", m.name, err, suture.ErrDoNotRestart)
+		}
+	}
+	backoff := m.initialBackoff
+	for {
+		tokens := m.tokenVersion()
+		healthy, err := m.runSession(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if le := oauth.AsLoginRequired(err); le != nil {
+			m.log.Warn("session needs authorization; waiting for a login", zap.Error(le))
+			if err := m.waitForLogin(ctx, tokens); err != nil {
+				return err
+			}
+			backoff = m.initialBackoff
+			continue
+		}
+		if healthy >= m.healthyAfter {
+			backoff = m.initialBackoff
+		}
+		// Jitter: a delay in [backoff/2, backoff).
+		delay := backoff/2 + rand.N(backoff/2+1)
+		m.log.Warn("session down; reconnecting", zap.Error(m.redact(err)), zap.Duration("backoff", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, m.maxBackoff)
+		m.mu.Lock()
+		m.restarts++
+		m.mu.Unlock()
+	}
+}
+
+// endSession takes s out of service at once (operations then wait for the
+// next session) and cancels its context, failing its in-flight requests.
+func (m *Client) endSession(s *session, cause error) {
+	cause = m.redact(cause)
+	m.mu.Lock()
+	if m.cur == s {
+		m.cur = nil
+		m.ready = make(chan struct{})
+		m.setLastErrLocked(cause)
+		m.toolsOK, m.tools = false, nil
+		m.toolsGen++
+	}
+	m.mu.Unlock()
+	s.cancel(&sessionLostError{cause})
+}
+
+// connectFailed records a failed connection attempt: until a session is
+// up, operations fail at once with err instead of waiting for one.
+func (m *Client) connectFailed(err error) {
+	err = m.redact(err)
+	m.mu.Lock()
+	m.setLastErrLocked(err)
+	m.down = true
+	close(m.failed)
+	m.failed = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// setLastErrLocked records err; a login-required error wakes the callers
+// waiting for a session (none is coming until someone logs in).
+func (m *Client) setLastErrLocked(err error) {
+	m.lastErr = err
+	if oauth.AsLoginRequired(err) != nil {
+		m.loginWait.close()
+	} else {
+		m.loginWait.renew()
+	}
+}
+
+// runSession connects once and returns when that session has ended, with
+// how long it was up and why it ended.
+func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
+	var d *dialed
+	track := transport.NewTracker(m.opts.dial == nil)
+	defer track.AbortWrites()
+	if m.opts.dial != nil {
+		t, err := m.opts.dial(ctx)
+		if err != nil {
+			err = fmt.Errorf("dialing: %w", err)
+			m.connectFailed(err)
+			return 0, err
+		}
+		d = &dialed{transport: t}
+	} else {
+		var err error
+		if d, err = m.dial(track); err != nil {
+			err = fmt.Errorf("preparing the transport: %w", err)
+			m.connectFailed(err)
+			return 0, err
+		}
+	}
+	if d.cleanup != nil {
+		defer d.cleanup()
+	}
+	// The context given to Connect must outlive the handshake: go-sdk's SSE
+	// transport ties its event stream to it. It must outlive ctx too, so
+	// that a tooling being stopped can still send what it owes (the
+	// notices of cancelled calls) before closing: ctx and the connect
+	// timeout cancel it only while Connect runs; afterwards it ends with
+	// the session.
+	life, endLife := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer endLife(nil)
+	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
+	m.oauthWanted.Store(false)
+	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
+	timedOut, stopped := !timer.Stop(), !unlink()
+	if (timedOut || stopped) && err == nil {
+		_ = cs.Close()
+		err = context.Cause(life)
+	}
+	if le := oauth.AsLoginRequired(err); le != nil {
+		m.setLastErr(le)
+		return 0, le
+	}
+	if err != nil {
+		if errors.Is(context.Cause(life), errConnectTimeout) {
+			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
+		} else {
+			err = fmt.Errorf("connecting: %w", err)
+		}
+		if m.oauthWanted.Load() {
+			err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
+		}
+		err = transport.Hint(err, m.cfg.Transport, d.status)
+		if d.kill != nil {
+			d.kill() // what the server started must not outlive the attempt
+		}
+		m.connectFailed(err)
+		return 0, err
+	}
+	m.trackers.Store(cs, track)
+	defer m.trackers.Delete(cs)
+	sctx, scancel := context.WithCancelCause(context.Background())
+	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track}
+	start := time.Now()
+	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
+	defer stopOnCancel()
+
+	m.mu.Lock()
+	m.cur = s
+	m.down = false
+	close(m.ready)
+	m.toolsOK, m.tools = false, nil
+	m.toolsGen++
+	m.mu.Unlock()
+	fields := []zap.Field{}
+	if s.init != nil && s.init.ServerInfo != nil {
+		fields = append(fields, zap.String("server", s.init.ServerInfo.Name), zap.String("server_version", s.init.ServerInfo.Version))
+	}
+	if s.init != nil {
+		fields = append(fields, zap.String("protocol", s.init.ProtocolVersion))
+	}
+	m.log.Info("session up", fields...)
+	m.setLogLevel(s)
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := cs.Wait()
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		m.endSession(s, err)
+	})
+	wg.Go(func() { m.liveness(s) })
+	wg.Go(func() {
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-s.refresh:
+				if _, err := m.fetchTools(s.ctx, s); err != nil {
+					m.log.Debug("refreshing the tool list failed", zap.Error(err))
+				}
+			}
+		}
+	})
+	m.resubscribe(s)
+
+	<-s.ctx.Done()
+	cause := context.Cause(s.ctx)
+	m.endSession(s, cause) // no-op unless cancelled directly
+
+	if ctx.Err() == nil && d.kill != nil {
+		// Dead or unresponsive: do not wait for it to exit by itself.
+		d.kill()
+	}
+	if ctx.Err() != nil {
+		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
+		// notifications/cancelled of the requests that cancelled go out
+		// before the close, which would refuse them.
+		if !track.Drain(transport.CloseGrace) {
+			sending, pending := track.Counts()
+			m.log.Debug("closing without waiting longer for cancellation notices", zap.Int("in_flight", sending), zap.Int("notices_owed", pending))
+		}
+	}
+	// Closing never waits on a request it cancelled: writes still blocked
+	// (a notice the server never answers) are given up.
+	track.AbortWrites()
+	_ = cs.Close()
+	if d.kill != nil {
+		// After a graceful close too: what the server started itself (npx
+		// → node, a shell's children) shares its process group and must
+		// not outlive the session.
+		d.kill()
+	}
+	wg.Wait()
+	s.closeBackground()
+	return time.Since(start), cause
+}
+
+// liveness pings the server; a ping unanswered within the timeout tears
+// the session down (go-sdk's own keepalive closes the session but leaves
+// in-flight calls waiting on a hung peer), unless other requests were
+// answered meanwhile: a server busy with them is not hung.
+func (m *Client) liveness(s *session) {
+	if m.opts.pingInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(m.opts.pingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		pctx, cancel := context.WithTimeout(s.ctx, m.opts.pingTimeout)
+		err := s.cs.Ping(pctx, nil)
+		cancel()
+		if err == nil || s.ctx.Err() != nil {
+			continue
+		}
+		if s.track.AnsweredSince(sent) {
+			m.log.Debug("ping unanswered, but other requests were: busy, not hung", zap.Error(err))
+			continue
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound {
+			continue // it answered: alive, just without ping
+		}
+		m.endSession(s, fmt.Errorf("liveness check failed: %w", err))
+		return
+	}
+}
+
+// setLastErr records err outside a connection attempt; nil (new tokens
+// were stored) clears the failure, so operations wait for the next
+// session again instead of failing at once.
+func (m *Client) setLastErr(err error) {
+	err = m.redact(err)
+	m.mu.Lock()
+	m.setLastErrLocked(err)
+	if err == nil {
+		m.down = false
+	}
+	m.mu.Unlock()
+}
