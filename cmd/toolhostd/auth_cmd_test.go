@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
-	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
 )
 
 type echoArgs struct {

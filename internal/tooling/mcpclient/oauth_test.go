@@ -18,8 +18,8 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
-	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 

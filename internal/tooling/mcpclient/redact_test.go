@@ -15,7 +15,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
-	"github.com/toolhostd/toolhostd/internal/tooling/oauthtest"
+	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
