@@ -115,13 +115,23 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 		t.Errorf("status after reconnect = %+v", st)
 	}
 	// The subscription was made again on the new server: it only notifies
-	// subscribed sessions.
-	if _, err := m.CallTool(t.Context(), "touch", json.RawMessage(`{"uri":"test://text/1"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if got := recv(t, rec.updated, 10*time.Second, "an update on the re-subscribed uri"); got != "test://text/1" {
-		t.Errorf("updated %q", got)
-	}
+	// subscribed sessions. The new session takes calls while its
+	// re-subscription may still be on its way, so touch until an update
+	// comes (the server sends none to a session that is not subscribed).
+	eventually(t, 10*time.Second, "an update on the re-subscribed uri", func() bool {
+		if _, err := m.CallTool(t.Context(), "touch", json.RawMessage(`{"uri":"test://text/1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-rec.updated:
+			if got != "test://text/1" {
+				t.Errorf("updated %q", got)
+			}
+			return true
+		case <-time.After(200 * time.Millisecond):
+			return false
+		}
+	})
 	if n := logs.FilterMessage("server stderr").FilterFieldKey("line").Len(); n < 2 {
 		t.Errorf("server stderr lines logged: %d, want one per start", n)
 	}
