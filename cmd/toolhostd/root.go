@@ -57,7 +57,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(),
 		newConfigCmd(),
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
-		newRunCmd(opts),
+		newRunCmd(opts), newCompileCmd(opts),
 		newServeCmd(opts),
 		newWatchCmd(opts),
 		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts),

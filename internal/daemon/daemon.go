@@ -169,8 +169,10 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	if err := d.openAudit(cfg); err != nil {
 		return nil, err
 	}
-	d.fuel = needsFuel(cfg)
-	d.host, err = host.New(host.Options{CacheDir: cfg.CacheDir(), Fuel: d.fuel, EpochTick: d.opts.epochTick, Log: log}, d.hub)
+	hopts := HostOptions(cfg, log)
+	hopts.EpochTick = d.opts.epochTick
+	d.fuel = hopts.Fuel
+	d.host, err = host.New(hopts, d.hub)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +197,14 @@ func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*tool
 		out[name] = &toolingRec{cfg: cfgs[name], t: t}
 	}
 	return out, nil
+}
+
+// HostOptions are the host options the daemon uses for cfg: its compile
+// cache and the engine settings that key the cache's entries (fuel metering
+// on when some agent has limits.fuel > 0). toolhostd compile takes them too,
+// so that what it compiles is what serve finds.
+func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
+	return host.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg), Log: log}
 }
 
 // needsFuel reports whether some agent of cfg has a fuel limit.

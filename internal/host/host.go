@@ -182,12 +182,51 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 	return &Program{Name: name, comp: comp, linker: l}, nil
 }
 
+// Precompile fills the compile cache with the component at path, as Open
+// and Load would on a first start, and checks it against the contract as
+// they do; it reports whether the cache already held it. It needs a cache.
+func (h *Host) Precompile(path string) (cached bool, err error) {
+	if h.cache == nil {
+		return false, errors.New("precompile: no compile cache")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("precompile: %w", err)
+	}
+	if err := checkComponentBytes(b); err != nil {
+		return false, fmt.Errorf("precompile %s: %w", path, err)
+	}
+	comp, cached, putErr, err := h.compileCached(path, b)
+	if err != nil {
+		return false, fmt.Errorf("precompile %s: %w", path, err)
+	}
+	defer comp.Close()
+	if putErr != nil {
+		return false, fmt.Errorf("precompile %s: %w", path, putErr)
+	}
+	if err := errors.Join(checkExports(comp), checkImports(comp)); err != nil {
+		return cached, fmt.Errorf("precompile %s: %w", path, err)
+	}
+	return cached, nil
+}
+
 // compile returns the compiled component, from the cache when it has a
-// sound entry; a refused entry is dropped and recompiled.
+// sound entry; a refused entry is dropped and recompiled. A cache entry
+// that cannot be written is logged: the component still runs.
 func (h *Host) compile(name string, component []byte) (*wt.Component, bool, error) {
+	c, cached, putErr, err := h.compileCached(name, component)
+	if putErr != nil {
+		h.log.Warn("compile cache not written", zap.Error(putErr))
+	}
+	return c, cached, err
+}
+
+// compileCached is compile, returning the failure to write the cache entry
+// (putErr) apart.
+func (h *Host) compileCached(name string, component []byte) (c *wt.Component, cached bool, putErr, err error) {
 	if h.cache == nil {
 		c, err := h.compileLogged(name, component)
-		return c, false, err
+		return c, false, nil, err
 	}
 	key := h.cache.Key(component, h.fp)
 	if path, ok := h.cache.Lookup(key); ok {
@@ -197,23 +236,20 @@ func (h *Host) compile(name string, component []byte) (*wt.Component, bool, erro
 		// a buffer takes about half a second.
 		c, err := wt.DeserializeComponentFile(h.engine, path)
 		if err == nil {
-			return c, true, nil
+			return c, true, nil, nil
 		}
 		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
 		h.cache.Invalidate(key)
 	}
-	c, err := h.compileLogged(name, component)
+	c, err = h.compileLogged(name, component)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	art, err := c.Serialize()
 	if err == nil {
 		err = h.cache.Put(key, art)
 	}
-	if err != nil {
-		h.log.Warn("compile cache not written", zap.Error(err))
-	}
-	return c, false, nil
+	return c, false, err, nil
 }
 
 // checkExports refuses a component without the contract's run export.
