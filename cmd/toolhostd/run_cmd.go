@@ -79,7 +79,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	defer log.Sync() //nolint:errcheck // stderr
 
 	// Signals are caught from here on: one that arrives while the agent
-	// loads stops it as soon as it starts, with its shutdown envelope.
+	// loads stops it before its run begins (it exits 2, interrupted).
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)

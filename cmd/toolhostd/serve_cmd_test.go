@@ -187,3 +187,36 @@ restart_backoff = { initial = "50ms", max = "200ms" }
 		t.Errorf("the control socket is still there: %v", err)
 	}
 }
+
+// TestServeStopDuringFirstCompile is `docker stop` a few seconds after
+// `docker run` on a cold compile cache: SIGTERM while the agents (12 MB
+// componentize-js components) are still compiling makes serve exit 0
+// within the agents' stop grace, not once the compiles are done.
+func TestServeStopDuringFirstCompile(t *testing.T) {
+	noConfig(t)
+	dir := t.TempDir()
+	const grace = 2 * time.Second
+	cfg := fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\ncache_dir = %q\n", filepath.Join(dir, "ctl.sock"), filepath.Join(dir, "cache"))
+	for _, name := range []string{"hello", "watch", "fanout"} {
+		cfg += fmt.Sprintf("\n[agent.%s]\ncomponent = %q\nstop_grace = %q\n", name, testenv.Agent(t, "agents", name), grace)
+	}
+	srv := startServe(t, writeConfigFile(t, dir, "toolhostd.toml", cfg))
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(srv.out.String(), "compiling ") }, srv.out)
+	time.Sleep(200 * time.Millisecond)
+	if strings.Count(srv.out.String(), "compiled ") == 3 {
+		t.Fatal("every agent compiled within 200ms: too fast a machine for this test")
+	}
+	start := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("toolhostd serve exited with %v after SIGTERM during its first compile\n%s", err, srv.out.String())
+	}
+	if took := time.Since(start); took > grace {
+		t.Errorf("serve exited %v after SIGTERM, want within the stop grace of %v\n%s", took, grace, srv.out.String())
+	}
+	if strings.Count(srv.out.String(), "compiled ") == 3 {
+		t.Errorf("serve waited for every compile before it exited\n%s", srv.out.String())
+	}
+}

@@ -186,7 +186,14 @@ func (s *agentService) Serve(ctx context.Context) error {
 		}
 	}
 	s.update(func(r *agentRec) { r.setState(stateStarting) })
-	prog, err := s.d.host.Open(s.cfg.Component)
+	// A stop while the component compiles ends the wait at once (the
+	// compile goes on without us; see host.OpenContext).
+	prog, err := s.d.host.OpenContext(ctx, s.cfg.Component)
+	if err != nil && ctx.Err() != nil {
+		s.update(func(r *agentRec) { r.setState(stateStopped) })
+		s.log().Info("agent stopped while loading")
+		return ctx.Err()
+	}
 	if err != nil {
 		return s.cannotRun(err)
 	}

@@ -72,6 +72,10 @@ type Agent struct {
 	interrupts atomic.Pointer[wt.Store] // set while the guest may run
 	reason     atomic.Pointer[error]    // why the host interrupted it
 
+	phase     sync.Mutex
+	stopAsked bool // Stop was called
+	inRun     bool // run was called: a Stop gives it the grace
+
 	done chan struct{}
 	out  string
 	err  error
@@ -115,12 +119,26 @@ func (a *Agent) Wait() (string, error) {
 
 // Stop asks the agent to stop: it gets the shutdown envelope and blocking
 // tooling operations fail with cancelled; after StopGrace it is interrupted.
+// An agent whose run has not begun (waiting for a start slot, being
+// instantiated) has nothing to wind down: it is interrupted at once.
 // Stop returns at once; Wait for the end.
 func (a *Agent) Stop() {
 	a.stopOnce.Do(func() {
+		a.phase.Lock()
+		a.stopAsked = true
+		inRun := a.inRun
+		if !inRun { // set before enterRun can see stopAsked
+			reason := fmt.Errorf("%w: stopped before its run began", ErrInterrupted)
+			a.reason.CompareAndSwap(nil, &reason)
+		}
+		a.phase.Unlock()
 		a.in.Shutdown()
 		a.stop()
-		if a.cfg.StopGrace <= 0 {
+		switch {
+		case !inRun:
+			a.interrupt(nil) // the reason is set
+			return
+		case a.cfg.StopGrace <= 0:
 			a.interrupt(fmt.Errorf("%w: stopped", ErrInterrupted))
 			return
 		}
@@ -131,10 +149,23 @@ func (a *Agent) Stop() {
 	})
 }
 
+// enterRun marks the agent as in run, unless it was stopped before.
+func (a *Agent) enterRun() bool {
+	a.phase.Lock()
+	defer a.phase.Unlock()
+	if a.stopAsked {
+		return false
+	}
+	a.inRun = true
+	return true
+}
+
 // interrupt makes a running guest trap at the next epoch tick and wakes any
-// host call it waits in. The first reason wins.
+// host call it waits in. The first reason wins (nil: one set already).
 func (a *Agent) interrupt(reason error) {
-	a.reason.CompareAndSwap(nil, &reason)
+	if reason != nil {
+		a.reason.CompareAndSwap(nil, &reason)
+	}
 	a.stop()
 	a.kill()
 	if s := a.interrupts.Load(); s != nil {
@@ -235,6 +266,9 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	run, err := inst.Func("run")
 	if err != nil {
 		return "", err
+	}
+	if !a.enterRun() {
+		return "", *a.reason.Load() // Stop interrupted it before run
 	}
 	v, err := run.Call(wt.String(input))
 	if err != nil {

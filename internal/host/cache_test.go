@@ -131,7 +131,10 @@ func newCacheHost(t *testing.T, dir string) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() {
+		h.Close()
+		<-h.Released() // after any compile Close did not wait for
+	})
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,11 +45,13 @@ type Host struct {
 	fp     string
 
 	programs programTable
+	live     atomic.Int64  // Programs loaded and not released
 	starts   chan struct{} // a slot per instantiation in progress
 
 	stopTicker context.CancelFunc
 	ticker     sync.WaitGroup
 	closeOnce  sync.Once
+	released   chan struct{} // closed once the engine is released
 }
 
 // New creates a host: its engine, its compile cache and its epoch ticker.
@@ -69,11 +72,12 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{
-		engine: eng,
-		hub:    hub,
-		log:    opts.Log.Named("host"),
-		starts: make(chan struct{}, opts.StartConcurrency),
-		fp:     fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
+		engine:   eng,
+		hub:      hub,
+		log:      opts.Log.Named("host"),
+		starts:   make(chan struct{}, opts.StartConcurrency),
+		released: make(chan struct{}),
+		fp:       fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
 	}
 	if opts.CacheDir != "" {
 		if h.cache, err = OpenCompileCache(opts.CacheDir); err != nil {
@@ -107,17 +111,35 @@ func (h *Host) tick(ctx context.Context, every time.Duration) {
 func (h *Host) Cache() *CompileCache { return h.cache }
 
 // Close stops the ticker and releases the engine. Programs and agents must
-// be closed first.
+// be closed first. A load still compiling (see OpenContext) is not waited
+// for: the engine is released when it ends, and Released tells when.
 func (h *Host) Close() error {
 	var err error
 	h.closeOnce.Do(func() {
-		h.programs.closeAll()
 		h.stopTicker()
 		h.ticker.Wait()
-		err = h.engine.Close()
+		if n := h.programs.closeAll(); n > 0 {
+			h.log.Info("closed with components still compiling; the engine is released after them", zap.Int("compiling", n))
+			return
+		}
+		err = h.releaseEngine()
 	})
 	return err
 }
+
+// releaseEngine releases the engine, once nothing can use it any more.
+func (h *Host) releaseEngine() error {
+	err := h.engine.Close()
+	close(h.released)
+	return err
+}
+
+// Live is how many Programs are loaded and not released.
+func (h *Host) Live() int64 { return h.live.Load() }
+
+// Released is closed once the host is closed and its engine released:
+// after Close, or after the last compile Close did not wait for.
+func (h *Host) Released() <-chan struct{} { return h.released }
 
 // Program is a loaded agent component: compiled, checked against the
 // contract, and linked with the host's imports. Many agents may run one
@@ -126,7 +148,9 @@ type Program struct {
 	Name   string
 	comp   *wt.Component
 	linker *wt.Linker
-	share  *sharing // set for a Program of Open
+	share  *sharing      // set for a Program of Open
+	live   *atomic.Int64 // the host's count of live Programs
+	gone   atomic.Bool   // released
 }
 
 // Close releases the program; one of Open is released by the last of its
@@ -143,6 +167,10 @@ func (p *Program) Close() error {
 }
 
 func (p *Program) release() error {
+	if p.gone.Swap(true) {
+		return nil
+	}
+	p.live.Add(-1)
 	return errors.Join(p.linker.Close(), p.comp.Close())
 }
 
@@ -179,7 +207,8 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", cached), zap.Duration("duration", time.Since(start)))
-	return &Program{Name: name, comp: comp, linker: l}, nil
+	h.live.Add(1)
+	return &Program{Name: name, comp: comp, linker: l, live: &h.live}, nil
 }
 
 // Precompile fills the compile cache with the component at path, as Open

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -42,6 +43,7 @@ type programTable struct {
 	byPath map[string]*progEntry
 	byKey  map[string]*Program
 	closed bool
+	loads  int // loads in progress (each on its own goroutine)
 }
 
 // progEntry is one path's current version: loading until ready is
@@ -61,11 +63,24 @@ type sharing struct {
 	refs int    // callers of Open that have not closed it, plus one per path entry
 }
 
-// Open returns the Program for the component file at path, shared with
-// every other caller that opened the same content. Close it when done;
+// Open is OpenContext without a context: it waits for the load however
+// long it takes.
+func (h *Host) Open(path string) (*Program, error) {
+	return h.OpenContext(context.Background(), path)
+}
+
+// OpenContext returns the Program for the component file at path, shared
+// with every other caller that opened the same content. Close it when done;
 // the Program is released when its last user closes it and its file has
 // changed (or the host is closed).
-func (h *Host) Open(path string) (*Program, error) {
+//
+// A load (compiling a large component takes seconds) runs on a goroutine
+// of its own: when ctx ends first, OpenContext returns ctx's error at
+// once, and the load goes on for the other callers waiting for it. What
+// it loads for nobody (every caller gave up, the file changed or the host
+// was closed meanwhile) it releases. wasmtime cannot interrupt a compile,
+// so Close does not wait for one: the engine is released after the last.
+func (h *Host) OpenContext(ctx context.Context, path string) (*Program, error) {
 	t := &h.programs
 	for {
 		id, err := statID(path)
@@ -78,49 +93,64 @@ func (h *Host) Open(path string) (*Program, error) {
 			return nil, fmt.Errorf("load agent: %w", ErrClosed)
 		}
 		e := t.byPath[path]
-		if e != nil && e.id == id {
-			if e.prog != nil {
-				e.prog.share.refs++
-				t.mu.Unlock()
-				return e.prog, nil
+		if e != nil && e.id == id && e.prog != nil {
+			e.prog.share.refs++
+			t.mu.Unlock()
+			return e.prog, nil
+		}
+		if e == nil || e.id != id || e.ready == nil {
+			if e != nil && e.prog != nil {
+				t.unrefLocked(e.prog) // the file changed: the table lets go of its version
 			}
-			if ready := e.ready; ready != nil {
-				t.mu.Unlock()
-				<-ready
-				if e.err != nil {
-					return nil, e.err // the load this caller waited for failed
-				}
-				continue
+			e = &progEntry{id: id, ready: make(chan struct{})}
+			if t.byPath == nil {
+				t.byPath, t.byKey = map[string]*progEntry{}, map[string]*Program{}
 			}
+			t.byPath[path] = e
+			t.loads++
+			go h.loadEntry(path, e)
 		}
-		if e != nil && e.prog != nil {
-			t.unrefLocked(e.prog) // the file changed: the table lets go of its version
-		}
-		e = &progEntry{id: id, ready: make(chan struct{})}
-		if t.byPath == nil {
-			t.byPath, t.byKey = map[string]*progEntry{}, map[string]*Program{}
-		}
-		t.byPath[path] = e
-		t.mu.Unlock()
-
-		p, err := h.loadShared(path)
-
-		t.mu.Lock()
 		ready := e.ready
-		e.ready, e.err = nil, err
-		current := t.byPath[path] == e && !t.closed
-		switch {
-		case err != nil:
-			if current {
-				delete(t.byPath, path)
-			}
-		case current:
-			e.prog = p
-			p.share.refs++ // the entry's reference
-		}
 		t.mu.Unlock()
-		close(ready)
-		return p, err
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("load agent %s: %w", path, context.Cause(ctx))
+		}
+		if e.err != nil {
+			return nil, e.err // the load this caller waited for failed
+		}
+		// Loaded: the next round takes a reference to it (or, should the
+		// file have changed meanwhile, to its new version).
+	}
+}
+
+// loadEntry loads e, path's current version, and hands the Program to the
+// table's entry; one loaded for nobody is released. The last load to end
+// after Close releases the engine.
+func (h *Host) loadEntry(path string, e *progEntry) {
+	p, err := h.loadShared(path)
+	t := &h.programs
+	t.mu.Lock()
+	ready := e.ready
+	e.ready, e.err = nil, err
+	current := t.byPath[path] == e && !t.closed
+	switch {
+	case err != nil:
+		if current {
+			delete(t.byPath, path)
+		}
+	case current:
+		e.prog = p // the load's reference is the entry's
+	default:
+		t.unrefLocked(p) // nobody wants it
+	}
+	t.loads--
+	last := t.closed && t.loads == 0
+	t.mu.Unlock()
+	close(ready)
+	if last {
+		h.releaseEngine()
 	}
 }
 
@@ -214,8 +244,9 @@ func (t *programTable) unrefLocked(p *Program) {
 }
 
 // closeAll lets go of every table reference (Host.Close): programs that
-// agents still use are released when they close them.
-func (t *programTable) closeAll() {
+// agents still use are released when they close them. It reports how many
+// loads are still in progress: the last of them releases the engine.
+func (t *programTable) closeAll() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
@@ -225,4 +256,13 @@ func (t *programTable) closeAll() {
 		}
 		delete(t.byPath, path)
 	}
+	return t.loads
+}
+
+// loading is how many loads are in progress.
+func (h *Host) loading() int {
+	t := &h.programs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.loads
 }

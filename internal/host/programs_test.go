@@ -1,12 +1,16 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // watHello is watEcho's twin with other bytes: it returns a fixed string.
@@ -139,5 +143,137 @@ func TestOpenFailure(t *testing.T) {
 	defer p.Close()
 	if out := runProgram(t, h, p, "fixed"); out != "fixed" {
 		t.Errorf("run said %q", out)
+	}
+}
+
+// TestOpenContextGivesUpOnACompile: a caller whose context ends while the
+// component compiles (a 12 MB componentize-js agent, seconds on a cold
+// cache) gets its error at once; the compile goes on for a caller still
+// waiting, which gets the Program. When every caller gave up, Close does
+// not wait for the compile: the engine is released after it, and what it
+// compiled for nobody is released too (no Program left alive).
+func TestOpenContextGivesUpOnACompile(t *testing.T) {
+	path := testenv.Agent(t, "agents", "hello")
+	const promptly = 2 * time.Second
+
+	// openCancelled opens path on h with a context cancelled as soon as
+	// the compile is under way, and checks that it returned promptly.
+	openCancelled := func(t *testing.T, h *Host) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for h.loading() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // into the compile
+			cancel()
+		}()
+		start := time.Now()
+		_, err := h.OpenContext(ctx, path)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("OpenContext with a cancelled context: %v", err)
+		}
+		if took := time.Since(start); took > promptly {
+			t.Fatalf("OpenContext returned %v after its context was cancelled, want under %v", took, promptly)
+		}
+		if h.loading() != 1 {
+			t.Fatal("the compile did not go on after its caller gave up (or it was already done: too fast a machine for this test)")
+		}
+	}
+
+	t.Run("another caller still waits", func(t *testing.T) {
+		h := newCacheHost(t, filepath.Join(t.TempDir(), "cache"))
+		got := make(chan error, 1)
+		var p *Program
+		go func() {
+			var err error
+			p, err = h.Open(path)
+			got <- err
+		}()
+		openCancelled(t, h)
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("the caller that waited: %v", err)
+			}
+		case <-time.After(120 * time.Second):
+			t.Fatal("the compile did not end within 120s")
+		}
+		if out, err := waitAgent(t, h.Start(p, AgentConfig{Name: "hello"}, `{"toolings": []}`), 60*time.Second); err != nil {
+			t.Fatalf("the program the compile loaded: %v (%q)", err, out)
+		}
+		p.Close()
+		closeHost(t, h, 0)
+	})
+
+	t.Run("nobody waits", func(t *testing.T) {
+		cache := filepath.Join(t.TempDir(), "cache")
+		h := newCacheHost(t, cache)
+		openCancelled(t, h)
+		start := time.Now()
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > promptly {
+			t.Fatalf("Close took %v with a compile in progress, want under %v", took, promptly)
+		}
+		select {
+		case <-h.Released():
+			t.Fatal("the engine was released under a compile in progress")
+		default:
+		}
+		closeHost(t, h, 120*time.Second)
+		if n := h.live.Load(); n != 0 {
+			t.Fatalf("%d programs alive after the abandoned compile ended, want 0", n)
+		}
+		// The compile's work is kept for the next start.
+		if m, _ := filepath.Glob(filepath.Join(cache, "*"+cacheExt)); len(m) != 1 {
+			t.Errorf("cache entries after the abandoned compile: %v, want 1", m)
+		}
+		if _, err := h.OpenContext(context.Background(), path); !errors.Is(err, ErrClosed) {
+			t.Errorf("OpenContext on a closed host: %v", err)
+		}
+	})
+}
+
+// closeHost closes h and waits up to d for its engine to be released.
+func closeHost(t *testing.T, h *Host, d time.Duration) {
+	t.Helper()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Released():
+	case <-time.After(d):
+		t.Fatalf("the engine was not released within %v of Close", d)
+	}
+}
+
+// TestStopBeforeRun: an agent stopped while it waits for a start slot has
+// nothing to wind down: it ends at once, interrupted, without waiting for
+// its stop grace and without its run being called.
+func TestStopBeforeRun(t *testing.T) {
+	h, err := New(Options{Log: env(t).log, StartConcurrency: 1}, env(t).hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeHost(t, h, 10*time.Second)
+	p, err := h.Load("echo", []byte(watEcho))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	h.starts <- struct{}{} // the only slot, taken
+	a := h.Start(p, AgentConfig{Name: "queued", StopGrace: time.Minute}, "never echoed")
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	a.Stop()
+	out, err := waitAgent(t, a, 5*time.Second)
+	<-h.starts
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "stopped before its run began") || out != "" {
+		t.Fatalf("a stop before run: %q, %v; want interrupted before its run began", out, err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("it ended %v after Stop, want at once (not after its grace)", took)
 	}
 }
