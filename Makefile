@@ -93,7 +93,7 @@ clean: ## remove build outputs
 .PHONY: layout lint-dockerfile
 DESTDIR ?= /tmp/toolhostd-root
 layout: build agents ## install the container image's layout under DESTDIR (deploy/container/install-layout.sh)
-	deploy/container/install-layout.sh --root $(DESTDIR) --toolhostd $(BIN) --agents build/agents --node-modules node_modules
+	deploy/container/install-layout.sh --root $(DESTDIR) --toolhostd $(BIN) --agents build/agents-qjs --node-modules node_modules
 
 check: lint-dockerfile
 lint-dockerfile: node_modules/.package-lock.json ## lint the Dockerfile without a Docker engine (dockerfile-utils, dockerfilelint)

@@ -10,8 +10,11 @@ package container
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // image is what the Dockerfile's final stage says about the running
@@ -109,5 +112,126 @@ func TestInstructions(t *testing.T) {
 	want := []string{"FROM a AS b", "RUN x && y", "ENV A=1 B=2"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("instructions = %q, want %q", got, want)
+	}
+}
+
+// stage is one FROM ... of a Dockerfile and its instructions.
+type stage struct {
+	from  string   // the base image (or stage)
+	name  string   // AS name; "" for the final stage
+	insts []string // the instructions after FROM
+}
+
+// stages splits a Dockerfile into its stages.
+func stages(t *testing.T, path string) []stage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []stage
+	for _, inst := range instructions(string(b)) {
+		kw, rest, _ := strings.Cut(inst, " ")
+		if strings.EqualFold(kw, "FROM") {
+			f := strings.Fields(rest)
+			s := stage{from: f[0]}
+			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+				s.name = f[2]
+			}
+			out = append(out, s)
+			continue
+		}
+		if len(out) == 0 {
+			t.Fatalf("Dockerfile: %q before the first FROM", inst)
+		}
+		out[len(out)-1].insts = append(out[len(out)-1].insts, inst)
+	}
+	if len(out) == 0 {
+		t.Fatal("Dockerfile: no FROM")
+	}
+	return out
+}
+
+// TestDockerfileBuild checks what the image build promises (issue 21):
+// no frontend image to fetch, a supported Node LTS, the optional CA secret
+// on each step that downloads, the final stage mounting only what the
+// layout needs, no install scripts run, the agents in their smallest
+// build, and the system's CA bundle in the image.
+func TestDockerfileBuild(t *testing.T) {
+	path := filepath.Join(testenv.Root(t), "Dockerfile")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(string(b), "\n"); strings.HasPrefix(strings.ReplaceAll(first, " ", ""), "#syntax=") {
+		t.Errorf("Dockerfile: the first line %q makes BuildKit fetch a frontend image (no registry: no build); the built-in frontend handles RUN --mount", first)
+	}
+	all := stages(t, path)
+	final := all[len(all)-1]
+	for _, s := range all {
+		if img, ok := strings.CutPrefix(s.from, "node:"); ok && img != "22-bookworm-slim" {
+			t.Errorf("Dockerfile: FROM %s: want node:22-bookworm-slim (Node 20 is past its end of life)", s.from)
+		}
+	}
+	if final.from != "node:22-bookworm-slim" {
+		t.Errorf("Dockerfile: the final stage is FROM %s, want node:22-bookworm-slim", final.from)
+	}
+	downloads := 0
+	for _, s := range all {
+		for _, inst := range s.insts {
+			kw, rest, _ := strings.Cut(inst, " ")
+			if !strings.EqualFold(kw, "RUN") {
+				continue
+			}
+			goDL := strings.Contains(rest, "go mod download")
+			npmDL := strings.Contains(rest, "npm ci") || strings.Contains(rest, "npm install")
+			if goDL || npmDL {
+				downloads++
+				if !strings.Contains(rest, "--mount=type=secret,id=ca") || !strings.Contains(rest, "if [ -s /run/secrets/ca ]; then export ") {
+					t.Errorf("Dockerfile: %q downloads without the optional secret ca (--mount=type=secret,id=ca, used only when /run/secrets/ca is there)", rest)
+				}
+				if goDL && !strings.Contains(rest, "SSL_CERT_FILE=/run/secrets/ca") {
+					t.Errorf("Dockerfile: %q: go wants the CA as SSL_CERT_FILE", rest)
+				}
+				if npmDL && !strings.Contains(rest, "NODE_EXTRA_CA_CERTS=/run/secrets/ca") {
+					t.Errorf("Dockerfile: %q: npm wants the CA as NODE_EXTRA_CA_CERTS", rest)
+				}
+			} else if strings.Contains(rest, "id=ca") {
+				t.Errorf("Dockerfile: %q mounts the secret ca but downloads nothing", rest)
+			}
+			if npmDL && !strings.Contains(rest, "--ignore-scripts") {
+				t.Errorf("Dockerfile: %q runs install scripts (the pinned node devDependency's downloads a Node.js nobody runs)", rest)
+			}
+			if strings.Contains(rest, "componentize-js") {
+				t.Errorf("Dockerfile: %q builds agents with componentize-js (12 MB each); the image ships the smallest build (componentize-qjs)", rest)
+			}
+		}
+	}
+	if downloads < 3 {
+		t.Errorf("Dockerfile: %d RUN steps download (go mod download, npm ci); want the go modules, the agents' toolchain and the MCP servers", downloads)
+	}
+	certs, compiled := false, false
+	for _, inst := range final.insts {
+		kw, rest, _ := strings.Cut(inst, " ")
+		switch strings.ToUpper(kw) {
+		case "COPY", "ADD":
+			certs = certs || strings.HasSuffix(rest, " /etc/ssl/certs/ca-certificates.crt")
+			if !strings.Contains(rest, "--from=") {
+				t.Errorf("Dockerfile: the final stage copies from the build context (%q): its layers change with files the image does not need", inst)
+			}
+		case "RUN":
+			for _, m := range strings.Fields(rest) {
+				if strings.HasPrefix(m, "--mount=type=bind") && !strings.Contains(m, "from=") && !strings.Contains(m, "source=") {
+					t.Errorf("Dockerfile: %s binds the whole build context into the final stage (editing README.md would rerun it); bind only what the layout needs", m)
+				}
+			}
+			compiled = compiled || strings.Contains(rest, "install-layout.sh")
+		}
+	}
+	if !certs {
+		t.Error("Dockerfile: the final stage has no /etc/ssl/certs/ca-certificates.crt (https:// toolings and OAuth servers fail with x509 errors)")
+	}
+	if !compiled {
+		t.Error("Dockerfile: the final stage does not run install-layout.sh (which precompiles the agents)")
 	}
 }

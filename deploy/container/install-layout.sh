@@ -11,7 +11,8 @@
 #   /opt/toolhostd/node_modules/                the npm MCP servers (runtime dependencies only)
 #   /opt/toolhostd/package.json, package-lock.json
 #   /opt/toolhostd/examples/files/              what the filesystem server may read
-#   /var/cache/toolhostd/                       the compile cache (0700), owned by --owner
+#   /var/cache/toolhostd/                       the compile cache (0700), owned by --owner,
+#                                               with the agents precompiled (toolhostd compile)
 #   /run/toolhostd/                             the control socket's directory (0750), owned by --owner
 #   /var/lib/toolhostd/                         the daemon user's home (0750), owned by --owner
 #
@@ -25,13 +26,20 @@
 #                       (a node_modules of the same package.json, e.g. the
 #                       repository's, dev packages included: only those
 #                       `npm ls --omit=dev` lists are copied); without it
-#                       the script runs `npm ci --omit=dev` (needs the registry)
+#                       the script runs `npm ci --omit=dev` (needs the registry).
+#                       What node never loads is left out: source maps, type
+#                       declarations, TypeScript sources, Markdown (licenses stay).
 #   --owner UID:GID     owner of the writable directories (numeric: the
 #                       user need not exist where the script runs)
 #   --src DIR           the repository (default: two levels above this script)
 set -euo pipefail
 
 die() { echo "install-layout.sh: $*" >&2; exit 64; }
+# npm with a cache of its own, removed on exit, no debug log files and no
+# update check: nothing of it is left in ~/.npm (the image's /root).
+npm_cache="$(mktemp -d)"
+trap 'rm -rf "$npm_cache"' EXIT
+quiet_npm() { npm_config_cache="$npm_cache" npm_config_logs_max=0 npm_config_update_notifier=false npm "$@"; }
 
 root="" bin="" agents="" node_modules="" owner=""
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -66,12 +74,12 @@ cp -R "$src/examples/files" "$opt/examples/files"
 
 rm -rf "$opt/node_modules"
 if [ -n "$node_modules" ]; then
-  from="$(cd "$node_modules/.." && pwd)"
+  from="$(cd -P "$node_modules/.." && pwd)"  # -P: a symlinked node_modules (a git worktree) lists its own tree
   cmp -s "$from/package.json" "$src/package.json" || die "--node-modules: $from/package.json differs from $src/package.json"
   # Every installed package of the runtime tree, parents before children
   # (a parent's copy already holds its nested node_modules).
   mkdir -p "$opt/node_modules"
-  npm ls --prefix "$from" --omit=dev --all --parseable | LC_ALL=C sort | while IFS= read -r dir; do
+  quiet_npm ls --prefix "$from" --omit=dev --all --parseable | LC_ALL=C sort | while IFS= read -r dir; do
     rel="${dir#"$from"/}"
     case "$rel" in node_modules/*) ;; *) continue ;; esac
     [ -e "$opt/$rel" ] && continue
@@ -79,8 +87,10 @@ if [ -n "$node_modules" ]; then
     cp -R "$dir" "$opt/$rel"
   done
 else
-  (cd "$opt" && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force)
+  (cd "$opt" && quiet_npm ci --omit=dev --ignore-scripts --no-audit --no-fund)
 fi
+find "$opt/node_modules" -type f \( -name '*.map' -o -name '*.ts' -o -name '*.d.cts' -o -name '*.d.mts' \
+  -o -name '*.md' -o -name '*.markdown' \) ! -iname 'licen[cs]e*' ! -iname 'notice*' -delete
 for pkg in server-everything server-filesystem; do
   [ -f "$opt/node_modules/@modelcontextprotocol/$pkg/dist/index.js" ] || die "@modelcontextprotocol/$pkg is not in $opt/node_modules"
 done
@@ -88,7 +98,14 @@ chmod -R u+rwX,go+rX,go-w "$opt"
 
 install -d -m 0700 "$root/var/cache/toolhostd"
 install -d -m 0750 "$root/run/toolhostd" "$root/var/lib/toolhostd"
+# The agents precompiled, keyed as the image's serve looks them up (its
+# config, the compile cache of XDG_CACHE_HOME=/var/cache): a first start
+# loads them in milliseconds. wasmtime compiles for this machine's CPU; on
+# one that lacks its features the daemon compiles them again.
+XDG_CACHE_HOME="$root/var/cache" "$root/usr/local/bin/toolhostd" \
+  --config "$root/etc/toolhostd/toolhostd.toml" compile "$opt"/agents/*.wasm >/dev/null
 if [ -n "$owner" ]; then
-  chown "$owner" "$root/var/cache/toolhostd" "$root/run/toolhostd" "$root/var/lib/toolhostd"
+  chown -R "$owner" "$root/var/cache/toolhostd"
+  chown "$owner" "$root/run/toolhostd" "$root/var/lib/toolhostd"
 fi
-echo "install-layout.sh: toolhostd, ${#wasm[@]} agents, the MCP servers and the config installed under $root"
+echo "install-layout.sh: toolhostd, ${#wasm[@]} agents (precompiled), the MCP servers and the config installed under $root"

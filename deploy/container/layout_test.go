@@ -76,12 +76,13 @@ func (l *layout) rewrite(text string, m mapping) string {
 }
 
 // newLayout builds toolhostd and runs install-layout.sh into a temporary
-// root readable by the image's user, with the built agents and a copy of
-// the repository's runtime npm packages.
+// root readable by the image's user, with the agents built as the image
+// builds them (componentize-qjs) and a copy of the repository's runtime npm
+// packages; the script precompiles the agents and leaves no npm log.
 func newLayout(t *testing.T, im image) *layout {
 	t.Helper()
 	repo := testenv.Root(t)
-	agents := filepath.Dir(testenv.Agent(t, "agents", "hello"))
+	agents := filepath.Dir(testenv.Agent(t, "agents-qjs", "hello"))
 	testenv.NPMServer(t, "server-everything")
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -114,10 +115,32 @@ func newLayout(t *testing.T, im image) *layout {
 		t.Fatal(err)
 	}
 	run(t, repo, gobin, "build", "-o", bin, "./cmd/toolhostd")
-	run(t, repo, "bash", filepath.Join(repo, "deploy", "container", "install-layout.sh"),
+	home := filepath.Join(dir, "home")
+	script := exec.Command("bash", filepath.Join(repo, "deploy", "container", "install-layout.sh"),
 		"--root", l.root, "--toolhostd", bin, "--agents", agents,
 		"--node-modules", filepath.Join(repo, "node_modules"),
 		"--owner", fmt.Sprintf("%d:%d", l.uid, l.gid))
+	script.Dir, script.Env = repo, append(os.Environ(), "HOME="+home)
+	if out, err := script.CombinedOutput(); err != nil {
+		t.Fatalf("install-layout.sh: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".npm")); !os.IsNotExist(err) {
+		t.Errorf("install-layout.sh left npm's files in its HOME (the image's /root/.npm): %v", err)
+	}
+	wasm, _ := filepath.Glob(filepath.Join(agents, "*.wasm"))
+	if cwasm, _ := filepath.Glob(l.imagePath("/var/cache/toolhostd/*.cwasm")); len(cwasm) != len(wasm) || len(wasm) == 0 {
+		t.Errorf("install-layout.sh precompiled %d entries for %d agents", len(cwasm), len(wasm))
+	}
+	var unused []string
+	filepath.WalkDir(l.imagePath("/opt/toolhostd/node_modules"), func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() && (strings.HasSuffix(p, ".map") || strings.HasSuffix(p, ".d.ts")) {
+			unused = append(unused, p)
+		}
+		return err
+	})
+	if len(unused) > 0 {
+		t.Errorf("install-layout.sh left %d files node never loads (source maps, type declarations), e.g. %s", len(unused), unused[0])
+	}
 	return l
 }
 
