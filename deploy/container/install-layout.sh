@@ -35,11 +35,12 @@
 set -euo pipefail
 
 die() { echo "install-layout.sh: $*" >&2; exit 64; }
-# npm with a cache of its own, removed on exit, no debug log files and no
-# update check: nothing of it is left in ~/.npm (the image's /root).
+# npm with a cache of its own, removed on exit, no debug log files, no
+# compile cache (node 22's, in /tmp) and no update check: nothing of it is
+# left in ~/.npm (the image's /root) or /tmp.
 npm_cache="$(mktemp -d)"
 trap 'rm -rf "$npm_cache"' EXIT
-quiet_npm() { npm_config_cache="$npm_cache" npm_config_logs_max=0 npm_config_update_notifier=false npm "$@"; }
+quiet_npm() { NODE_DISABLE_COMPILE_CACHE=1 npm_config_cache="$npm_cache" npm_config_logs_max=0 npm_config_update_notifier=false npm "$@"; }
 
 root="" bin="" agents="" node_modules="" owner=""
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
