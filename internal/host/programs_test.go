@@ -203,7 +203,14 @@ func TestOpenContextGivesUpOnACompile(t *testing.T) {
 			t.Fatalf("the program the compile loaded: %v (%q)", err, out)
 		}
 		p.Close()
-		closeHost(t, h, 0)
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-h.Released(): // at once: no compile is left
+		default:
+			t.Fatal("Close with no compile in progress did not release the engine")
+		}
 	})
 
 	t.Run("nobody waits", func(t *testing.T) {
