@@ -90,8 +90,11 @@ if [ -n "$node_modules" ]; then
 else
   (cd "$opt" && quiet_npm ci --omit=dev --ignore-scripts --no-audit --no-fund)
 fi
+# server-everything serves its dist/docs (Markdown) as resources: the
+# shipped watcher agent reads one of them.
 find "$opt/node_modules" -type f \( -name '*.map' -o -name '*.ts' -o -name '*.d.cts' -o -name '*.d.mts' \
-  -o -name '*.md' -o -name '*.markdown' \) ! -iname 'licen[cs]e*' ! -iname 'notice*' -delete
+  -o -name '*.md' -o -name '*.markdown' \) ! -iname 'licen[cs]e*' ! -iname 'notice*' \
+  ! -path '*/server-everything/dist/docs/*' -delete
 for pkg in server-everything server-filesystem; do
   [ -f "$opt/node_modules/@modelcontextprotocol/$pkg/dist/index.js" ] || die "@modelcontextprotocol/$pkg is not in $opt/node_modules"
 done

@@ -141,6 +141,10 @@ func newLayout(t *testing.T, im image) *layout {
 	if len(unused) > 0 {
 		t.Errorf("install-layout.sh left %d files node never loads (source maps, type declarations), e.g. %s", len(unused), unused[0])
 	}
+	// The watcher agent of the shipped config reads this resource.
+	if _, err := os.Stat(l.imagePath("/opt/toolhostd/node_modules/@modelcontextprotocol/server-everything/dist/docs/features.md")); err != nil {
+		t.Errorf("install-layout.sh removed the documents server-everything serves as resources: %v", err)
+	}
 	return l
 }
 
