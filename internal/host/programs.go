@@ -258,11 +258,3 @@ func (t *programTable) closeAll() int {
 	}
 	return t.loads
 }
-
-// loading is how many loads are in progress.
-func (h *Host) loading() int {
-	t := &h.programs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.loads
-}

@@ -284,3 +284,12 @@ func TestStopBeforeRun(t *testing.T) {
 		t.Errorf("it ended %v after Stop, want at once (not after its grace)", took)
 	}
 }
+
+// loading is how many loads are in progress (for the tests that stop
+// waiting for one).
+func (h *Host) loading() int {
+	t := &h.programs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.loads
+}
