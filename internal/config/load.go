@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pelletier/go-toml/v2"
 )
 
 // Defaults applied to keys the file leaves out. `toolhostd config default`
@@ -49,16 +47,23 @@ func Load(path string) (*Config, error) {
 // listing every problem found, in document order.
 func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, dir: baseDir(name)}
+	if len(data) > MaxSize {
+		return nil, Errors{&Error{File: name, Line: 1, Col: 1, Msg: fmt.Sprintf("the config is %d bytes; at most %d (%d MiB) are read", len(data), MaxSize, MaxSize>>20)}}
+	}
 	if e := checkNesting(name, data); e != nil {
 		return nil, Errors{e}
 	}
-	var doc map[string]any
-	if err := toml.Unmarshal(data, &doc); err != nil {
-		return nil, Errors{d.tomlError(data, err)}
-	}
 	ix, err := buildIndex(data)
-	if err != nil { // toml.Unmarshal accepted the document: should not happen
-		return nil, Errors{&Error{File: name, Msg: "toml: " + err.Error()}}
+	if err != nil {
+		// A syntax error: buildDocument names its position.
+		ix = nil
+	}
+	doc, err := buildDocument(data)
+	if err != nil {
+		return nil, Errors{d.documentError(data, ix, err)}
+	}
+	if ix == nil { // buildDocument accepted the document: should not happen
+		return nil, Errors{&Error{File: name, Msg: "toml: the document parses once and not twice"}}
 	}
 	d.ix = ix
 	c := d.config(doc)
@@ -119,19 +124,17 @@ func (d *decoder) errAt(path []string, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: p.line, Col: p.col, Key: displayPath(path), Msg: fmt.Sprintf(format, args...)})
 }
 
-// tomlError converts go-toml's error. Its key is relative to the table open
-// at the error; when the document parses (a semantic error such as a
-// duplicate key) the table headers make it a full path.
-func (d *decoder) tomlError(data []byte, err error) *Error {
-	e := &Error{File: d.file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
-	var de *toml.DecodeError
+// documentError converts buildDocument's error; ix, when the document
+// parses, gives its key's position.
+func (d *decoder) documentError(data []byte, ix *index, err error) *Error {
+	e := &Error{File: d.file, Msg: err.Error()}
+	var de *docError
 	if errors.As(err, &de) {
-		e.Line, e.Col = de.Position()
-		key := []string(de.Key())
-		if ix, perr := buildIndex(data); perr == nil && len(key) > 0 {
-			key = ix.qualify(e.Line, key)
+		if ix == nil {
+			ix = &index{data: data, lineStart: lineStarts(data)}
 		}
-		e.Key = displayPath(key)
+		p := ix.offsetPos(de.off)
+		e.Line, e.Col, e.Key = p.line, p.col, displayPath(de.path)
 	}
 	return e
 }

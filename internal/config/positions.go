@@ -18,29 +18,10 @@ type index struct {
 	data      []byte
 	lineStart []int
 	at        map[string]pos
-	headers   []header // every table header, in document order
-}
-
-// header is a [table] or [[array table]] line and the path it opens.
-type header struct {
-	line int
-	path []string
-}
-
-// qualify turns a key relative to the table open at line into a full path.
-// A key on a header line is already full.
-func (ix *index) qualify(line int, key []string) []string {
-	var prefix []string
-	for _, h := range ix.headers {
-		if h.line == line {
-			return key
-		}
-		if h.line > line {
-			break
-		}
-		prefix = h.path
-	}
-	return append(append([]string(nil), prefix...), key...)
+	// elems holds, per array path, the offset of each element: arrays
+	// can be long, and a path key per element would cost more than the
+	// element.
+	elems map[string][]int32
 }
 
 // pathKey is the index key of a path: parts joined with NUL (key parts may
@@ -49,6 +30,15 @@ func pathKey(path []string) string { return strings.Join(path, "\x00") }
 
 // elem is the path part for array element i.
 func elem(i int) string { return "\x01" + strconv.Itoa(i) }
+
+// elemIndex is the index of an elem path part; !ok for a key.
+func elemIndex(part string) (int, bool) {
+	if !strings.HasPrefix(part, "\x01") {
+		return 0, false
+	}
+	i, err := strconv.Atoi(part[1:])
+	return i, err == nil
+}
 
 // displayPath formats a path for humans: tooling.fs.command,
 // agent.w.toolings[1], tooling."a.b".url.
@@ -87,12 +77,7 @@ func isBareKey(s string) bool {
 // buildIndex parses data with go-toml's AST parser and records the position
 // of every key path. It returns the parser's error, if any.
 func buildIndex(data []byte) (*index, error) {
-	ix := &index{data: data, lineStart: []int{0}, at: map[string]pos{}}
-	for i, c := range data {
-		if c == '\n' {
-			ix.lineStart = append(ix.lineStart, i+1)
-		}
-	}
+	ix := &index{data: data, lineStart: lineStarts(data), at: map[string]pos{}, elems: map[string][]int32{}}
 	var p unstable.Parser
 	p.Reset(data)
 	var prefix []string
@@ -115,12 +100,22 @@ func buildIndex(data []byte) (*index, error) {
 				prefix = append(append([]string(nil), parts...), elem(n))
 				ix.record(prefix, hp)
 			}
-			ix.headers = append(ix.headers, header{line: hp.line, path: prefix})
 		case unstable.KeyValue:
 			ix.keyValue(prefix, e)
 		}
 	}
 	return ix, p.Error()
+}
+
+// lineStarts is the offset of every line's first byte.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
 }
 
 func keyOf(it unstable.Iterator) ([]string, []*unstable.Node) {
@@ -148,7 +143,8 @@ func (ix *index) keyValue(prefix []string, kv *unstable.Node) {
 func (ix *index) value(path []string, v *unstable.Node, fallback pos) {
 	switch v.Kind {
 	case unstable.Array:
-		i := 0
+		k := pathKey(path)
+		offs := ix.elems[k]
 		for it := v.Children(); it.Next(); {
 			n := it.Node()
 			if n.Kind == unstable.Comment {
@@ -158,10 +154,13 @@ func (ix *index) value(path []string, v *unstable.Node, fallback pos) {
 			if n.Raw.Length > 0 {
 				p = ix.nodePos(n)
 			}
-			ep := append(append([]string(nil), path...), elem(i))
-			ix.record(ep, p)
-			ix.value(ep, n, p)
-			i++
+			offs = append(offs, int32(ix.lineStart[p.line-1]+p.col-1))
+			if n.Kind == unstable.Array || n.Kind == unstable.InlineTable {
+				ix.value(append(path[:len(path):len(path)], elem(len(offs)-1)), n, p)
+			}
+		}
+		if _, seen := ix.elems[k]; !seen {
+			ix.elems[k] = offs
 		}
 	case unstable.InlineTable:
 		for it := v.Children(); it.Next(); {
@@ -202,6 +201,11 @@ func (ix *index) offsetPos(off int) pos {
 // or 1:1 for the document.
 func (ix *index) lookup(path []string) pos {
 	for n := len(path); n > 0; n-- {
+		if i, ok := elemIndex(path[n-1]); ok {
+			if offs := ix.elems[pathKey(path[:n-1])]; i < len(offs) {
+				return ix.offsetPos(int(offs[i]))
+			}
+		}
 		if p, ok := ix.at[pathKey(path[:n])]; ok {
 			return p
 		}
