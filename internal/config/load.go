@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,13 @@ const (
 
 // Load reads the file at path and parses it with Parse.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	// One byte past MaxSize is enough for Parse to refuse the file.
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -48,7 +55,7 @@ func Load(path string) (*Config, error) {
 func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, dir: baseDir(name)}
 	if len(data) > MaxSize {
-		return nil, Errors{&Error{File: name, Line: 1, Col: 1, Msg: fmt.Sprintf("the config is %d bytes; at most %d (%d MiB) are read", len(data), MaxSize, MaxSize>>20)}}
+		return nil, Errors{&Error{File: name, Line: 1, Col: 1, Msg: fmt.Sprintf("the config is more than %d bytes (%d MiB)", MaxSize, MaxSize>>20)}}
 	}
 	if e := checkNesting(name, data); e != nil {
 		return nil, Errors{e}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -107,5 +109,24 @@ func TestParseFleet(t *testing.T) {
 	}
 	if tl := c.Tooling["t99000"]; len(c.Tooling) != 100 || tl == nil || len(tl.Env) != 1000 || tl.Env["K99999"] != "v" {
 		t.Errorf("%d toolings; t99000 = %+v", len(c.Tooling), tl)
+	}
+}
+
+// TestLoadTooLarge: a file past MaxSize (a sparse 256 MiB one) is refused
+// with the bound, before it is parsed.
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.toml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4 * MaxSize); err != nil { // a sparse file of NULs
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Load(path)
+	want := fmt.Sprintf("%s:1:1: the config is more than %d bytes (64 MiB)", path, MaxSize)
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
