@@ -31,6 +31,8 @@ log_format = "console"          # console | json
 # control_token = "${env:TOOLHOSTD_TOKEN}"    # clients send "Authorization: Bearer <token>"
 # state_dir = "/var/lib/toolhostd"   # OAuth tokens (oauth/NAME.json, mode 0600); default:
 #                                 # $STATE_DIRECTORY, else $XDG_STATE_HOME/toolhostd, else ~/.local/state/toolhostd
+# max_threads = 10000             # OS threads: each agent waiting in recv holds one, so at most
+#                                 # max_threads - 256 agents; raise it with ulimit -u and TasksMax
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.

@@ -43,6 +43,14 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			s, _ := d.asPlainString(p, v)
 			h.StateDir = d.resolvePath(s)
 		},
+		"max_threads": func(p []string, v any) {
+			n, ok := d.asInt(p, v, MinMaxThreads)
+			if ok && n > MaxMaxThreads {
+				d.errAt(p, "must be at most %d, got %d", MaxMaxThreads, n)
+				return
+			}
+			h.MaxThreads = n
+		},
 	})
 	// An empty string is the same as the key left out (no TCP, no token).
 	if h.ControlListen != "" && h.ControlToken == "" && !d.erred(child(path, "control_token"), 0) {

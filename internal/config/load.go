@@ -30,6 +30,13 @@ const (
 	DefaultStopGrace          = 10 * time.Second
 	DefaultLogRate            = 1000  // guest log lines per second
 	DefaultLogBurst           = 10000 // guest log lines at once
+	DefaultMaxThreads         = 10000 // the Go runtime's own default
+)
+
+// The range of host.max_threads.
+const (
+	MinMaxThreads = 1000
+	MaxMaxThreads = 1000000
 )
 
 // Load reads the file at path and parses it with Parse.
@@ -273,6 +280,9 @@ func (d *decoder) config(doc map[string]any) *Config {
 	}
 	if c.Host.LogFormat == "" {
 		c.Host.LogFormat = DefaultLogFormat
+	}
+	if c.Host.MaxThreads == 0 {
+		c.Host.MaxThreads = DefaultMaxThreads
 	}
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {

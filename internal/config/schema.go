@@ -40,6 +40,10 @@ type Host struct {
 	// StateDir keeps state that outlives a process, such as OAuth tokens
 	// (default: see Config.StateDir).
 	StateDir string `toml:"state_dir" json:",omitempty"`
+	// MaxThreads bounds the process's OS threads (runtime/debug's
+	// SetMaxThreads): every agent waiting in recv or a blocking host call
+	// holds one, so it bounds the agents one host can run.
+	MaxThreads int `toml:"max_threads"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold

@@ -143,6 +143,10 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	if log == nil {
 		log = zap.NewNop()
 	}
+	if err := checkThreads(cfg, maxThreads(cfg)); err != nil {
+		return nil, err
+	}
+	raiseMaxThreads(maxThreads(cfg))
 	d := &Daemon{
 		cfgPath:  cfgPath,
 		log:      log.Named("daemon"),

@@ -104,6 +104,11 @@ func (d *Daemon) Reload() error {
 		d.log.Error("reload refused: the config has errors; keeping the running one", zap.String("config", d.cfgPath), zap.Error(err))
 		return fmt.Errorf("reload: %w", err)
 	}
+	// [host] applies at restart: the running thread limit bounds the agents.
+	if err := checkThreads(cur, maxThreads(old)); err != nil {
+		d.log.Error("reload refused; keeping the running config", zap.Error(err))
+		return fmt.Errorf("reload: %w", err)
+	}
 	if needsFuel(cur) && !d.fuel {
 		d.log.Error("reload refused; keeping the running config", zap.Error(ErrNeedsFuel))
 		return fmt.Errorf("reload: %w", ErrNeedsFuel)

@@ -91,6 +91,16 @@ func TestReload(t *testing.T) {
 	if err := r.d.Reload(); !errors.Is(err, ErrNeedsFuel) {
 		t.Fatalf("reload adding a fuel limit: %v", err)
 	}
+	// So are more agents than the running host.max_threads leaves threads
+	// for: a higher max_threads in the new file applies only at restart.
+	var many strings.Builder
+	for i := range config.DefaultMaxThreads - threadReserve {
+		many.WriteString(agent(fmt.Sprintf("m%d", i), "x"))
+	}
+	writeConfig(t, dir, strings.Replace(v2, "[host]\n", "[host]\nmax_threads = 20000\n", 1)+many.String())
+	if err := r.d.Reload(); !errors.Is(err, ErrTooManyAgents) {
+		t.Fatalf("reload to %d agents: %v", config.DefaultMaxThreads-threadReserve+3, err)
+	}
 	after := r.d.Agents()
 	if len(after) != len(before) {
 		t.Fatalf("agents after refused reloads: %+v", after)
