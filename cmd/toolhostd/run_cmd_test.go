@@ -256,7 +256,7 @@ type serveProc struct {
 
 // startServe starts `toolhostd --config cfgPath serve` with env added to
 // the test's environment; the test's cleanup kills it if it still runs.
-func startServe(t *testing.T, cfgPath string, env ...string) *serveProc {
+func startServe(t testing.TB, cfgPath string, env ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{cmd: exec.Command(os.Args[0], "--config", cfgPath, "serve"), out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), envAsMain+"=1"), env...)

@@ -20,8 +20,9 @@ var (
 	// the engine meters fuel only when toolhostd starts with one.
 	ErrNeedsFuel = errors.New("limits.fuel needs fuel metering, which toolhostd enables only at start when some agent has limits.fuel > 0; restart toolhostd to apply this config")
 	// ErrTooManyAgents refuses a config with more agents than
-	// host.max_threads leaves threads for (see threads.go).
-	ErrTooManyAgents = errors.New("too many agents for host.max_threads")
+	// host.max_threads leaves threads for, or than vm.max_map_count leaves
+	// memory mappings for (see threads.go).
+	ErrTooManyAgents = errors.New("too many agents for this host")
 	// ErrServed is returned by a second call of Serve.
 	ErrServed = errors.New("the daemon was already served")
 )

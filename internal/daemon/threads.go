@@ -1,6 +1,6 @@
 package daemon
 
-// The OS-thread ceiling on agents.
+// The OS-thread and memory-mapping ceilings on agents.
 //
 // Every agent waiting in inbox.recv, or in any blocking host call, holds an
 // OS thread: the guest's stack is on that thread, inside a wasmtime call,
@@ -11,10 +11,21 @@ package daemon
 // past runtime/debug.SetMaxThreads threads (10,000 by default), so the
 // daemon refuses a config with more agents than host.max_threads leaves
 // room for, at start and on reload, rather than crash under load.
+//
+// Each agent also costs about eight memory mappings (measured: 7.7 for an
+// idle componentize-qjs agent; its linear memory and guard regions, its
+// thread's stack and guard), and Linux refuses mappings past
+// vm.max_map_count (65530 by default): a thread stack that cannot be
+// mapped makes pthread_create fail, which the Go runtime turns into an
+// abort (seen at 8,551 agents). So the daemon refuses a config that would
+// pass that bound too.
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 
 	"github.com/toolhostd/toolhostd/internal/config"
 )
@@ -33,13 +44,52 @@ func maxThreads(cfg *config.Config) int {
 }
 
 // checkThreads refuses a config whose agents could need more threads than
-// maxThreads allows.
+// maxThreads allows, or more memory mappings than the system allows.
 func checkThreads(cfg *config.Config, maxThreads int) error {
+	if err := checkMaps(cfg); err != nil {
+		return err
+	}
 	if need := len(cfg.Agent) + threadReserve; need > maxThreads {
 		return fmt.Errorf("%w: %d agents need up to %d OS threads (one each while it waits in recv or a blocking call, and %d for the runtime), more than host.max_threads = %d; raise host.max_threads (with ulimit -u, kernel.threads-max and systemd's TasksMax) or spread the agents over more hosts",
 			ErrTooManyAgents, len(cfg.Agent), need, threadReserve, maxThreads)
 	}
 	return nil
+}
+
+// mapsPerAgent and mapReserve estimate the memory mappings a host needs.
+const (
+	mapsPerAgent = 8
+	mapReserve   = 1000
+)
+
+// maxMapCountFile is Linux's bound on a process's memory mappings.
+var maxMapCountFile = "/proc/sys/vm/max_map_count"
+
+// checkMaps refuses a config whose agents would need more memory mappings
+// than vm.max_map_count allows; where the bound cannot be read (not
+// Linux), nothing is checked.
+func checkMaps(cfg *config.Config) error {
+	data, err := os.ReadFile(maxMapCountFile)
+	if err != nil {
+		return nil
+	}
+	limit, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil
+	}
+	if need := len(cfg.Agent)*mapsPerAgent + mapReserve; need > limit {
+		return fmt.Errorf("%w: %d agents need about %d memory mappings (%d each, and %d for the rest), more than vm.max_map_count = %d; raise it (sysctl -w vm.max_map_count=%d) or spread the agents over more hosts",
+			ErrTooManyAgents, len(cfg.Agent), need, mapsPerAgent, mapReserve, limit, roundUpPow2(need))
+	}
+	return nil
+}
+
+func roundUpPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // raiseMaxThreads sets the process's thread limit to n unless it is higher
