@@ -11,61 +11,33 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 )
 
-// TestNewRefusesMoreAgentsThanThreads: with host.max_threads = 1000, 744
-// agents fit (744 + the 256 reserved) and 745 are refused with a message
-// that says why and what to change, before anything starts.
-func TestNewRefusesMoreAgentsThanThreads(t *testing.T) {
-	doc := func(agents int) string {
-		var b strings.Builder
-		b.WriteString("version = 1\n[host]\nmax_threads = 1000\n")
-		for i := range agents {
-			fmt.Fprintf(&b, "[agent.a%d]\ncomponent = \"a.wasm\"\n", i)
-		}
-		return b.String()
-	}
+// TestNewRefusesMoreAgentsThanTheHostHolds: New refuses, before anything
+// starts, a config with more agents than host.max_threads leaves threads
+// for (agents + 256 reserved) or than vm.max_map_count leaves mappings for
+// (8 per agent + 1000), saying why and what to change; one agent fewer
+// fits.
+func TestNewRefusesMoreAgentsThanTheHostHolds(t *testing.T) {
 	for _, tc := range []struct {
-		agents int
-		ok     bool
-	}{{744, true}, {745, false}} {
-		t.Run(fmt.Sprint(tc.agents), func(t *testing.T) {
-			cfg, err := config.Parse("/cfg/t.toml", []byte(doc(tc.agents)))
-			if err != nil {
+		name                string
+		maxThreads, maxMaps int
+		agents              int
+		want                string // "": accepted
+	}{
+		{"threads fit", 1000, 1 << 20, 744, ""},
+		{"threads", 1000, 1 << 20, 745, "too many agents for this host: 745 agents need up to 1001 OS threads (one each while it waits in recv or a blocking call, and 256 for the runtime), more than host.max_threads = 1000; raise host.max_threads"},
+		{"mappings fit", 2000, 9000, 1000, ""},
+		{"mappings", 2000, 9000, 1001, "too many agents for this host: 1001 agents need about 9008 memory mappings (8 each, and 1000 for the rest), more than vm.max_map_count = 9000; raise it (sysctl -w vm.max_map_count=16384)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "max_map_count")
+			if err := os.WriteFile(file, []byte(fmt.Sprintf("%d\n", tc.maxMaps)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			d, err := New("/cfg/t.toml", cfg, nil)
-			if tc.ok {
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.Close()
-				return
-			}
-			want := "too many agents for this host: 745 agents need up to 1001 OS threads (one each while it waits in recv or a blocking call, and 256 for the runtime), more than host.max_threads = 1000; raise host.max_threads"
-			if !errors.Is(err, ErrTooManyAgents) || !strings.HasPrefix(err.Error(), want) {
-				t.Fatalf("got %v\nwant %s…", err, want)
-			}
-		})
-	}
-}
-
-// TestNewRefusesMoreAgentsThanMappings: with vm.max_map_count at 9000,
-// 1000 agents fit (1000 × 8 + 1000) and 1001 are refused, naming the
-// sysctl to raise.
-func TestNewRefusesMoreAgentsThanMappings(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "max_map_count")
-	if err := os.WriteFile(file, []byte("9000\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := maxMapCountFile
-	maxMapCountFile = file
-	t.Cleanup(func() { maxMapCountFile = old })
-	for _, tc := range []struct {
-		agents int
-		ok     bool
-	}{{1000, true}, {1001, false}} {
-		t.Run(fmt.Sprint(tc.agents), func(t *testing.T) {
+			old := maxMapCountFile
+			maxMapCountFile = file
+			t.Cleanup(func() { maxMapCountFile = old })
 			var b strings.Builder
-			b.WriteString("version = 1\n[host]\nmax_threads = 2000\n")
+			fmt.Fprintf(&b, "version = 1\n[host]\nmax_threads = %d\n", tc.maxThreads)
 			for i := range tc.agents {
 				fmt.Fprintf(&b, "[agent.a%d]\ncomponent = \"a.wasm\"\n", i)
 			}
@@ -74,16 +46,15 @@ func TestNewRefusesMoreAgentsThanMappings(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, err := New("/cfg/t.toml", cfg, nil)
-			if tc.ok {
+			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				d.Close()
 				return
 			}
-			want := "too many agents for this host: 1001 agents need about 9008 memory mappings (8 each, and 1000 for the rest), more than vm.max_map_count = 9000; raise it (sysctl -w vm.max_map_count=16384)"
-			if !errors.Is(err, ErrTooManyAgents) || !strings.HasPrefix(err.Error(), want) {
-				t.Fatalf("got %v\nwant %s…", err, want)
+			if !errors.Is(err, ErrTooManyAgents) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %s…", err, tc.want)
 			}
 		})
 	}
