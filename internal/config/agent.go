@@ -107,7 +107,8 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 		"stop_grace": func(p []string, v any) {
 			a.StopGrace, _ = d.asDuration(p, v, false)
 		},
-		"grants": func(p []string, v any) { a.Grants = d.grants(p, v) },
+		"grants":    func(p []string, v any) { a.Grants, a.ProviderGrants = d.grants(p, v) },
+		"providers": func(p []string, v any) { a.Providers = d.agentProviders(p, v) },
 	})
 	d.checkGrants(path, a)
 	if _, ok := m["component"]; !ok {

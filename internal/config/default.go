@@ -12,8 +12,8 @@ const defaultConfig = `# toolhostd.toml: toolhostd's configuration (TOML, https:
 # directory. Durations are Go durations: "250ms", "10s", "1m30s".
 #
 # Secrets: in a tooling's command, args, env, url, headers and oauth
-# client_id and client_secret, in [host] control_token and in an
-# agent's env, "${env:NAME}" is replaced by the environment variable NAME and
+# client_id and client_secret, in a provider's api_key, base_url and headers,
+# in [host] control_token and in an agent's env, "${env:NAME}" is replaced by the environment variable NAME and
 # "${file:/abs/path}" by the file's content (one trailing newline dropped)
 # when the value is used: never at load, never in logs. Write "$${" for a
 # literal "${".
@@ -29,7 +29,7 @@ log_format = "console"          # console | json
 #                                 # default: $RUNTIME_DIRECTORY/toolhostd.sock, else this path
 # control_listen = "127.0.0.1:7070"           # also on TCP, only with a bearer token:
 # control_token = "${env:TOOLHOSTD_TOKEN}"    # clients send "Authorization: Bearer <token>"
-# state_dir = "/var/lib/toolhostd"   # OAuth tokens (oauth/NAME.json, mode 0600); default:
+# state_dir = "/var/lib/toolhostd"   # OAuth tokens (oauth/NAME.json, mode 0600), provider budgets (budgets/); default:
 #                                 # $STATE_DIRECTORY, else $XDG_STATE_HOME/toolhostd, else ~/.local/state/toolhostd
 # max_threads = 10000             # OS threads: each agent waiting in recv holds one, so at most
 #                                 # max_threads - 256 agents; raise it with ulimit -u and TasksMax
@@ -78,6 +78,26 @@ elicitation = "decline"         # decline | accept-defaults (accept, each field 
 #                                 # grant_type = "client_credentials" (needs client_id and client_secret):
 #                                 # no login, for servers that let a client authenticate itself.
 
+# One [provider.<name>] per model endpoint an agent may chat with (the host holds
+# the key; agents never see it). Provider and tooling names share one namespace.
+# [provider.gpt]
+# kind = "openai"                 # openai (Chat Completions: OpenAI and any compatible server,
+#                                 # e.g. vLLM, llama.cpp, Ollama, LM Studio, OpenRouter) | anthropic (Messages API)
+# base_url = "http://127.0.0.1:11434/v1"   # default: the API's public endpoint
+# api_key = "${env:OPENAI_API_KEY}"        # a ${env:...} or ${file:...} reference, resolved at each
+#                                 # request; never a literal key. Leave it out for a server without keys
+# model = "gpt-4o-mini"           # required: the model of a request that names none
+# headers = { "OpenAI-Organization" = "org-123" }   # added to every request
+# timeout = "10m"                 # one attempt, a whole stream included
+# max_retries = 2                 # the SDK's retries of 408, 409, 429 (after Retry-After), 5xx and
+#                                 # connection errors, with exponential backoff
+# max_tokens = 4096               # a request's default max_tokens, and its cap
+#
+# [provider.claude]
+# kind = "anthropic"
+# api_key = "${file:/run/secrets/anthropic}"
+# model = "claude-sonnet-4-5"
+
 # One [agent.<name>] per agent run by "toolhostd serve".
 [agent.watcher]
 component = "agents/watch.wasm" # the WebAssembly component (required)
@@ -92,6 +112,16 @@ limits = { memory = "256MiB", fuel = 0, run_timeout = "0s", log_rate = 1000, log
                                 # "256MiB", "1GB", ...; log_rate: guest log lines (log.write,
                                 # stdout, stderr) per second, log_burst at once; more are dropped
 stop_grace = "10s"              # on stop, time to return before the agent is interrupted
+# providers = ["gpt"]             # the providers the agent may get (none when left out)
+# An agent's limits on a provider: [agent.<name>.grants.<provider>]; every key is optional.
+# [agent.watcher.grants.gpt]
+# models = ["gpt-4o*"]            # globs of the models it may ask for (the default model too)
+# max_concurrent_calls = 4        # requests running at once; more fail with busy
+# requests_per_minute = 30        # more fail with busy
+# tokens_per_hour = 200000        # input + output tokens over the last hour; over it a request
+# tokens_per_day = 2000000        # fails at once with busy, naming the budget (kept in state_dir)
+# max_tokens = 1024               # caps each request's max_tokens
+# audit_arguments = false         # the audit log may carry the message text
 `
 
 // Default returns the commented example config printed by

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,22 +16,42 @@ type Grant struct {
 	MaxConcurrentCalls int      `toml:"max_concurrent_calls,omitzero"`
 	CallsPerSecond     float64  `toml:"calls_per_second,omitzero"`
 	AuditArguments     bool     `toml:"audit_arguments,omitzero"`
+
+	// The keys of a provider grant, so that go-toml's own decoder reads
+	// an agent's grants table whole. Parse decodes the grants of
+	// providers into Agent.ProviderGrants: here they are always zero.
+	Models            []string `toml:"models,omitzero" json:"-"`
+	RequestsPerMinute float64  `toml:"requests_per_minute,omitzero" json:"-"`
+	TokensPerHour     int64    `toml:"tokens_per_hour,omitzero" json:"-"`
+	TokensPerDay      int64    `toml:"tokens_per_day,omitzero" json:"-"`
+	MaxTokens         int      `toml:"max_tokens,omitzero" json:"-"`
 }
 
-// grants decodes an agent's grants table; each key must name a tooling in
-// granted (the agent's toolings list, checked by the caller once known).
-func (d *decoder) grants(path []string, v any) map[string]*Grant {
+// grants decodes an agent's grants table: a key naming a provider is a
+// provider grant, any other a tooling grant; each must be in the agent's
+// toolings or providers list (checked by the caller once known).
+func (d *decoder) grants(path []string, v any) (map[string]*Grant, map[string]*ProviderGrant) {
 	m, ok := d.asTable(path, v)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := make(map[string]*Grant, len(m))
+	var prov map[string]*ProviderGrant
 	for _, name := range sortedKeys(m) {
+		if d.providers[name] && !d.toolings[name] {
+			if g := d.providerGrant(child(path, name), m[name]); g != nil {
+				if prov == nil {
+					prov = map[string]*ProviderGrant{}
+				}
+				prov[name] = g
+			}
+			continue
+		}
 		if g := d.grant(child(path, name), m[name]); g != nil {
 			out[name] = g
 		}
 	}
-	return out
+	return out, prov
 }
 
 func (d *decoder) grant(path []string, v any) *Grant {
@@ -99,8 +120,13 @@ func checkPattern(s string) string {
 }
 
 // checkGrants reports a grants table naming a tooling the agent is not
-// granted in its toolings list.
+// granted in its toolings list, or a provider not in its providers list.
 func (d *decoder) checkGrants(path []string, a *Agent) {
+	for _, name := range sortedKeys(a.ProviderGrants) {
+		if !slices.Contains(a.Providers, name) {
+			d.errAt(child(child(path, "grants"), name), "limits provider %q, which is not in this agent's providers", name)
+		}
+	}
 	for _, name := range sortedKeys(a.Grants) {
 		granted := false
 		for _, t := range a.Toolings {

@@ -131,6 +131,7 @@ type decoder struct {
 	ix        *index
 	errs      Errors
 	toolings  map[string]bool // names declared under [tooling], valid or not
+	providers map[string]bool // names declared under [provider], valid or not
 }
 
 func (d *decoder) errAt(path []string, format string, args ...any) {
@@ -223,11 +224,16 @@ func editDistance(a, b string) int {
 }
 
 func (d *decoder) config(doc map[string]any) *Config {
-	c := &Config{Path: d.file, Tooling: map[string]*Tooling{}, Agent: map[string]*Agent{}}
-	d.toolings = map[string]bool{}
+	c := &Config{Path: d.file, Tooling: map[string]*Tooling{}, Agent: map[string]*Agent{}, Provider: map[string]*Provider{}}
+	d.toolings, d.providers = map[string]bool{}, map[string]bool{}
 	if tm, ok := doc["tooling"].(map[string]any); ok {
 		for k := range tm {
 			d.toolings[k] = true
+		}
+	}
+	if pm, ok := doc["provider"].(map[string]any); ok {
+		for k := range pm {
+			d.providers[k] = true
 		}
 	}
 	versionSet := false
@@ -257,6 +263,17 @@ func (d *decoder) config(doc map[string]any) *Config {
 			for _, name := range sortedKeys(m) {
 				if t := d.tooling(child(p, name), name, m[name]); t != nil {
 					c.Tooling[name] = t
+				}
+			}
+		},
+		"provider": func(p []string, v any) {
+			m, ok := d.asTable(p, v)
+			if !ok {
+				return
+			}
+			for _, name := range sortedKeys(m) {
+				if pr := d.provider(child(p, name), name, m[name]); pr != nil {
+					c.Provider[name] = pr
 				}
 			}
 		},

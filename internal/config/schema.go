@@ -12,6 +12,8 @@ type Config struct {
 	Host    Host                `toml:"host"`
 	Tooling map[string]*Tooling `toml:"tooling"`
 	Agent   map[string]*Agent   `toml:"agent"`
+	// Provider is the model endpoints, by name (provider.go).
+	Provider map[string]*Provider `toml:"provider" json:",omitempty"`
 
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
@@ -100,6 +102,13 @@ type Agent struct {
 	StopGrace      Duration          `toml:"stop_grace"`
 	// Grants narrow the toolings granted, by tooling name (grants.go).
 	Grants map[string]*Grant `toml:"grants" json:",omitempty"`
+	// Providers are the providers the agent may get; each names a
+	// [provider.X]. None when left out.
+	Providers []string `toml:"providers" json:",omitempty"`
+	// ProviderGrants are the agent's limits on the providers granted, by
+	// provider name: the [agent.X.grants.P] tables whose P is a provider
+	// (toolings and providers share one namespace).
+	ProviderGrants map[string]*ProviderGrant `toml:"-" json:",omitempty"`
 }
 
 // Backoff is an initial and a maximum delay.
