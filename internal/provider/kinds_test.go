@@ -63,9 +63,9 @@ func modes(t *testing.T, f func(t *testing.T, api providertest.API, stream bool)
 	}
 }
 
-func u32(n uint32) *uint32 { return &n }
+func u32(n uint32) *uint32   { return &n }
 func f32(x float32) *float32 { return &x }
-func str(s string) *string  { return &s }
+func str(s string) *string   { return &s }
 
 var apiToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
