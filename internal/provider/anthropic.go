@@ -12,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/provider/toolname"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -146,7 +147,7 @@ func (p *anthropicKind) done(start time.Time, r *Response) {
 }
 
 // params is the Messages request of req, and its tool names.
-func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolNames, error) {
+func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolname.Map, error) {
 	names, err := newToolNames(p.name, req)
 	if err != nil {
 		return anthropic.MessageNewParams{}, nil, err
@@ -187,7 +188,7 @@ func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolN
 				if !json.Valid([]byte(args)) {
 					return params, nil, tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: the arguments of tool call %q are not JSON", p.name, c.ID)
 				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, json.RawMessage(args), names.api(c.Name)))
+				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, json.RawMessage(args), names.API(c.Name)))
 			}
 			if len(blocks) == 0 {
 				blocks = append(blocks, anthropic.NewTextBlock(""))
@@ -203,7 +204,7 @@ func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolN
 		if err != nil {
 			return params, nil, err
 		}
-		tp := anthropic.ToolParam{Name: names.api(t.Name), InputSchema: inputSchema(schema)}
+		tp := anthropic.ToolParam{Name: names.API(t.Name), InputSchema: inputSchema(schema)}
 		if t.Description != nil {
 			tp.Description = anthropic.String(*t.Description)
 		}
@@ -218,7 +219,7 @@ func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolN
 		case ToolChoiceRequired:
 			params.ToolChoice.OfAny = &anthropic.ToolChoiceAnyParam{}
 		case ToolChoiceNamed:
-			params.ToolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: names.api(c.Name)}
+			params.ToolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: names.API(c.Name)}
 		}
 	}
 	if req.Temperature != nil {
@@ -254,7 +255,7 @@ func inputSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
 }
 
 // response maps a whole message (or the accumulation of a stream).
-func (p *anthropicKind) response(m *anthropic.Message, names *toolNames) Response {
+func (p *anthropicKind) response(m *anthropic.Message, names *toolname.Map) Response {
 	r := Response{Message: Message{Role: RoleAssistant}, Model: string(m.Model)}
 	var text strings.Builder
 	for _, b := range m.Content {
@@ -266,7 +267,7 @@ func (p *anthropicKind) response(m *anthropic.Message, names *toolNames) Respons
 			if args == "" {
 				args = "{}"
 			}
-			r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: b.ID, Name: names.mcp(b.Name), Arguments: args})
+			r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: b.ID, Name: names.MCP(b.Name), Arguments: args})
 		}
 	}
 	r.Message.Content = text.String()

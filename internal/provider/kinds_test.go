@@ -393,3 +393,22 @@ func TestListModels(t *testing.T) {
 		})
 	}
 }
+
+// TestToolOfferedTwice: a request offering one tool twice is refused
+// before anything is sent.
+func TestToolOfferedTwice(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api.String(), func(t *testing.T) {
+			srv := providertest.New(t, api)
+			p := open(t, srv, nil)
+			req := hi
+			req.Tools = []tooling.Tool{{Name: "a.b"}, {Name: "a.b"}}
+			if _, err := p.Chat(context.Background(), req); err == nil || codeOf(t, err) != tooling.CodeInvalidArgument || !strings.Contains(err.Error(), "offered twice") {
+				t.Fatalf("got %v", err)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}

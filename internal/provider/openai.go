@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/provider/toolname"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -149,7 +150,7 @@ func (p *openAI) done(start time.Time, r *Response) {
 }
 
 // params is the Chat Completions request of req, and its tool names.
-func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolNames, error) {
+func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolname.Map, error) {
 	names, err := newToolNames(p.name, req)
 	if err != nil {
 		return openai.ChatCompletionNewParams{}, nil, err
@@ -179,7 +180,7 @@ func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolName
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       c.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: names.api(c.Name), Arguments: args},
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: names.API(c.Name), Arguments: args},
 					},
 				})
 			}
@@ -193,7 +194,7 @@ func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolName
 		if err != nil {
 			return params, nil, err
 		}
-		def := shared.FunctionDefinitionParam{Name: names.api(t.Name), Parameters: schema}
+		def := shared.FunctionDefinitionParam{Name: names.API(t.Name), Parameters: schema}
 		if t.Description != nil {
 			def.Description = openai.String(*t.Description)
 		}
@@ -208,7 +209,7 @@ func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolName
 		case ToolChoiceRequired:
 			params.ToolChoice.OfAuto = openai.String(string(openai.ChatCompletionToolChoiceOptionAutoRequired))
 		case ToolChoiceNamed:
-			params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: names.api(c.Name)})
+			params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: names.API(c.Name)})
 		}
 	}
 	if req.Temperature != nil {
@@ -221,7 +222,7 @@ func (p *openAI) params(req *Request) (openai.ChatCompletionNewParams, *toolName
 }
 
 // response maps a whole completion (or the accumulation of a stream).
-func (p *openAI) response(cc *openai.ChatCompletion, names *toolNames, model string) (Response, error) {
+func (p *openAI) response(cc *openai.ChatCompletion, names *toolname.Map, model string) (Response, error) {
 	if len(cc.Choices) == 0 {
 		return Response{}, fmt.Errorf("%w: no choices", errProtocol)
 	}
@@ -235,7 +236,7 @@ func (p *openAI) response(cc *openai.ChatCompletion, names *toolNames, model str
 		r.Model = string(model)
 	}
 	for _, c := range ch.Message.ToolCalls {
-		r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: c.ID, Name: names.mcp(c.Function.Name), Arguments: c.Function.Arguments})
+		r.Message.ToolCalls = append(r.Message.ToolCalls, ToolCall{ID: c.ID, Name: names.MCP(c.Function.Name), Arguments: c.Function.Arguments})
 	}
 	switch ch.FinishReason {
 	case "stop":
