@@ -134,8 +134,11 @@ func (p *anthropicKind) ListModels(ctx context.Context) ([]string, error) {
 func (p *anthropicKind) anthropicError(ctx context.Context, err error, rs []tooling.Redaction) error {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
-		// A stream's error event carries no status: the API was overloaded
-		// or failed mid-way.
+		if ae.StatusCode < 400 {
+			// A stream's error event (overloaded, or failed mid-way): the
+			// response's status was a success.
+			return p.fail(ctx, fmt.Errorf("the stream reported an error: %s", clip(ae.Message)), nil, rs)
+		}
 		return p.fail(ctx, err, &apiFailure{status: ae.StatusCode, message: ae.Message}, rs)
 	}
 	return p.fail(ctx, err, nil, rs)

@@ -236,6 +236,8 @@ func TestFaults(t *testing.T) {
 		msg      []string // in the message
 		ok       bool     // succeeds
 		check    func(t *testing.T, reqs []*providertest.Request)
+		// streamOnly: a fault of streams (whole replies are not run)
+		streamOnly bool
 	}
 	faults := []fault{
 		{name: "429 with Retry-After, then success", replies: []providertest.Reply{{Status: 429, RetryAfter: "1"}},
@@ -254,12 +256,16 @@ func TestFaults(t *testing.T) {
 		{name: "malformed chunk", replies: []providertest.Reply{{Text: []string{"a", "b"}, Malformed: true}}, want: tooling.CodeProtocol, requests: 1, msg: []string{"malformed"}},
 		{name: "first token later than the timeout", replies: []providertest.Reply{{Text: []string{"late"}, Delay: 10 * time.Second}},
 			mut: func(c *config.Provider) { c.Timeout = config.Duration{Duration: 300 * time.Millisecond} }, want: tooling.CodeTimeout, requests: 1, msg: []string{"provider.fake.timeout"}},
+		{name: "error event mid-stream", replies: []providertest.Reply{{Text: []string{"a", "b"}, ErrorEvent: true}}, want: tooling.CodeUnavailable, requests: 1, streamOnly: true, msg: []string{"overloaded"}},
 		{name: "400", replies: []providertest.Reply{{Status: 400}}, want: tooling.CodeInvalidArgument, requests: 1, msg: []string{"scripted failure 400"}},
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			modes(t, func(t *testing.T, api providertest.API, stream bool) {
+				if f.streamOnly && !stream {
+					return
+				}
 				srv := providertest.New(t, api)
 				cfgKey := srv.Key
 				p := open(t, srv, f.mut)
@@ -286,6 +292,7 @@ func TestFaults(t *testing.T) {
 					if err == nil {
 						t.Fatalf("want %v, got a response %+v", f.want, resp)
 					}
+					t.Logf("error: %v", err)
 					if c := codeOf(t, err); c != f.want {
 						t.Errorf("code %v, want %v: %v", c, f.want, err)
 					}

@@ -91,6 +91,10 @@ type Reply struct {
 	// Malformed sends a chunk that is not JSON after the first delta (a
 	// whole reply: a body that is not JSON).
 	Malformed bool
+	// ErrorEvent ends a stream after its first delta with the API's
+	// in-stream error (OpenAI: a chunk holding "error"; Anthropic: an
+	// error event, overloaded_error).
+	ErrorEvent bool
 }
 
 // ToolCall is one tool call of a Reply: Name is the name on the API (as
@@ -321,7 +325,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 			return
 		}
 		flush(w)
-		if i == firstDelta(s.API) && (reply.Cut || reply.Malformed) {
+		if i == firstDelta(s.API) && (reply.Cut || reply.Malformed || reply.ErrorEvent) {
+			if reply.ErrorEvent {
+				_, _ = io.WriteString(w, s.errorEvent())
+				flush(w)
+				return
+			}
 			if reply.Malformed {
 				_, _ = io.WriteString(w, malformed)
 				flush(w)
@@ -331,6 +340,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 			return
 		}
 	}
+}
+
+// errorEvent is the API's error in the middle of a stream.
+func (s *Server) errorEvent() string {
+	if s.API == OpenAI {
+		return "data: " + mustJSON(map[string]any{"error": map[string]any{"message": "the fake is overloaded", "type": "server_error"}}) + "\n\n"
+	}
+	return "event: error\ndata: " + mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": "the fake is overloaded"}}) + "\n\n"
 }
 
 // wait holds the reply back for d; false when the client went away (or
