@@ -57,7 +57,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(),
 		newConfigCmd(),
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
-		newProvidersCmd(opts),
+		newProvidersCmd(opts), newChatCmd(opts),
 		newRunCmd(opts), newCompileCmd(opts),
 		newServeCmd(opts),
 		newWatchCmd(opts),
