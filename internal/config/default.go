@@ -57,6 +57,9 @@ restart = { initial_backoff = "250ms", max_backoff = "30s", healthy_after = "60s
 # roots = ["data", "file:///srv/shared"]   # roots/list answers; paths (relative ones like cwd) become
 #                                 # file:// URIs; none: the roots capability is not advertised
 elicitation = "decline"         # decline | accept-defaults (accept, each field at its schema default)
+# sampling = { provider = "gpt", model = "gpt-4o-mini", models = ["gpt-4o*"], max_tokens = 512, requests_per_minute = 6 }
+#                                 # offer MCP sampling, answered by a [provider]: hints matching models pick
+#                                 # the model; maxTokens capped; includeContext other than none declined
 # log_level = "info"              # logging/setLevel on connect (debug, info, notice, warning, error,
 #                                 # critical, alert, emergency); server log messages go to toolhostd's log
 

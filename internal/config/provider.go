@@ -198,23 +198,7 @@ func (d *decoder) providerGrant(path []string, v any) *ProviderGrant {
 			}
 		},
 		"max_concurrent_calls": func(p []string, v any) { g.MaxConcurrentCalls, _ = d.asInt(p, v, 1) },
-		"requests_per_minute": func(p []string, v any) {
-			var x float64
-			switch n := v.(type) {
-			case int64:
-				x = float64(n)
-			case float64:
-				x = n
-			default:
-				d.errAt(p, "want a number, got %s", typeName(v))
-				return
-			}
-			if !(x > 0) || x > 1e6 || math.IsInf(x, 0) {
-				d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
-				return
-			}
-			g.RequestsPerMinute = x
-		},
+		"requests_per_minute": func(p []string, v any) { g.RequestsPerMinute, _ = d.asRate(p, v) },
 		"tokens_per_hour": func(p []string, v any) { g.TokensPerHour = tokens(p, v) },
 		"tokens_per_day":  func(p []string, v any) { g.TokensPerDay = tokens(p, v) },
 		"max_tokens":      func(p []string, v any) { g.MaxTokens, _ = d.asInt(p, v, 1) },
@@ -227,6 +211,25 @@ func (d *decoder) providerGrant(path []string, v any) *ProviderGrant {
 		},
 	})
 	return g
+}
+
+// asRate is a rate per minute: a number above 0 and at most 1000000.
+func (d *decoder) asRate(p []string, v any) (float64, bool) {
+	var x float64
+	switch n := v.(type) {
+	case int64:
+		x = float64(n)
+	case float64:
+		x = n
+	default:
+		d.errAt(p, "want a number, got %s", typeName(v))
+		return 0, false
+	}
+	if !(x > 0) || x > 1e6 || math.IsInf(x, 0) {
+		d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
+		return 0, false
+	}
+	return x, true
 }
 
 // agentProviders decodes an agent's providers list: each names a

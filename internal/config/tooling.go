@@ -64,6 +64,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			}
 		},
 		"elicitation": func(p []string, v any) { t.Elicitation, _ = d.asEnum(p, v, ElicitationPolicies...) },
+		"sampling":    func(p []string, v any) { t.Sampling = d.sampling(p, v) },
 		"log_level":   func(p []string, v any) { t.LogLevel, _ = d.asEnum(p, v, MCPLogLevels...) },
 		"restart": func(p []string, v any) {
 			rm, ok := d.asTable(p, v)

@@ -14,8 +14,9 @@ import (
 // What toolhostd's client offers servers: roots (when configured, see
 // roots.go), elicitation (answered by the tooling's policy, see
 // elicitation.go), server log messages (logging.go) and progress
-// (progress.go). Sampling is not offered: toolhostd has no model of its own
-// to lend, and a sampling/createMessage gets a method-not-found error.
+// (progress.go). Sampling is offered only with WithSampling (the tooling's
+// sampling table names a provider, see sampling.go); otherwise a
+// sampling/createMessage gets a method-not-found error.
 
 // clientOptions are the go-sdk client options of m: the capabilities
 // toolhostd offers servers and the handlers of what they send.
@@ -26,8 +27,13 @@ func (m *Client) clientOptions() *mcp.ClientOptions {
 		// tooling), so no listChanged.
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
+	var createMessage func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+	if m.opts.sampler != nil {
+		createMessage = m.onCreateMessage
+	}
 	return &mcp.ClientOptions{
 		Logger:                      slog.New(&slogToZap{log: m.log.Named("go-sdk")}),
+		CreateMessageHandler:        createMessage,
 		Capabilities:                caps,
 		ToolListChangedHandler:      m.onToolListChanged,
 		ResourceListChangedHandler:  m.onResourceListChanged,
@@ -44,6 +50,9 @@ func (m *Client) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "sampling/createMessage":
+			if m.opts.sampler != nil {
+				break
+			}
 			m.log.Warn("the server asked for sampling; refused (toolhostd does not offer sampling)")
 			// go-sdk's own answer would be its -31001 "client does not
 			// support CreateMessage"; method not found is JSON-RPC's

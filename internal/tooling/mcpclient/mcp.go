@@ -58,6 +58,7 @@ type options struct {
 	protocol     string
 	maxMessage   int64
 	login        *oauth.LoginOptions // nil: never run an OAuth flow (see WithLogin)
+	sampler      Sampler             // nil: sampling is not offered (see WithSampling)
 }
 
 // Option tunes an MCP tooling beyond its config.
