@@ -25,16 +25,20 @@ import (
 // temperature parameter: a request's temperature is not sent (logged at
 // debug).
 
+// anthropicKind holds only the two services it calls: the SDK's Client
+// would link every service of the API into toolhostd (about 15 MB more).
 type anthropicKind struct {
 	*base
-	client anthropic.Client
+	messages anthropic.MessageService
+	models   anthropic.ModelService
 }
 
 func newAnthropic(b *base) *anthropicKind {
 	opts := []option.RequestOption{
 		// Nothing from the daemon's environment (ANTHROPIC_*, profiles)
-		// reaches a request: the key is set on each request.
-		option.WithoutEnvironmentDefaults(),
+		// reaches a request: the services get no environment defaults (only
+		// NewClient reads them), and the key is set on each request.
+		option.WithEnvironmentProduction(),
 		option.WithHTTPClient(b.http),
 		option.WithMaxRetries(b.cfg.MaxRetries),
 		option.WithRequestTimeout(b.cfg.Timeout.Duration),
@@ -45,7 +49,7 @@ func newAnthropic(b *base) *anthropicKind {
 	for _, k := range sortedNames(b.cfg.Headers) {
 		opts = append(opts, option.WithHeader(k, b.cfg.Headers[k]))
 	}
-	return &anthropicKind{base: b, client: anthropic.NewClient(opts...)}
+	return &anthropicKind{base: b, messages: anthropic.NewMessageService(opts...), models: anthropic.NewModelService(opts...)}
 }
 
 // keyOption is the request's credential (none when api_key is not set).
@@ -66,7 +70,7 @@ func (p *anthropicKind) Chat(ctx context.Context, req Request) (Response, error)
 		return Response{}, err
 	}
 	start := time.Now()
-	msg, err := p.client.Messages.New(ctx, params, keyOption(key)...)
+	msg, err := p.messages.New(ctx, params, keyOption(key)...)
 	if err != nil {
 		return Response{}, p.anthropicError(ctx, err, rs)
 	}
@@ -85,7 +89,7 @@ func (p *anthropicKind) ChatStream(ctx context.Context, req Request, delta func(
 		return Response{}, err
 	}
 	start := time.Now()
-	stream := p.client.Messages.NewStreaming(ctx, params, keyOption(key)...)
+	stream := p.messages.NewStreaming(ctx, params, keyOption(key)...)
 	defer stream.Close()
 	var msg anthropic.Message
 	stopped := false
@@ -121,7 +125,7 @@ func (p *anthropicKind) ListModels(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	it := p.client.Models.ListAutoPaging(ctx, anthropic.ModelListParams{}, keyOption(key)...)
+	it := p.models.ListAutoPaging(ctx, anthropic.ModelListParams{}, keyOption(key)...)
 	for it.Next() {
 		out = append(out, it.Current().ID)
 	}

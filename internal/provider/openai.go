@@ -27,9 +27,12 @@ import (
 
 const openAIBaseURL = "https://api.openai.com/v1/"
 
+// openAI holds only the two services it calls: the SDK's Client would
+// link every service of the API into toolhostd (about 15 MB more).
 type openAI struct {
 	*base
-	client openai.Client
+	completions openai.ChatCompletionService
+	models      openai.ModelService
 }
 
 func newOpenAI(b *base) *openAI {
@@ -50,7 +53,7 @@ func newOpenAI(b *base) *openAI {
 	for _, k := range sortedNames(b.cfg.Headers) {
 		opts = append(opts, option.WithHeader(k, b.cfg.Headers[k]))
 	}
-	return &openAI{base: b, client: openai.NewClient(opts...)}
+	return &openAI{base: b, completions: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...)}
 }
 
 func (p *openAI) Chat(ctx context.Context, req Request) (Response, error) {
@@ -63,7 +66,7 @@ func (p *openAI) Chat(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	start := time.Now()
-	cc, err := p.client.Chat.Completions.New(ctx, params, option.WithAPIKey(key))
+	cc, err := p.completions.New(ctx, params, option.WithAPIKey(key))
 	if err != nil {
 		return Response{}, p.openAIError(ctx, err, rs)
 	}
@@ -86,7 +89,7 @@ func (p *openAI) ChatStream(ctx context.Context, req Request, delta func(string)
 	}
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	start := time.Now()
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithAPIKey(key))
+	stream := p.completions.NewStreaming(ctx, params, option.WithAPIKey(key))
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	finished := false
@@ -126,7 +129,7 @@ func (p *openAI) ListModels(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	it := p.client.Models.ListAutoPaging(ctx, option.WithAPIKey(key))
+	it := p.models.ListAutoPaging(ctx, option.WithAPIKey(key))
 	for it.Next() {
 		out = append(out, it.Current().ID)
 	}
