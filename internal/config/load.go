@@ -277,6 +277,7 @@ func (d *decoder) config(doc map[string]any) *Config {
 				}
 			}
 		},
+		"cluster": func(p []string, v any) { c.Cluster = d.cluster(p, v) },
 		"agent": func(p []string, v any) {
 			m, ok := d.asTable(p, v)
 			if !ok {

@@ -14,6 +14,8 @@ type Config struct {
 	Agent   map[string]*Agent   `toml:"agent"`
 	// Provider is the model endpoints, by name (provider.go).
 	Provider map[string]*Provider `toml:"provider" json:",omitempty"`
+	// Cluster is [cluster] (cluster.go); nil: a single host.
+	Cluster *Cluster `toml:"cluster" json:",omitempty"`
 
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
