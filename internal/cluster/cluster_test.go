@@ -1,0 +1,317 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/cluster"
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+)
+
+// TestEveryAgentRunsOnce: three hosts share 300 agents, each running on
+// exactly one host, about a third each.
+func TestEveryAgentRunsOnce(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(300)
+	hosts := []*host{
+		startHost(t, w, cli, "a", agents),
+		startHost(t, w, cli, "b", agents),
+		startHost(t, w, cli, "c", agents),
+	}
+	waitFor(t, 15*time.Second, "every agent on exactly one host", func() bool { return w.exactlyOnce(agents) })
+	waitFor(t, 10*time.Second, "every host ready", func() bool {
+		for _, h := range hosts {
+			if !h.node.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	// Settled: after a while nothing moved any more and the share is fair.
+	_, mark := w.eventsSince(0)
+	time.Sleep(time.Second)
+	if evs, _ := w.eventsSince(mark); len(evs) != 0 {
+		t.Errorf("%d starts and stops after convergence, want none", len(evs))
+	}
+	for _, h := range hosts {
+		if n := w.onHost(h.name); n < 70 || n > 130 {
+			t.Errorf("host %s runs %d agents, want about 100", h.name, n)
+		}
+		st := h.node.Status()
+		if len(st.Members) != 3 || !st.Joined {
+			t.Errorf("host %s: status %+v", h.name, st)
+		}
+	}
+	w.checkNoOverlap(t)
+}
+
+// TestJoinTakesFairSharePaced: a third host joins two: it ends with about
+// a third of the agents, each moved agent stopped before it started again,
+// and the owners hand them over at no more than moves_per_second.
+func TestJoinTakesFairSharePaced(t *testing.T) {
+	const rate = 20.0
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(240)
+	paced := func(o *cluster.Options) { o.MovesPerSecond = rate }
+	a := startHost(t, w, cli, "a", agents, paced)
+	b := startHost(t, w, cli, "b", agents, paced)
+	waitFor(t, 15*time.Second, "240 agents on a and b", func() bool { return w.exactlyOnce(agents) })
+	_, mark := w.eventsSince(0)
+	joined := time.Now()
+	c := startHost(t, w, cli, "c", agents, paced)
+	waitFor(t, 20*time.Second, "c has its share and every agent runs once", func() bool {
+		return w.onHost("c") >= 60 && w.exactlyOnce(agents) && c.node.Ready()
+	})
+	took := time.Since(joined)
+	evs, _ := w.eventsSince(mark)
+	// Moves: stops on a and b, each followed by the start on c.
+	stops := map[string][]time.Time{}
+	stoppedAt := map[string]time.Time{}
+	for _, ev := range evs {
+		switch {
+		case !ev.start && ev.host != "c":
+			stops[ev.host] = append(stops[ev.host], ev.at)
+			stoppedAt[ev.agent] = ev.at
+		case ev.start && ev.host == "c":
+			at, ok := stoppedAt[ev.agent]
+			if !ok || at.After(ev.at) {
+				t.Errorf("%s started on c before it stopped elsewhere", ev.agent)
+			}
+		case ev.start:
+			t.Errorf("%s started on %s: only c gains agents", ev.agent, ev.host)
+		}
+	}
+	moved := len(stoppedAt)
+	if n := w.onHost("c"); n != moved || n < 60 || n > 100 {
+		t.Errorf("c runs %d agents after %d moves, want them equal and about 80", n, moved)
+	}
+	// Pacing: per owner, the k-th stop no sooner than (k-burst)/rate
+	// after its first.
+	burst := int(rate)
+	for h, ts := range stops {
+		for k, at := range ts {
+			if min := time.Duration(float64(k-burst) / rate * float64(time.Second)); k > burst && at.Sub(ts[0]) < min-50*time.Millisecond {
+				t.Errorf("host %s: stop %d came %s after its first, paced at %v/s it needs %s", h, k, at.Sub(ts[0]), rate, min)
+				break
+			}
+		}
+	}
+	t.Logf("c took %d agents (a %d, b %d) in %s", moved, w.onHost("a"), w.onHost("b"), took.Round(time.Millisecond))
+	if st := a.node.Status(); st.Counts.Moves+b.node.Status().Counts.Moves != uint64(moved) {
+		t.Errorf("moves counted %d+%d, want %d", st.Counts.Moves, b.node.Status().Counts.Moves, moved)
+	}
+	w.checkNoOverlap(t)
+}
+
+// TestLeaveHandsOver: a host that stops gracefully leaves; the others run
+// its agents at once (no lease expiry to wait for).
+func TestLeaveHandsOver(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(90)
+	startHost(t, w, cli, "a", agents)
+	b := startHost(t, w, cli, "b", agents)
+	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	left := time.Now()
+	b.stopNow()
+	if n := w.onHost("b"); n != 0 {
+		t.Fatalf("b left with %d agents running", n)
+	}
+	waitFor(t, testTTL, "every agent on a", func() bool { return w.onHost("a") == len(agents) })
+	t.Logf("a runs every agent %s after b left", time.Since(left).Round(time.Millisecond))
+	w.checkNoOverlap(t)
+}
+
+// TestFlappingMemberGetsNothing: a member that keeps leaving and coming
+// back within the settle time gets no agent, and no agent moves.
+func TestFlappingMemberGetsNothing(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(60)
+	settle := func(o *cluster.Options) { o.Settle = 1500 * time.Millisecond }
+	startHost(t, w, cli, "a", agents, settle)
+	waitFor(t, 15*time.Second, "agents on a", func() bool { return w.onHost("a") == len(agents) })
+	_, mark := w.eventsSince(0)
+	for range 4 {
+		f := startHost(t, w, cli, "flapper", agents, settle)
+		time.Sleep(700 * time.Millisecond)
+		f.stopNow()
+		time.Sleep(100 * time.Millisecond)
+	}
+	if evs, _ := w.eventsSince(mark); len(evs) != 0 {
+		t.Errorf("%d starts and stops while a member flapped, want none (first: %+v)", len(evs), evs[0])
+	}
+}
+
+// TestFenceWhenCutOff: a host cut off from etcd stops all its agents; the
+// other host starts them only after the cut-off host's lease can have
+// expired, never while they still run; when etcd is back the host rejoins
+// and gets its share again.
+func TestFenceWhenCutOff(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
+	w := newWorld()
+	w.stopWait = 100 * time.Millisecond // each stop takes a grace
+	agents := agentNames(60)
+	a := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "a", agents)
+	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agents)
+	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	w.waitQuiet(t, 500*time.Millisecond)
+	mine := b.node.Status().Owned
+	_, mark := w.eventsSince(0)
+	lastRenew := b.node.Status().LastRenew
+	proxy.Cut()
+	waitFor(t, 3*testTTL, "b's agents on a", func() bool { return w.onHost("a") == len(agents) })
+	evs, _ := w.eventsSince(mark)
+	stopped := map[string]time.Time{}
+	var lastStop time.Time
+	for _, ev := range evs {
+		switch {
+		case !ev.start && ev.host == "b":
+			stopped[ev.agent] = ev.at
+			lastStop = ev.at
+		case ev.start && ev.host == "a":
+			at, ok := stopped[ev.agent]
+			if !ok || !at.Before(ev.at) {
+				t.Errorf("%s started on a before b stopped it; events: %+v", ev.agent, w.history(ev.agent))
+			}
+		}
+	}
+	if len(stopped) != len(mine) {
+		t.Errorf("b stopped %d agents, it held %d", len(stopped), len(mine))
+	}
+	// b's lease cannot expire before its last answered renewal + TTL: b
+	// must be done by then, with the margin.
+	st := b.node.Status()
+	if st.LastRenew.After(lastRenew) {
+		lastRenew = st.LastRenew
+	}
+	if limit := lastRenew.Add(testTTL * 3 / 4); lastStop.After(limit.Add(100 * time.Millisecond)) {
+		t.Errorf("b's last stop %s after its last renewal, want by %s", lastStop.Sub(lastRenew), testTTL*3/4)
+	}
+	if st.Counts.Fences == 0 {
+		t.Error("b counted no fence")
+	}
+	t.Logf("b fenced %d agents, the last %s after its last renewal; a ran them all %s after it",
+		len(stopped), lastStop.Sub(lastRenew).Round(time.Millisecond), time.Since(lastRenew).Round(time.Millisecond))
+	proxy.Restore()
+	waitFor(t, 20*time.Second, "b back with a share", func() bool { return w.onHost("b") > 0 && w.exactlyOnce(agents) })
+	_ = a
+	w.checkNoOverlap(t)
+}
+
+// TestOneEtcdMemberOfThreeLost: with three etcd members, losing one moves
+// nothing and fences nobody; losing all fences every host; when the
+// members come back the agents run again.
+func TestOneEtcdMemberOfThreeLost(t *testing.T) {
+	e := etcdtest.Start(t, 3)
+	w := newWorld()
+	agents := agentNames(60)
+	a := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "a", agents)
+	b := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "b", agents)
+	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	w.waitQuiet(t, 500*time.Millisecond)
+	_, mark := w.eventsSince(0)
+	e.Stop(0)
+	time.Sleep(2 * testTTL)
+	if evs, _ := w.eventsSince(mark); len(evs) != 0 {
+		t.Errorf("%d starts and stops after one etcd member of three stopped, want none", len(evs))
+	}
+	if f := a.node.Status().Counts.Fences + b.node.Status().Counts.Fences; f != 0 {
+		t.Errorf("%d fences after one etcd member of three stopped, want none", f)
+	}
+	// Quorum lost: each host must have stopped its agents within 3/4 of
+	// the TTL of its last answered renewal (the package doc's schedule).
+	_, mark = w.eventsSince(0)
+	go e.Stop(2)
+	e.Stop(1)
+	waitFor(t, 2*testTTL, "every host fenced", func() bool { return w.onHost("a")+w.onHost("b") == 0 })
+	evs, _ := w.eventsSince(mark)
+	for _, h := range []*host{a, b} {
+		renewed := h.node.Status().LastRenew
+		for _, ev := range evs {
+			if ev.host == h.name && ev.at.Sub(renewed) > testTTL*3/4+100*time.Millisecond {
+				t.Errorf("host %s stopped %s %s after its last renewal, want within %s", h.name, ev.agent, ev.at.Sub(renewed), testTTL*3/4)
+			}
+		}
+	}
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() { errs <- e.Restart(i) }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "agents back", func() bool { return w.exactlyOnce(agents) })
+	w.checkNoOverlap(t)
+}
+
+// TestNameTaken: a second host with a live member's name does not join.
+func TestNameTaken(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(10)
+	startHost(t, w, cli, "a", agents)
+	waitFor(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 10 })
+	w2 := newWorld()
+	dup := startHost(t, w2, cli, "a", agents)
+	time.Sleep(time.Second)
+	if n := len(w2.where()); n != 0 || dup.node.Status().Joined {
+		t.Errorf("the second \"a\" runs %d agents (joined %v), want none", n, dup.node.Status().Joined)
+	}
+}
+
+// TestRemovedAgentAndVanishedKey: an agent no longer configured is
+// stopped and its key dropped; an agent whose key is deleted behind the
+// owner's back is stopped (and claimed again, as it still belongs there).
+func TestRemovedAgentAndVanishedKey(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	agents := agentNames(5)
+	a := startHost(t, w, cli, "a", agents)
+	waitFor(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 5 })
+	a.node.SetAgents(agents[1:])
+	waitFor(t, 5*time.Second, "agent-000 stopped and its key gone", func() bool {
+		r, err := cli.Get(context.Background(), "/test/agents/agent-000")
+		return err == nil && len(r.Kvs) == 0 && len(w.where()["agent-000"]) == 0
+	})
+	_, mark := w.eventsSince(0)
+	if _, err := cli.Delete(context.Background(), "/test/agents/agent-001"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "agent-001 stopped and started again", func() bool {
+		evs, _ := w.eventsSince(mark)
+		return len(evs) == 2 && !evs[0].start && evs[1].start && evs[1].agent == "agent-001"
+	})
+	if n := a.node.Status().Counts.Lost; n != 1 {
+		t.Errorf("lost %d, want 1", n)
+	}
+}
+
+// TestNewChecksOptions: bad options are refused.
+func TestNewChecksOptions(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	cli := etcdtest.Client(t, e.Endpoints()...)
+	w := newWorld()
+	for name, o := range map[string]cluster.Options{
+		"no client": {Runner: w.runner("a"), Name: "a", LeaseTTL: testTTL, MovesPerSecond: 1},
+		"no name":   {Client: cli, Runner: w.runner("a"), LeaseTTL: testTTL, MovesPerSecond: 1},
+		"ttl":       {Client: cli, Runner: w.runner("a"), Name: "a", LeaseTTL: 1500 * time.Millisecond, MovesPerSecond: 1},
+		"rate":      {Client: cli, Runner: w.runner("a"), Name: "a", LeaseTTL: testTTL},
+	} {
+		if _, err := cluster.New(o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

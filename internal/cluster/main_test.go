@@ -1,0 +1,82 @@
+package cluster_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/toolhostd/toolhostd/internal/cluster"
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// grpc's and etcd's process-wide background goroutines.
+		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/pkg/v3/traceutil.init"),
+		// The embedded members' peer connections (rafthttp over net/http)
+		// outlive a member's Close by a moment; nothing of ours uses net/http.
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
+	)
+}
+
+// testTTL is the lease TTL of the tests: the shortest allowed.
+const testTTL = 2 * time.Second
+
+// host is one running node.
+type host struct {
+	name string
+	node *cluster.Node
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// stopNow ends the node (a graceful leave) and waits.
+func (h *host) stopNow() {
+	h.stop()
+	<-h.done
+}
+
+type nodeOpt func(*cluster.Options)
+
+// startHost runs a node named name for agents on cli, with the world's
+// runner; it stops when the test ends.
+func startHost(t *testing.T, w *world, cli *clientv3.Client, name string, agents []string, opts ...nodeOpt) *host {
+	t.Helper()
+	o := cluster.Options{
+		Client: cli, Runner: w.runner(name), Log: zaptest.NewLogger(t).Named(name),
+		Name: name, Prefix: "/test", LeaseTTL: testTTL, Settle: 200 * time.Millisecond,
+		MovesPerSecond: 1000, Digest: "d1",
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	n, err := cluster.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.SetAgents(agents)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &host{name: name, node: n, stop: cancel, done: make(chan struct{})}
+	go func() { defer close(h.done); _ = n.Run(ctx) }()
+	var once sync.Once
+	t.Cleanup(func() { once.Do(h.stopNow) })
+	return h
+}
+
+// waitFor fails t unless cond holds within d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !etcdtest.WaitFor(context.Background(), d, cond) {
+		t.Fatalf("not within %s: %s", d, what)
+	}
+}

@@ -1,0 +1,127 @@
+package cluster
+
+// The view of the cluster's keys: members and ownership keys, listed once
+// and then watched; listed again when the watch breaks.
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// watch keeps n.members and n.owners current until ctx ends.
+func (n *Node) watch(ctx context.Context) {
+	root := n.o.Prefix + "/"
+	for ctx.Err() == nil {
+		lctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/fenceDiv)
+		resp, err := n.cli.Get(lctx, root, clientv3.WithPrefix())
+		cancel()
+		n.count()
+		if err != nil {
+			n.log.Debug("list the cluster's keys", zap.Error(err))
+			sleep(ctx, n.o.LeaseTTL/renewDiv)
+			continue
+		}
+		n.relist(resp.Kvs, resp.Header.Revision)
+		wch := n.cli.Watch(clientv3.WithRequireLeader(ctx), root, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
+				n.log.Debug("the watch broke; listing again", zap.Error(err))
+				break
+			}
+			n.apply(wr.Events, wr.Header.Revision)
+		}
+	}
+}
+
+// relist replaces the view by a listing.
+func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
+	now := time.Now()
+	n.mu.Lock()
+	old := n.members
+	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	for _, kv := range kvs {
+		n.putLocked(kv, now)
+	}
+	for name, m := range n.members {
+		if o := old[name]; o != nil {
+			m.since = o.since // still present: its settle time runs on
+		}
+	}
+	n.synced, n.viewRev = true, rev
+	n.mu.Unlock()
+	n.poke()
+}
+
+// apply applies watch events to the view.
+func (n *Node) apply(evs []*clientv3.Event, rev int64) {
+	now := time.Now()
+	n.mu.Lock()
+	for _, ev := range evs {
+		if ev.Type == clientv3.EventTypePut {
+			n.putLocked(ev.Kv, now)
+			continue
+		}
+		n.deleteLocked(string(ev.Kv.Key))
+	}
+	n.viewRev = max(n.viewRev, rev)
+	n.mu.Unlock()
+	n.poke()
+}
+
+func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
+	kind, name := n.split(string(kv.Key))
+	switch kind {
+	case "members":
+		var info memberInfo
+		if json.Unmarshal(kv.Value, &info) != nil {
+			return
+		}
+		if m := n.members[name]; m != nil {
+			m.info = info
+			return
+		}
+		n.members[name] = &member{info: info, since: now}
+	case "agents":
+		var info ownerInfo
+		if json.Unmarshal(kv.Value, &info) != nil {
+			return
+		}
+		n.owners[name] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
+	}
+}
+
+func (n *Node) deleteLocked(key string) {
+	kind, name := n.split(key)
+	switch kind {
+	case "members":
+		delete(n.members, name)
+	case "agents":
+		delete(n.owners, name)
+	}
+}
+
+// split parses PREFIX/KIND/NAME.
+func (n *Node) split(key string) (kind, name string) {
+	rest, ok := strings.CutPrefix(key, n.o.Prefix+"/")
+	if !ok {
+		return "", ""
+	}
+	kind, name, _ = strings.Cut(rest, "/")
+	return kind, name
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
