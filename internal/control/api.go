@@ -60,3 +60,38 @@ type Backend interface {
 
 // ErrUnknownAgent is returned by the Backend for an agent it does not have.
 var ErrUnknownAgent = errors.New("no such agent")
+
+// ClusterStatus is /v1/cluster: this host's view of the cluster.
+type ClusterStatus struct {
+	Name      string          `json:"name"` // this member
+	Joined    bool            `json:"joined"`
+	Fencing   bool            `json:"fencing"`
+	Lease     int64           `json:"lease"`
+	LastRenew time.Time       `json:"last_renew"`
+	Digest    string          `json:"config_digest"` // sha256 of this host's config file
+	Members   []ClusterMember `json:"members"`
+	// Owners maps each agent that has an ownership key to its host.
+	Owners map[string]string `json:"owners"`
+	Owned  []string          `json:"owned"` // the agents this host holds
+	Claims uint64            `json:"claims"`
+	Moves  uint64            `json:"moves"`
+	Fences uint64            `json:"fences"`
+	Lost   uint64            `json:"lost"`
+	// Requests counts the etcd requests this host made.
+	Requests int64 `json:"etcd_requests"`
+}
+
+// ClusterMember is one live member.
+type ClusterMember struct {
+	Name       string            `json:"name"`
+	Digest     string            `json:"config_digest"`
+	SameConfig bool              `json:"same_config"` // its digest is this host's
+	Settled    bool              `json:"settled"`     // counts for placement
+	Agents     map[string]string `json:"agents"`      // its agents by state
+}
+
+// ClusterBackend is a Backend that may be a cluster host: /v1/cluster
+// reports its view, 404 when ok is false.
+type ClusterBackend interface {
+	Cluster() (st ClusterStatus, ok bool)
+}

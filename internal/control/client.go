@@ -166,6 +166,14 @@ func (c *Client) raw(ctx context.Context, method, path string) ([]byte, error) {
 	return body, nil
 }
 
+// Cluster is the host's view of its cluster (an *APIError with status 404
+// for a host without [cluster]).
+func (c *Client) Cluster(ctx context.Context) (ClusterStatus, error) {
+	var st ClusterStatus
+	err := c.do(ctx, http.MethodGet, "/v1/cluster", &st)
+	return st, err
+}
+
 // Agents lists the agents.
 func (c *Client) Agents(ctx context.Context) ([]AgentStatus, error) {
 	var l AgentList

@@ -368,6 +368,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/agents/{name}/{action}", s.agentAction)
 	mux.HandleFunc("/v1/toolings", only(http.MethodGet, s.listToolings))
 	mux.HandleFunc("/v1/reload", only(http.MethodPost, s.reload))
+	mux.HandleFunc("/v1/cluster", only(http.MethodGet, s.cluster))
 	mux.HandleFunc("/healthz", only(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -529,6 +530,24 @@ func (s *Server) listToolings(w http.ResponseWriter, _ *http.Request) {
 		list[i].LastError = CapError(list[i].LastError)
 	}
 	writeJSON(w, http.StatusOK, ToolingList{Toolings: list})
+}
+
+// cluster is /v1/cluster: 404 for a host without [cluster].
+func (s *Server) cluster(w http.ResponseWriter, _ *http.Request) {
+	cb, ok := s.opts.Backend.(ClusterBackend)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not a cluster: the config has no [cluster]")
+		return
+	}
+	st, ok := cb.Cluster()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not a cluster: the config has no [cluster]")
+		return
+	}
+	if st.Members == nil {
+		st.Members = []ClusterMember{}
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {

@@ -322,7 +322,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		MemoryLimit:   uint64(s.cfg.Limits.Memory),
 		Fuel:          s.cfg.Limits.Fuel,
 		RunTimeout:    s.cfg.Limits.RunTimeout.Duration,
-		StopGrace:     s.cfg.StopGrace.Duration,
+		StopGrace:     s.d.stopGrace(s.cfg.StopGrace.Duration),
 		OnStarted:     s.recordInstantiate,
 		LogRate:       s.cfg.Limits.LogRate,
 		LogBurst:      s.cfg.Limits.LogBurst,

@@ -23,6 +23,9 @@ func (d *Daemon) Agents() []control.AgentStatus {
 	out := make([]control.AgentStatus, 0, len(d.agents))
 	for _, name := range sortedKeys(d.agents) {
 		r := d.agents[name]
+		if !d.listed(r) {
+			continue
+		}
 		st := control.AgentStatus{
 			Name:      name,
 			Component: r.cfg.Component,
@@ -86,6 +89,9 @@ func (d *Daemon) Ready() bool {
 	default:
 		return false
 	}
+	if !d.clusterReady() {
+		return false
+	}
 	d.sampleToolings(context.Background(), false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -122,6 +128,9 @@ func (d *Daemon) StartAgent(name string) error {
 	defer d.opMu.Unlock()
 	r, err := d.agentOp(name)
 	if err != nil {
+		return err
+	}
+	if err := d.checkOwner(name); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -164,6 +173,9 @@ func (d *Daemon) RestartAgent(name string) error {
 	defer d.opMu.Unlock()
 	r, err := d.agentOp(name)
 	if err != nil {
+		return err
+	}
+	if err := d.checkOwner(name); err != nil {
 		return err
 	}
 	d.stopRec(r, stateStopped)

@@ -51,6 +51,7 @@ type options struct {
 	readyGate   <-chan struct{}
 	epochTick   time.Duration
 	metrics     *metrics.Metrics
+	overrun     func() // cluster.go
 }
 
 // WithMetrics records the toolings' calls, reads and notifications (every
@@ -99,6 +100,8 @@ type Daemon struct {
 	started  chan struct{}  // closed once startWG is done
 
 	audit *audit.Log // [host] audit_log; nil: none (grants.go)
+
+	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -183,6 +186,10 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for name, a := range cfg.Agent {
 		d.agents[name] = newAgentRec(name, a, d.recorder())
 	}
+	if err := d.setupCluster(cfg); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -247,6 +254,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Lock()
 	d.root = root
 	names := sortedKeys(d.agents)
+	if d.clustered() {
+		names = nil // the cluster node starts those placed here
+	}
 	d.startWG.Add(len(names))
 	for _, name := range names {
 		d.startLocked(d.agents[name], d.startWG.Done)
@@ -260,6 +270,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	rootCtx, stopRoot := context.WithCancel(context.Background())
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
+	d.runCluster()
 
 	monCtx, stopMon := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -272,6 +283,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.notify.send("STOPPING=1")
 	stopMon()
 	bg.Wait()
+	d.stopCluster()
 	d.shutdown(root, stopRoot, rootDone, hubDone)
 	return nil
 }
@@ -346,6 +358,7 @@ func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.closeErr = d.host.Close()
 		d.audit.Close()
+		d.closeCluster()
 	})
 	return d.closeErr
 }

@@ -23,6 +23,9 @@ var (
 	// host.max_threads leaves threads for, or than vm.max_map_count leaves
 	// memory mappings for (see threads.go).
 	ErrTooManyAgents = errors.New("too many agents for this host")
+	// ErrNotOwner refuses an operator's start or restart of an agent that
+	// another host of the cluster runs (control API: 409).
+	ErrNotOwner = fmt.Errorf("the agent is placed on another host of the cluster (%w)", control.ErrConflict)
 	// ErrServed is returned by a second call of Serve.
 	ErrServed = errors.New("the daemon was already served")
 )

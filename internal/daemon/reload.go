@@ -133,6 +133,7 @@ func (d *Daemon) Reload() error {
 		d.mu.Lock()
 		d.cfg = cur
 		d.mu.Unlock()
+		d.reloaded(cur)
 		d.log.Info("reload: nothing changed")
 		return nil
 	}
@@ -205,9 +206,12 @@ func (d *Daemon) Reload() error {
 	for _, name := range append(append([]string(nil), p.addAgent...), p.changeAgent...) {
 		r := newAgentRec(name, cur.Agent[name], d.recorder())
 		d.agents[name] = r
-		d.startLocked(r, nil)
+		if d.startsOnReload(name) {
+			d.startLocked(r, nil)
+		}
 	}
 	d.cfg = cur
+	d.reloaded(cur)
 	if len(errs) > 0 {
 		return fmt.Errorf("reload: applied with errors: %v", errs)
 	}

@@ -1,0 +1,266 @@
+package daemon
+
+// [cluster]: the daemon is one host of several that share the config's
+// agents through etcd (internal/cluster). It then starts an agent only
+// when its cluster node claimed it, stops it when the node hands it over or
+// fences, and caps every agent's stop grace at the node's stop budget.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolhostd/toolhostd/internal/cluster"
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/control"
+)
+
+// clusterState is the daemon's cluster part; nil fields without [cluster].
+type clusterState struct {
+	cli  *clientv3.Client
+	node *cluster.Node
+	ttl  time.Duration
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// WithFenceOverrun sets what happens when a fence did not stop the agents
+// in time (cluster.Options.Overrun); serve exits the process.
+func WithFenceOverrun(f func()) Option { return func(o *options) { o.overrun = f } }
+
+// setupCluster connects to etcd (lazily: no request yet) and makes the
+// node, for a config with [cluster].
+func (d *Daemon) setupCluster(cfg *config.Config) error {
+	c := cfg.Cluster
+	if c == nil {
+		return nil
+	}
+	ccfg, err := etcdConfig(c, d.baseLog)
+	if err != nil {
+		return err
+	}
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return fmt.Errorf("cluster: etcd client: %w", err)
+	}
+	node, err := cluster.New(cluster.Options{
+		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
+		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
+		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
+		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun,
+	})
+	if err != nil {
+		_ = cli.Close()
+		return err
+	}
+	node.SetAgents(sortedKeys(cfg.Agent))
+	d.cluster = &clusterState{cli: cli, node: node, ttl: c.LeaseTTL.Duration}
+	return nil
+}
+
+// etcdConfig is the etcd client's config for c (secrets expanded here).
+func etcdConfig(c *config.Cluster, log *zap.Logger) (clientv3.Config, error) {
+	e := c.Etcd
+	cc := clientv3.Config{
+		Endpoints: e.Endpoints, DialTimeout: e.DialTimeout.Duration,
+		DialKeepAliveTime: c.LeaseTTL.Duration / 5, DialKeepAliveTimeout: c.LeaseTTL.Duration / 5,
+		Logger: log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+	}
+	var err error
+	if cc.Username, err = config.Expand(e.Username); err != nil {
+		return cc, fmt.Errorf("cluster: etcd.username: %w", err)
+	}
+	if cc.Password, err = config.Expand(e.Password); err != nil {
+		return cc, fmt.Errorf("cluster: etcd.password: %w", err)
+	}
+	if t := e.TLS; t != nil {
+		tc := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
+		if t.CAFile != "" {
+			pem, err := os.ReadFile(t.CAFile)
+			if err != nil {
+				return cc, fmt.Errorf("cluster: etcd.tls.ca_file: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return cc, fmt.Errorf("cluster: etcd.tls.ca_file %s: no PEM certificate", t.CAFile)
+			}
+		}
+		if t.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+			if err != nil {
+				return cc, fmt.Errorf("cluster: etcd.tls client certificate: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		cc.TLS = tc
+	}
+	return cc, nil
+}
+
+// fileDigest is the sha256 of the config file ("" when it cannot be read).
+func fileDigest(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || path == "" {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// clustered reports whether the daemon is a cluster host.
+func (d *Daemon) clustered() bool { return d.cluster != nil }
+
+// runCluster starts the node (Serve, after the root supervisor exists).
+func (d *Daemon) runCluster() {
+	if d.cluster == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cluster.stop, d.cluster.done = cancel, make(chan struct{})
+	go func() {
+		defer close(d.cluster.done)
+		_ = d.cluster.node.Run(ctx)
+	}()
+}
+
+// stopCluster leaves the cluster: the node stops this host's agents and
+// revokes its lease (before Serve's shutdown, which needs opMu).
+func (d *Daemon) stopCluster() {
+	if d.cluster == nil || d.cluster.stop == nil {
+		return
+	}
+	d.cluster.stop()
+	<-d.cluster.done
+}
+
+// closeCluster closes the etcd client.
+func (d *Daemon) closeCluster() {
+	if d.cluster != nil {
+		_ = d.cluster.cli.Close()
+	}
+}
+
+// stopGrace is an agent's effective stop grace: in a cluster at most the
+// node's stop budget (see the cluster package's guarantee).
+func (d *Daemon) stopGrace(g time.Duration) time.Duration {
+	if d.cluster == nil {
+		return g
+	}
+	return min(g, cluster.StopBudget(d.cluster.ttl))
+}
+
+// listed reports whether Agents shows r: in a cluster, only the agents
+// this host holds or still runs.
+func (d *Daemon) listed(r *agentRec) bool {
+	return d.cluster == nil || r.hasSup || d.cluster.node.Owns(r.name)
+}
+
+// clusterReady is the cluster's part of Ready.
+func (d *Daemon) clusterReady() bool { return d.cluster == nil || d.cluster.node.Ready() }
+
+// checkOwner refuses an operator's start or restart of an agent another
+// host runs.
+func (d *Daemon) checkOwner(name string) error {
+	if d.cluster != nil && !d.cluster.node.Owns(name) {
+		return fmt.Errorf("%w: %q", ErrNotOwner, name)
+	}
+	return nil
+}
+
+// reloaded tells the node the new config's agents and digest.
+func (d *Daemon) reloaded(cur *config.Config) {
+	if d.cluster == nil {
+		return
+	}
+	d.cluster.node.SetAgents(sortedKeys(cur.Agent))
+	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
+}
+
+// startsOnReload reports whether a reload starts an added or changed agent
+// here: in a cluster only one this host holds (the node starts the rest
+// once claimed).
+func (d *Daemon) startsOnReload(name string) bool {
+	return d.cluster == nil || d.cluster.node.Owns(name)
+}
+
+// Cluster reports the cluster's view; false without [cluster].
+func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
+	if d.cluster == nil {
+		return control.ClusterStatus{}, false
+	}
+	st := d.cluster.node.Status()
+	out := control.ClusterStatus{
+		Name: st.Name, Joined: st.Joined, Fencing: st.Fencing, Lease: st.Lease,
+		LastRenew: st.LastRenew, Digest: st.Digest, Owners: st.Owners, Owned: st.Owned,
+		Claims: st.Counts.Claims, Moves: st.Counts.Moves, Fences: st.Counts.Fences,
+		Lost: st.Counts.Lost, Requests: st.Requests,
+	}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, control.ClusterMember{
+			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,
+			SameConfig: m.Digest == st.Digest,
+		})
+	}
+	return out, true
+}
+
+// clusterRunner is the daemon as the node's Runner.
+type clusterRunner struct{ d *Daemon }
+
+func (c clusterRunner) Start(name string) {
+	d := c.d
+	d.opMu.Lock()
+	defer d.opMu.Unlock()
+	r, err := d.agentOp(name)
+	if err != nil {
+		return
+	}
+	d.mu.Lock()
+	if r.hasSup && !r.final {
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	d.stopRec(r, stateStopped) // an exited or failed agent's empty supervisor
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r.delay, r.backoff = 0, r.cfg.RestartBackoff.Initial.Duration
+	d.startLocked(r, nil)
+	d.log.Info("agent placed here", zap.String("agent", name))
+}
+
+func (c clusterRunner) Stop(name string) {
+	d := c.d
+	d.opMu.Lock()
+	defer d.opMu.Unlock()
+	d.mu.Lock()
+	r := d.agents[name]
+	d.mu.Unlock()
+	if r == nil {
+		return
+	}
+	d.stopRec(r, stateStopped)
+}
+
+func (c clusterRunner) State(name string) string {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if r := c.d.agents[name]; r != nil {
+		return r.state
+	}
+	return ""
+}
+
+func (c clusterRunner) Started(name string) bool {
+	s := c.State(name)
+	return s != "" && s != stateStarting
+}

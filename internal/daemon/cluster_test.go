@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/testenv"
+)
+
+// clusterConfig is a config of n probe agents that wait for their inbox
+// (real QuickJS components), as host name of a cluster on endpoints.
+func clusterConfig(t *testing.T, name string, endpoints []string, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(header(t))
+	fmt.Fprintf(&b, "[cluster]\nname = %q\nlease_ttl = \"2s\"\nsettle = \"200ms\"\nmoves_per_second = 100\nprefix = \"/daemon-test\"\netcd = { endpoints = [", name)
+	for i, e := range endpoints {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", e)
+	}
+	b.WriteString("] }\n\n")
+	probe := testenv.Agent(t, "test-agents-qjs", "probe")
+	input := probeInput(t, map[string]any{"op": "recv"})
+	for i := range n {
+		fmt.Fprintf(&b, "[agent.a%02d]\ncomponent = %q\ninput = %q\nstop_grace = \"5s\"\n\n", i, probe, input)
+	}
+	return b.String()
+}
+
+// where maps each agent running on some host to those hosts.
+func where(hosts map[string]*running) map[string][]string {
+	out := map[string][]string{}
+	for name, h := range hosts {
+		for _, a := range h.d.Agents() {
+			if a.State == stateRunning || a.State == stateStopping {
+				out[a.Name] = append(out[a.Name], name)
+			}
+		}
+	}
+	return out
+}
+
+// overlapWatch samples the hosts every 5ms until stopped and records any
+// agent seen running on two hosts at once.
+type overlapWatch struct {
+	mu    sync.Mutex
+	hosts map[string]*running
+	seen  []string
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+func watchOverlaps(hosts map[string]*running) *overlapWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &overlapWatch{hosts: hosts, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.mu.Lock()
+			for a, hs := range where(w.hosts) {
+				if len(hs) > 1 {
+					w.seen = append(w.seen, fmt.Sprintf("%s on %v", a, hs))
+				}
+			}
+			w.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *overlapWatch) drop(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.hosts, name)
+}
+
+func (w *overlapWatch) check(t *testing.T) {
+	t.Helper()
+	w.stop()
+	<-w.done
+	for _, s := range w.seen {
+		t.Error("overlap:", s)
+	}
+}
+
+func exactlyOnce(hosts map[string]*running, n int) bool {
+	wh := where(hosts)
+	if len(wh) != n {
+		return false
+	}
+	for _, hs := range wh {
+		if len(hs) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestClusterDaemons runs three daemons as one cluster on embedded etcd:
+// each of 24 real agents runs on exactly one; a daemon that stops hands
+// its agents to the others; a daemon cut off from etcd stops its agents
+// (its /readyz fails) and the others run them after its lease expired;
+// /v1/cluster's view agrees.
+func TestClusterDaemons(t *testing.T) {
+	const n = 24
+	e := etcdtest.Start(t, 1)
+	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
+	hosts := map[string]*running{}
+	for _, name := range []string{"a", "b", "c"} {
+		eps := e.Endpoints()
+		if name == "c" {
+			eps = []string{proxy.URL()}
+		}
+		dir := filepath.Join(t.TempDir(), name)
+		path := writeConfig(t, mkdir(t, dir), clusterConfig(t, name, eps, n))
+		hosts[name] = serve(t, path)
+	}
+	eventually(t, 60*time.Second, "every agent running once", func() bool { return exactlyOnce(hosts, n) })
+	eventually(t, 30*time.Second, "every host ready", func() bool {
+		return hosts["a"].d.Ready() && hosts["b"].d.Ready() && hosts["c"].d.Ready()
+	})
+	w := watchOverlaps(map[string]*running{"a": hosts["a"], "b": hosts["b"], "c": hosts["c"]})
+	st, ok := hosts["a"].d.Cluster()
+	if !ok || len(st.Members) != 3 || len(st.Owners) != n {
+		t.Fatalf("a's cluster view: %+v", st)
+	}
+	for _, m := range st.Members {
+		if !m.SameConfig == (m.Digest == st.Digest) {
+			t.Errorf("member %s: same_config %v with digests %s / %s", m.Name, m.SameConfig, m.Digest, st.Digest)
+		}
+	}
+	if err := hosts["a"].d.StartAgent(notOn(hosts, "a")); err == nil {
+		t.Error("a started an agent placed on another host")
+	}
+
+	// b stops: its agents run on a and c.
+	hosts["b"].stop(t)
+	w.drop("b")
+	delete(hosts, "b")
+	eventually(t, 30*time.Second, "b's agents on a and c", func() bool { return exactlyOnce(hosts, n) })
+
+	// c is cut off from etcd: it fences, a takes everything.
+	cut := time.Now()
+	proxy.Cut()
+	eventually(t, 2*time.Second, "c fenced", func() bool {
+		for _, hs := range where(map[string]*running{"c": hosts["c"]}) {
+			if len(hs) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	fenced := time.Since(cut)
+	if hosts["c"].d.Ready() {
+		t.Error("c ready while cut off")
+	}
+	eventually(t, 30*time.Second, "every agent on a", func() bool {
+		return exactlyOnce(hosts, n) && len(where(map[string]*running{"a": hosts["a"]})) == n
+	})
+	t.Logf("c fenced %s after the cut; a ran every agent %s after it", fenced.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
+	w.check(t)
+}
+
+// notOn is some agent that host does not run.
+func notOn(hosts map[string]*running, host string) string {
+	for a, hs := range where(hosts) {
+		if hs[0] != host {
+			return a
+		}
+	}
+	return ""
+}
+
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
