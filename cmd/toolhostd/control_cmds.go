@@ -60,7 +60,7 @@ func withDaemon(cmd *cobra.Command, opts *globalOptions, socket string, f func(c
 
 func newPsCmd(opts *globalOptions) *cobra.Command {
 	var socket string
-	var asJSON bool
+	var asJSON, inCluster bool
 	cmd := &cobra.Command{
 		Use:   "ps",
 		Short: "List the running daemon's agents",
@@ -69,6 +69,16 @@ func newPsCmd(opts *globalOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDaemon(cmd, opts, socket, func(ctx context.Context, c *control.Client) error {
+				if inCluster {
+					st, err := c.Cluster(ctx)
+					switch {
+					case err != nil:
+						return err
+					case asJSON:
+						return writeJSON(cmd.OutOrStdout(), clusterRows(st))
+					}
+					return clusterTable(cmd.OutOrStdout(), st)
+				}
 				agents, err := c.Agents(ctx)
 				if err != nil {
 					return err
@@ -83,6 +93,7 @@ func newPsCmd(opts *globalOptions) *cobra.Command {
 	}
 	socketFlag(cmd, &socket)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the agents as JSON")
+	cmd.Flags().BoolVar(&inCluster, "cluster", false, "list every agent of the cluster with its host, and flag hosts on another config")
 	return cmd
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -113,6 +115,7 @@ func exactlyOnce(hosts map[string]*running, n int) bool {
 // /v1/cluster's view agrees.
 func TestClusterDaemons(t *testing.T) {
 	const n = 24
+	mtr := metrics.New()
 	e := etcdtest.Start(t, 1)
 	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
 	hosts := map[string]*running{}
@@ -123,16 +126,45 @@ func TestClusterDaemons(t *testing.T) {
 		}
 		dir := filepath.Join(t.TempDir(), name)
 		path := writeConfig(t, mkdir(t, dir), clusterConfig(t, name, eps, n))
-		hosts[name] = serve(t, path)
+		var opts []Option
+		if name == "a" {
+			opts = append(opts, WithMetrics(mtr))
+		}
+		hosts[name] = serve(t, path, opts...)
 	}
+	mtr.SetBackend(hosts["a"].d)
+	ctl := controlOf(t, hosts["a"].d, mtr)
 	eventually(t, 60*time.Second, "every agent running once", func() bool { return exactlyOnce(hosts, n) })
 	eventually(t, 30*time.Second, "every host ready", func() bool {
 		return hosts["a"].d.Ready() && hosts["b"].d.Ready() && hosts["c"].d.Ready()
 	})
 	w := watchOverlaps(map[string]*running{"a": hosts["a"], "b": hosts["b"], "c": hosts["c"]})
-	st, ok := hosts["a"].d.Cluster()
-	if !ok || len(st.Members) != 3 || len(st.Owners) != n {
-		t.Fatalf("a's cluster view: %+v", st)
+	// The view over the control API, as `ps --cluster` reads it.
+	var st control.ClusterStatus
+	eventually(t, 10*time.Second, "a's view of 3 members publishing 24 agents", func() bool {
+		var err error
+		st, err = ctl.Cluster(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		published := 0
+		for _, m := range st.Members {
+			published += len(m.Agents)
+		}
+		return len(st.Members) == 3 && len(st.Owners) == n && published == n
+	})
+	if ready, err := ctl.Ready(t.Context()); err != nil || !ready {
+		t.Errorf("a's /readyz: %v, %v", ready, err)
+	}
+	text, err := ctl.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`toolhostd_cluster_members{member="a"} 3`, `toolhostd_cluster_joined{member="a"} 1`,
+		fmt.Sprintf(`toolhostd_cluster_owned_agents{member="a"} %d`, len(st.Owned))} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	for _, m := range st.Members {
 		if !m.SameConfig == (m.Digest == st.Digest) {
@@ -167,6 +199,9 @@ func TestClusterDaemons(t *testing.T) {
 	eventually(t, 30*time.Second, "every agent on a", func() bool {
 		return exactlyOnce(hosts, n) && len(where(map[string]*running{"a": hosts["a"]})) == n
 	})
+	if st, _ := hosts["c"].d.Cluster(); st.Fences == 0 {
+		t.Error("c counted no fence")
+	}
 	t.Logf("c fenced %s after the cut; a ran every agent %s after it", fenced.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond))
 	w.check(t)
 }
@@ -187,4 +222,30 @@ func mkdir(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// controlOf serves d's control API on a unix socket until the test ends
+// and returns a client of it.
+func controlOf(t *testing.T, d *Daemon, m *metrics.Metrics) *control.Client {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "i18ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	srv, err := control.NewServer(control.Options{Backend: d, Gatherer: m.Registry(), Socket: filepath.Join(dir, "ctl.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-srv.Listening()
+	c, err := control.Dial(srv.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -112,7 +112,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed,
-		m.traps, m.instantiate, m.logDropped, m.state,
+		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state},
 	)
 	return m
 }
