@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
@@ -15,18 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// grpc's and etcd's process-wide background goroutines.
-		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
-		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
-		goleak.IgnoreAnyFunction("go.etcd.io/etcd/pkg/v3/traceutil.init"),
-		// The embedded members' peer connections (rafthttp over net/http)
-		// outlive a member's Close by a moment; nothing of ours uses net/http.
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
-		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
-	)
+	goleak.VerifyTestMain(m, etcdtest.LeakOptions()...)
 }
 
 // testTTL is the lease TTL of the tests: the shortest allowed.
@@ -50,10 +40,14 @@ type nodeOpt func(*cluster.Options)
 
 // startHost runs a node named name for agents on cli, with the world's
 // runner; it stops when the test ends.
-func startHost(t *testing.T, w *world, cli *clientv3.Client, name string, agents []string, opts ...nodeOpt) *host {
+func startHost(t testing.TB, w *world, cli *clientv3.Client, name string, agents []string, opts ...nodeOpt) *host {
 	t.Helper()
+	log := zap.NewNop() // benchmarks: no log
+	if tt, ok := t.(*testing.T); ok {
+		log = zaptest.NewLogger(tt).Named(name)
+	}
 	o := cluster.Options{
-		Client: cli, Runner: w.runner(name), Log: zaptest.NewLogger(t).Named(name),
+		Client: cli, Runner: w.runner(name), Log: log,
 		Name: name, Prefix: "/test", LeaseTTL: testTTL, Settle: 200 * time.Millisecond,
 		MovesPerSecond: 1000, Digest: "d1",
 	}
@@ -74,7 +68,7 @@ func startHost(t *testing.T, w *world, cli *clientv3.Client, name string, agents
 }
 
 // waitFor fails t unless cond holds within d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	if !etcdtest.WaitFor(context.Background(), d, cond) {
 		t.Fatalf("not within %s: %s", d, what)

@@ -140,6 +140,10 @@ type Node struct {
 	owners  map[string]owner // agent -> holder, as watched
 	viewRev int64            // the etcd revision the view is at
 	agents  map[string]bool  // configured
+	// targets caches each agent's placement over the settled members
+	// named by targetsKey (nil: to compute).
+	targets    map[string]string
+	targetsKey string
 	local   map[string]*localAgent
 	digest  string
 	counts  Counts
@@ -226,6 +230,7 @@ func (n *Node) SetAgents(names []string) {
 	for _, a := range names {
 		n.agents[a] = true
 	}
+	n.targets = nil
 	n.mu.Unlock()
 	n.poke()
 }

@@ -7,6 +7,7 @@ package cluster
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +16,12 @@ import (
 )
 
 // reconcileEvery is the longest pause between two passes (watch events and
-// config changes wake the loop sooner).
-const reconcileEvery = 250 * time.Millisecond
+// config changes wake the loop sooner, but no sooner than passGap after
+// the last pass: a storm of events makes passes, not a busy loop).
+const (
+	reconcileEvery = 250 * time.Millisecond
+	passGap        = 20 * time.Millisecond
+)
 
 // reconcile runs passes until ctx ends, then waits for the hand overs it
 // started.
@@ -33,6 +38,7 @@ func (n *Node) reconcile(ctx context.Context, lease clientv3.LeaseID) {
 		case <-t.C:
 		}
 		n.pass(ctx, lease, &wg)
+		sleep(ctx, passGap)
 	}
 }
 
@@ -53,12 +59,27 @@ func (n *Node) settledLocked(now time.Time) []string {
 	return out
 }
 
+// targetsLocked maps each configured agent to the member it belongs on
+// among settled, recomputed only when settled or the agents change.
+func (n *Node) targetsLocked(settled []string) map[string]string {
+	key := strings.Join(settled, "\x00")
+	if n.targets != nil && key == n.targetsKey {
+		return n.targets
+	}
+	n.targets = make(map[string]string, len(n.agents))
+	for a := range n.agents {
+		n.targets[a] = place(a, settled)
+	}
+	n.targetsKey = key
+	return n.targets
+}
+
 // planLocked computes a pass from the view.
 func (n *Node) planLocked(now time.Time, lease clientv3.LeaseID) plan {
 	var p plan
-	settled := n.settledLocked(now)
+	targets := n.targetsLocked(n.settledLocked(now))
 	for a := range n.agents {
-		target := place(a, settled)
+		target := targets[a]
 		la := n.local[a]
 		switch {
 		case la == nil:

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -29,6 +30,7 @@ type clusterState struct {
 	cli  *clientv3.Client
 	node *cluster.Node
 	ttl  time.Duration
+	cfg  config.Cluster // as started: a reload does not change it
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -63,7 +65,7 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		return err
 	}
 	node.SetAgents(sortedKeys(cfg.Agent))
-	d.cluster = &clusterState{cli: cli, node: node, ttl: c.LeaseTTL.Duration}
+	d.cluster = &clusterState{cli: cli, node: node, ttl: c.LeaseTTL.Duration, cfg: *c}
 	return nil
 }
 
@@ -180,6 +182,9 @@ func (d *Daemon) checkOwner(name string) error {
 func (d *Daemon) reloaded(cur *config.Config) {
 	if d.cluster == nil {
 		return
+	}
+	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
+		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
 	d.cluster.node.SetAgents(sortedKeys(cur.Agent))
 	d.cluster.node.SetDigest(fileDigest(d.cfgPath))

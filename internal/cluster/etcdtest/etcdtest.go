@@ -17,8 +17,24 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 )
+
+// LeakOptions are the goleak options of a package whose tests run
+// embedded members: the members' peer connections (rafthttp over
+// net/http) outlive a stopped member by a moment, and grpc keeps
+// process-wide goroutines. Use them only where nothing else of the
+// package serves or dials HTTP.
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
+	}
+}
 
 // Cluster is n embedded members.
 type Cluster struct {
