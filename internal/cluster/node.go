@@ -144,11 +144,11 @@ type Node struct {
 	// named by targetsKey (nil: to compute).
 	targets    map[string]string
 	targetsKey string
-	local   map[string]*localAgent
-	digest  string
-	counts  Counts
-	lastOK  time.Time
-	revs    int64 // etcd requests made (reads, writes, renewals)
+	local      map[string]*localAgent
+	digest     string
+	counts     Counts
+	lastOK     time.Time
+	revs       int64 // etcd requests made (reads, writes, renewals)
 }
 
 // member is one live member as watched.
