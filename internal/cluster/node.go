@@ -23,6 +23,12 @@
 //     backs (a host whose own key disappears stops that agent at once,
 //     but cannot undo what ran meanwhile).
 //
+// A known gap of the daemon's Runner against assumption 2: its Stop waits
+// for the daemon's operation lock, so a fence that begins while a reload
+// (or an operator's agent stop) is itself stopping agents waits for that
+// first, up to one more capped grace: the margin then shrinks from
+// lease_ttl/4 to nothing in the worst case.
+//
 // Why it holds: an agent runs only on the host that holds its key
 // PREFIX/agents/NAME, which is created only if absent and attached to the
 // owner's lease; the key goes away only when the owner deletes it, after

@@ -20,7 +20,7 @@ import (
 // the last pass: a storm of events makes passes, not a busy loop).
 const (
 	reconcileEvery = 250 * time.Millisecond
-	passGap        = 20 * time.Millisecond
+	passGap        = 50 * time.Millisecond
 )
 
 // reconcile runs passes until ctx ends, then waits for the hand overs it
