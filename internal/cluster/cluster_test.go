@@ -315,3 +315,30 @@ func TestNewChecksOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceHaltsFirst: when the runner's Stop is held up (the daemon's
+// Stop waits behind a reload), a fence still stops every agent in time
+// through the runner's Halt.
+func TestFenceHaltsFirst(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
+	w := newWorld()
+	agents := agentNames(20)
+	hr := &haltRunner{runner: w.runner("b")}
+	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agents, func(o *cluster.Options) { o.Runner = hr })
+	waitFor(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == len(agents) })
+	hr.setDelay(3 * testTTL) // far past the lease
+	_, mark := w.eventsSince(0)
+	proxy.Cut()
+	waitFor(t, testTTL, "b halted", func() bool { return w.onHost("b") == 0 })
+	renewed := b.node.Status().LastRenew
+	evs, _ := w.eventsSince(mark)
+	for _, ev := range evs {
+		if d := ev.at.Sub(renewed); d > testTTL*3/4 {
+			t.Errorf("%s stopped %s after b's last renewal, want within %s", ev.agent, d, testTTL*3/4)
+		}
+	}
+	if n := hr.halted1(); n != 1 {
+		t.Errorf("%d halts, want 1", n)
+	}
+}

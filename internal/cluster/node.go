@@ -23,11 +23,10 @@
 //     backs (a host whose own key disappears stops that agent at once,
 //     but cannot undo what ran meanwhile).
 //
-// A known gap of the daemon's Runner against assumption 2: its Stop waits
-// for the daemon's operation lock, so a fence that begins while a reload
-// (or an operator's agent stop) is itself stopping agents waits for that
-// first, up to one more capped grace: the margin then shrinks from
-// lease_ttl/4 to nothing in the worst case.
+// The daemon's Stop waits for its operation lock, which a reload may hold
+// while it stops agents itself; so the daemon is also a Halter: a fence
+// first halts every running instance directly (each stops within the
+// capped grace), then cleans up through Stop.
 //
 // Why it holds: an agent runs only on the host that holds its key
 // PREFIX/agents/NAME, which is created only if absent and attached to the
@@ -92,6 +91,15 @@ type Runner interface {
 	// Started reports whether the agent's first instance since Start was
 	// started (or could not be: its state says why).
 	Started(name string) bool
+}
+
+// Halter is a Runner that can stop every agent at once, bypassing
+// whatever serialises its Stop, and refuse starts until Resume: a fence
+// calls Halt first, then Stop for each agent; a new session calls Resume
+// before it claims anything.
+type Halter interface {
+	Halt()
+	Resume()
 }
 
 // Options configure a Node.
@@ -309,6 +317,9 @@ func (n *Node) session(ctx context.Context) error {
 		n.revoke(lease)
 		return err
 	}
+	if h, ok := n.o.Runner.(Halter); ok {
+		h.Resume()
+	}
 	n.mu.Lock()
 	n.lease, n.joined, n.lastOK = lease, time.Now(), sent
 	n.synced, n.passed, n.fencing = false, false, false
@@ -462,7 +473,13 @@ func (n *Node) fence(why error) {
 	n.log.Error("fencing: the lease could not be renewed; stopping every agent before it can expire",
 		zap.Error(why), zap.Int("agents", held), zap.Time("expires_not_before", n.lastOK.Add(n.o.LeaseTTL)))
 	done := make(chan struct{})
-	go func() { n.stopAll(); close(done) }()
+	go func() {
+		if h, ok := n.o.Runner.(Halter); ok {
+			h.Halt()
+		}
+		n.stopAll()
+		close(done)
+	}()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

@@ -171,3 +171,62 @@ func (w *world) waitQuiet(t *testing.T, d time.Duration) {
 	}
 	t.Fatal("agents still moving after 20s")
 }
+
+// haltRunner is a runner whose Stop first waits for a lock held
+// elsewhere for long (the daemon's operation lock during a reload), and
+// that is a Halter: Halt stops everything at once.
+type haltRunner struct {
+	*runner
+	stopDelay time.Duration
+	mu        sync.Mutex
+	halted    bool
+	halts     int
+}
+
+func (h *haltRunner) Stop(name string) {
+	h.mu.Lock()
+	d := h.stopDelay
+	h.mu.Unlock()
+	time.Sleep(d)
+	h.runner.Stop(name)
+}
+
+func (h *haltRunner) setDelay(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopDelay = d
+}
+
+func (h *haltRunner) halted1() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.halts
+}
+
+func (h *haltRunner) Start(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.halted {
+		h.runner.Start(name)
+	}
+}
+
+func (h *haltRunner) Halt() {
+	h.mu.Lock()
+	h.halted = true
+	h.halts++
+	h.mu.Unlock()
+	for a, hs := range h.w.where() {
+		for _, host := range hs {
+			if host == h.host {
+				h.runner.Stop(a)
+			}
+		}
+	}
+}
+
+func (h *haltRunner) Resume() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.halted = false
+}

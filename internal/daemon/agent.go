@@ -207,16 +207,12 @@ func (s *agentService) Serve(ctx context.Context) error {
 		s.update(func(r *agentRec) { r.setState(stateStopped) })
 		return ctx.Err()
 	}
-	inst := s.d.host.Start(prog, s.agentConfig(env), s.cfg.Input)
+	inst := s.startInstance(prog, env) // cluster.go: nil while the host is halted
+	if inst == nil {
+		s.update(func(r *agentRec) { r.setState(stateStopped) })
+		return fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
+	}
 	start := time.Now()
-	s.update(func(r *agentRec) {
-		if r.started {
-			r.restarts++
-		}
-		r.started = true
-		r.inst = inst
-		r.setState(stateRunning)
-	})
 	if m := s.d.opts.metrics; m != nil {
 		m.AgentInbox(s.r.name, inst.Inbox().Stats)
 	}
@@ -234,12 +230,15 @@ func (s *agentService) Serve(ctx context.Context) error {
 	if ce := s.log().Check(zap.DebugLevel, "agent output"); ce != nil && runErr == nil {
 		ce.Write(zap.String("output", truncate(out, maxOutputLog)))
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || s.d.isHalted() {
 		s.update(func(r *agentRec) {
 			r.inst = nil
 			r.setState(stateStopped)
 		})
 		s.log().Info("agent stopped", zap.Duration("duration", ran), zap.NamedError("run_error", runErr))
+		if ctx.Err() == nil { // halted: not restarted until the node starts it again
+			return fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
+		}
 		return ctx.Err()
 	}
 	return s.decide(runErr, ran)

@@ -23,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/host"
 )
 
 // clusterState is the daemon's cluster part; nil fields without [cluster].
@@ -218,6 +219,36 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	return out, true
 }
 
+// startInstance starts an instance of the service's agent unless the host
+// is halted (nil then). The check, the start and the record happen under
+// d.mu, so Halt sees every instance that started before it.
+func (s *agentService) startInstance(prog *host.Program, env map[string]string) *host.Agent {
+	cfg := s.agentConfig(env)
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.halted {
+		return nil
+	}
+	inst := d.host.Start(prog, cfg, s.cfg.Input)
+	if r := s.r; r.gen == s.gen {
+		if r.started {
+			r.restarts++
+		}
+		r.started = true
+		r.inst = inst
+		r.setState(stateRunning)
+	}
+	return inst
+}
+
+// isHalted reports whether a fence halted the host's agents.
+func (d *Daemon) isHalted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.halted
+}
+
 // clusterRunner is the daemon as the node's Runner.
 type clusterRunner struct{ d *Daemon }
 
@@ -254,6 +285,36 @@ func (c clusterRunner) Stop(name string) {
 		return
 	}
 	d.stopRec(r, stateStopped)
+}
+
+// Halt stops every running instance at once and waits, without the
+// operation lock (a reload may hold it): the fence's fast path. Until
+// Resume no instance starts.
+func (c clusterRunner) Halt() {
+	d := c.d
+	d.mu.Lock()
+	d.halted = true
+	var insts []*host.Agent
+	for _, r := range d.agents {
+		if r.inst != nil {
+			insts = append(insts, r.inst)
+			r.setState(stateStopping)
+		}
+	}
+	d.mu.Unlock()
+	for _, inst := range insts {
+		inst.Stop()
+	}
+	for _, inst := range insts {
+		<-inst.Done()
+	}
+}
+
+// Resume lets instances start again (a new session).
+func (c clusterRunner) Resume() {
+	c.d.mu.Lock()
+	c.d.halted = false
+	c.d.mu.Unlock()
 }
 
 func (c clusterRunner) State(name string) string {

@@ -102,6 +102,7 @@ type Daemon struct {
 	audit *audit.Log // [host] audit_log; nil: none (grants.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
+	halted  bool          // fenced: no instance may start (cluster.go)
 
 	closeOnce sync.Once
 	closeErr  error
