@@ -342,3 +342,29 @@ func TestFenceHaltsFirst(t *testing.T) {
 		t.Errorf("%d halts, want 1", n)
 	}
 }
+
+// TestFenceOverrun: a fence whose stops do not finish by 9/10 of the TTL
+// after the last renewal calls Overrun (serve exits there).
+func TestFenceOverrun(t *testing.T) {
+	e := etcdtest.Start(t, 1)
+	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
+	w := newWorld()
+	overran := make(chan time.Time, 1)
+	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agentNames(3), func(o *cluster.Options) {
+		o.Overrun = func() { overran <- time.Now() }
+	})
+	waitFor(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == 3 })
+	w.mu.Lock()
+	w.stopWait = 2 * testTTL // a Stop that takes longer than the lease
+	w.mu.Unlock()
+	proxy.Cut()
+	select {
+	case at := <-overran:
+		renewed := b.node.Status().LastRenew
+		if d := at.Sub(renewed); d < testTTL*9/10-50*time.Millisecond || d > testTTL {
+			t.Errorf("overrun %s after the last renewal, want at %s", d, testTTL*9/10)
+		}
+	case <-time.After(3 * testTTL):
+		t.Fatal("no overrun")
+	}
+}

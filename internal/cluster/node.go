@@ -472,26 +472,32 @@ func (n *Node) fence(why error) {
 	n.startMu.Unlock()
 	n.log.Error("fencing: the lease could not be renewed; stopping every agent before it can expire",
 		zap.Error(why), zap.Int("agents", held), zap.Time("expires_not_before", n.lastOK.Add(n.o.LeaseTTL)))
-	done := make(chan struct{})
+	// stopped closes once no agent runs: after Halt for a Halter (Stop
+	// then only cleans up), else after every Stop.
+	stopped, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		if h, ok := n.o.Runner.(Halter); ok {
 			h.Halt()
+			close(stopped)
+			n.stopAll()
+			return
 		}
 		n.stopAll()
-		close(done)
+		close(stopped)
 	}()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-stopped:
 		n.log.Warn("fenced: every agent stopped", zap.Int("agents", held))
 	case <-t.C:
 		n.log.Error("fence overran: agents still stopping close to the lease's expiry")
 		if n.o.Overrun != nil {
 			n.o.Overrun()
 		}
-		<-done
 	}
+	<-done
 }
 
 // clearSession forgets the session's keys: whatever this host held went
