@@ -61,6 +61,7 @@ func TestJoinTakesFairSharePaced(t *testing.T) {
 	a := startHost(t, w, cli, "a", agents, paced)
 	b := startHost(t, w, cli, "b", agents, paced)
 	waitFor(t, 15*time.Second, "240 agents on a and b", func() bool { return w.exactlyOnce(agents) })
+	w.waitQuiet(t, 500*time.Millisecond) // a and b started together: their own moves first
 	_, mark := w.eventsSince(0)
 	joined := time.Now()
 	c := startHost(t, w, cli, "c", agents, paced)
@@ -230,9 +231,11 @@ func TestOneEtcdMemberOfThreeLost(t *testing.T) {
 	// Quorum lost: each host must have stopped its agents within 3/4 of
 	// the TTL of its last answered renewal (the package doc's schedule).
 	_, mark = w.eventsSince(0)
-	go e.Stop(2)
+	stopped := make(chan struct{})
+	go func() { e.Stop(2); close(stopped) }()
 	e.Stop(1)
 	waitFor(t, 2*testTTL, "every host fenced", func() bool { return w.onHost("a")+w.onHost("b") == 0 })
+	<-stopped // its ports are free again
 	evs, _ := w.eventsSince(mark)
 	for _, h := range []*host{a, b} {
 		renewed := h.node.Status().LastRenew

@@ -74,6 +74,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Runner starts and stops agents by name; the daemon is one.
@@ -118,6 +120,16 @@ type Options struct {
 	// Overrun is called when a fence did not finish in time (see the
 	// package doc); nil: logged only.
 	Overrun func()
+}
+
+// DialOptions are the grpc options of a cluster host's etcd client: a
+// reconnection backoff of at most 2s (grpc's default grows to 2 minutes),
+// so that hosts rejoin soon after etcd comes back.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+		MinConnectTimeout: 2 * time.Second,
+	})}
 }
 
 // StopBudget is how long the Runner's Stop may take in a cluster whose

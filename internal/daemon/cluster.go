@@ -76,7 +76,8 @@ func etcdConfig(c *config.Cluster, log *zap.Logger) (clientv3.Config, error) {
 	cc := clientv3.Config{
 		Endpoints: e.Endpoints, DialTimeout: e.DialTimeout.Duration,
 		DialKeepAliveTime: c.LeaseTTL.Duration / 5, DialKeepAliveTimeout: c.LeaseTTL.Duration / 5,
-		Logger: log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+		Logger:      log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+		DialOptions: cluster.DialOptions(),
 	}
 	var err error
 	if cc.Username, err = config.Expand(e.Username); err != nil {

@@ -19,6 +19,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/cluster"
 )
 
 // LeakOptions are the goleak options of a package whose tests run
@@ -161,6 +163,7 @@ func Client(t testing.TB, endpoints ...string) *clientv3.Client {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
+		DialOptions: cluster.DialOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
