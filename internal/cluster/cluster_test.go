@@ -63,6 +63,7 @@ func TestJoinTakesFairSharePaced(t *testing.T) {
 	waitFor(t, 15*time.Second, "240 agents on a and b", func() bool { return w.exactlyOnce(agents) })
 	w.waitQuiet(t, 500*time.Millisecond) // a and b started together: their own moves first
 	_, mark := w.eventsSince(0)
+	movesBefore := a.node.Status().Counts.Moves + b.node.Status().Counts.Moves
 	joined := time.Now()
 	c := startHost(t, w, cli, "c", agents, paced)
 	waitFor(t, 20*time.Second, "c has its share and every agent runs once", func() bool {
@@ -103,8 +104,8 @@ func TestJoinTakesFairSharePaced(t *testing.T) {
 		}
 	}
 	t.Logf("c took %d agents (a %d, b %d) in %s", moved, w.onHost("a"), w.onHost("b"), took.Round(time.Millisecond))
-	if st := a.node.Status(); st.Counts.Moves+b.node.Status().Counts.Moves != uint64(moved) {
-		t.Errorf("moves counted %d+%d, want %d", st.Counts.Moves, b.node.Status().Counts.Moves, moved)
+	if n := a.node.Status().Counts.Moves + b.node.Status().Counts.Moves - movesBefore; n != uint64(moved) {
+		t.Errorf("a and b counted %d moves since c joined, want %d", n, moved)
 	}
 	w.checkNoOverlap(t)
 }
