@@ -198,10 +198,10 @@ func (d *decoder) providerGrant(path []string, v any) *ProviderGrant {
 			}
 		},
 		"max_concurrent_calls": func(p []string, v any) { g.MaxConcurrentCalls, _ = d.asInt(p, v, 1) },
-		"requests_per_minute": func(p []string, v any) { g.RequestsPerMinute, _ = d.asRate(p, v) },
-		"tokens_per_hour": func(p []string, v any) { g.TokensPerHour = tokens(p, v) },
-		"tokens_per_day":  func(p []string, v any) { g.TokensPerDay = tokens(p, v) },
-		"max_tokens":      func(p []string, v any) { g.MaxTokens, _ = d.asInt(p, v, 1) },
+		"requests_per_minute":  func(p []string, v any) { g.RequestsPerMinute, _ = d.asRate(p, v) },
+		"tokens_per_hour":      func(p []string, v any) { g.TokensPerHour = tokens(p, v) },
+		"tokens_per_day":       func(p []string, v any) { g.TokensPerDay = tokens(p, v) },
+		"max_tokens":           func(p []string, v any) { g.MaxTokens, _ = d.asInt(p, v, 1) },
 		"audit_arguments": func(p []string, v any) {
 			b, ok := v.(bool)
 			if !ok {

@@ -49,7 +49,7 @@ func (d *decoder) sampling(p []string, v any) *Sampling {
 				return true
 			})
 		},
-		"max_tokens": func(p []string, v any) { s.MaxTokens, _ = d.asInt(p, v, 1) },
+		"max_tokens":          func(p []string, v any) { s.MaxTokens, _ = d.asInt(p, v, 1) },
 		"requests_per_minute": func(p []string, v any) { s.RequestsPerMinute, _ = d.asRate(p, v) },
 	})
 	if _, set := m["provider"]; !set {

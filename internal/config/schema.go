@@ -75,12 +75,12 @@ type Tooling struct {
 	PingTimeout     Duration `toml:"ping_timeout"`      // that must be answered this fast
 
 	// What the client offers the server (see client.go).
-	Roots       []string `toml:"roots,omitempty"`     // file:// URIs; paths are made URIs at load
-	Elicitation string   `toml:"elicitation"`         // decline|accept-defaults
+	Roots       []string `toml:"roots,omitempty"` // file:// URIs; paths are made URIs at load
+	Elicitation string   `toml:"elicitation"`     // decline|accept-defaults
 	// Sampling, when set, offers the server MCP sampling, answered by a
 	// provider (sampling.go); nil: sampling/createMessage is refused.
 	Sampling *Sampling `toml:"sampling,omitempty" json:",omitempty"`
-	LogLevel    string   `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
+	LogLevel string    `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
 	// OAuth makes the server an OAuth-protected resource (http and sse only).
 	OAuth *OAuth `toml:"oauth" json:",omitempty"`
 }
