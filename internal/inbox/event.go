@@ -1,6 +1,9 @@
 package inbox
 
-import "github.com/toolhostd/toolhostd/internal/tooling"
+import (
+	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
 
 // ShutdownID is the id of the shutdown envelope.
 const ShutdownID = "00000000-0000-0000-0000-000000000000"
@@ -13,7 +16,9 @@ type Envelope struct {
 }
 
 // Event is the WIT inbox.event variant. Its cases are ToolResult, Error,
-// ResourceListUpdated, ResourceUpdated and Shutdown; switch on the type.
+// ResourceListUpdated, ResourceUpdated, Shutdown, ChatDelta and ChatDone
+// (the last two only for toolhost:agent@0.2.0 agents, which alone can start
+// a chat stream); switch on the type.
 type Event interface{ isEvent() }
 
 // ToolResult is the tool-result case: a call that succeeded (an MCP result
@@ -35,6 +40,16 @@ type ResourceUpdated struct{ Content tooling.ResourceContent }
 // Shutdown is the shutdown case; it carries nothing.
 type Shutdown struct{}
 
+// ChatDelta is the chat-delta case: more text of a chat stream (possibly
+// several deltas merged while undelivered).
+type ChatDelta struct{ Text string }
+
+// ChatDone is the chat-done case: the end of a chat stream, with the whole
+// response.
+type ChatDone struct{ Response provider.Response }
+
+func (ChatDelta) isEvent()           {}
+func (ChatDone) isEvent()            {}
 func (ToolResult) isEvent()          {}
 func (Error) isEvent()               {}
 func (ResourceListUpdated) isEvent() {}

@@ -14,6 +14,12 @@
 // operation is atomic under one mutex, so a cancel or unsubscribe that
 // returns true is never followed by a delivery of that id.
 //
+// A chat stream (chat.go) is a reserved call that also takes chat-delta
+// text before its one terminal envelope: the undelivered text of a stream is
+// held in one entry that further deltas extend (merged, never dropped), so a
+// slow agent makes the inbox hold at most its capacity plus one delta per
+// stream whose terminal envelope is not yet received.
+//
 // An Inbox has no goroutine: Recv waits on a notification channel.
 package inbox
 
@@ -37,12 +43,14 @@ const (
 	kindUpdate                    // a coalescing update of an open stream
 	kindOther                     // a stream's final event
 	kindShutdown                  // the shutdown envelope
+	kindDelta                     // the merged undelivered text of a chat stream
 )
 
 type entry struct {
 	env  Envelope
 	kind entryKind
-	dead bool // dropped by Cancel or CloseStream; skipped by recv
+	dead bool   // dropped by Cancel or CloseStream; skipped by recv
+	buf  []byte // kindDelta: the merged text, lifted into a ChatDelta at delivery
 }
 
 // Inbox is one agent's queue. All methods are safe for concurrent use.
@@ -59,10 +67,14 @@ type Inbox struct {
 	results   map[string]*entry   // undelivered call results
 	reserved  map[string]struct{} // open calls
 	streams   map[string]*entry   // open subscriptions: their undelivered update or nil
+	chats     map[string]struct{} // reserved calls that are chat streams
+	deltas    map[string]*entry   // undelivered delta of a chat stream
+	deltaLive int                 // undelivered deltas (not counted against the capacity)
 	free      []*entry            // recycled entries
 	shutdown  bool                // the shutdown envelope is enqueued
 	finished  bool                // the shutdown envelope was delivered
 	coalesced uint64
+	merged    uint64
 	delivered uint64
 }
 
@@ -81,6 +93,8 @@ func New(capacity int) *Inbox {
 		results:  make(map[string]*entry),
 		reserved: make(map[string]struct{}),
 		streams:  make(map[string]*entry),
+		chats:    make(map[string]struct{}),
+		deltas:   make(map[string]*entry),
 	}
 }
 
@@ -98,7 +112,7 @@ func (q *Inbox) Reserve(id string) error {
 	switch {
 	case q.shutdown:
 		return ErrShutdown
-	case len(q.reserved)+q.live >= q.capacity:
+	case q.usedLocked() >= q.capacity:
 		return ErrFull
 	}
 	if q.inUseLocked(id) {
@@ -107,6 +121,10 @@ func (q *Inbox) Reserve(id string) error {
 	q.reserved[id] = struct{}{}
 	return nil
 }
+
+// usedLocked is the capacity in use: open calls plus undelivered envelopes
+// other than chat deltas.
+func (q *Inbox) usedLocked() int { return len(q.reserved) + q.live - q.deltaLive }
 
 // Reserved reports whether the call id is reserved: made and neither
 // delivered nor cancelled (the contract's is-open).
@@ -127,6 +145,7 @@ func (q *Inbox) Deliver(id string, ev Event) bool {
 		return false
 	}
 	delete(q.reserved, id)
+	delete(q.chats, id) // an undelivered delta stays, no longer merging
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
@@ -140,20 +159,26 @@ func (q *Inbox) Deliver(id string, ev Event) bool {
 }
 
 // Cancel ends the call id: it releases its reservation, or drops its
-// envelope if that is still undelivered. It returns whether it did either;
-// afterwards no envelope with id is delivered.
+// envelope if that is still undelivered (for a chat stream its undelivered
+// delta too). It returns whether it did either; afterwards no envelope
+// with id is delivered.
 func (q *Inbox) Cancel(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.reserved[id]; ok {
+	ok := false
+	if _, open := q.reserved[id]; open {
 		delete(q.reserved, id)
-		return true
-	}
-	if e, ok := q.results[id]; ok {
+		delete(q.chats, id)
+		ok = true
+	} else if e, undelivered := q.results[id]; undelivered {
 		q.dropLocked(e)
-		return true
+		ok = true
 	}
-	return false
+	if e := q.deltas[id]; e != nil {
+		q.dropLocked(e)
+		ok = true
+	}
+	return ok
 }
 
 // OpenStream opens the subscription id so that Update may deliver to it.
@@ -253,6 +278,7 @@ func (q *Inbox) Shutdown() bool {
 	q.shutdown = true
 	clear(q.reserved)
 	clear(q.streams)
+	clear(q.chats)
 	q.pushLocked(q.newEntry(ShutdownID, Shutdown{}, kindShutdown))
 	q.mu.Unlock()
 	q.stop()
@@ -278,6 +304,8 @@ func (q *Inbox) Pending() int {
 type Stats struct {
 	// Coalesced counts updates that replaced an undelivered one in place.
 	Coalesced uint64
+	// Merged counts chat deltas appended to an undelivered one.
+	Merged uint64
 	// Delivered counts envelopes returned by Recv and TryRecv.
 	Delivered uint64
 	// Pending counts undelivered envelopes; Open counts reserved calls.
@@ -288,7 +316,7 @@ type Stats struct {
 func (q *Inbox) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return Stats{Coalesced: q.coalesced, Delivered: q.delivered, Pending: q.live, Open: len(q.reserved)}
+	return Stats{Coalesced: q.coalesced, Merged: q.merged, Delivered: q.delivered, Pending: q.live, Open: len(q.reserved)}
 }
 
 // TryRecv returns the next envelope without waiting.
@@ -350,6 +378,9 @@ func (q *Inbox) inUseLocked(id string) bool {
 	if _, ok := q.streams[id]; ok {
 		return true
 	}
+	if _, ok := q.deltas[id]; ok {
+		return true
+	}
 	_, ok := q.results[id]
 	return ok
 }
@@ -367,8 +398,15 @@ func (q *Inbox) pushLocked(e *entry) {
 }
 
 func (q *Inbox) dropLocked(e *entry) {
-	if e.kind == kindCall && q.results[e.env.ID] == e {
+	switch {
+	case e.kind == kindCall && q.results[e.env.ID] == e:
 		delete(q.results, e.env.ID)
+	case e.kind == kindDelta:
+		if q.deltas[e.env.ID] == e {
+			delete(q.deltas, e.env.ID)
+		}
+		q.deltaLive--
+		e.buf = nil
 	}
 	e.dead = true
 	e.env = Envelope{}
@@ -397,6 +435,12 @@ func (q *Inbox) popLocked() (Envelope, bool) {
 			if p, ok := q.streams[e.env.ID]; ok && p == e {
 				q.streams[e.env.ID] = nil
 			}
+		case kindDelta:
+			if q.deltas[e.env.ID] == e {
+				delete(q.deltas, e.env.ID)
+			}
+			q.deltaLive--
+			e.env.Event = ChatDelta{Text: string(e.buf)}
 		case kindShutdown:
 			q.finished = true
 		}

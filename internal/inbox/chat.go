@@ -1,0 +1,45 @@
+package inbox
+
+// ReserveChat reserves the chat stream id like Reserve (one unit of
+// capacity, for its terminal envelope, which Deliver puts) and lets Delta
+// add text to it until then. Its deltas take no capacity: the undelivered
+// text of the stream is one entry that later deltas extend.
+func (q *Inbox) ReserveChat(id string) error {
+	if err := q.Reserve(id); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if _, ok := q.reserved[id]; ok { // not cancelled or shut down meanwhile
+		q.chats[id] = struct{}{}
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// Delta delivers more text of the open chat stream id: appended to its
+// undelivered delta if it has one (counted in Merged), else enqueued as a
+// new ChatDelta envelope. Text is never dropped while the stream is open,
+// so the received deltas concatenate to everything sent. It returns false,
+// dropping text, when id is not an open chat stream (cancelled, ended by
+// Deliver, or shut down).
+func (q *Inbox) Delta(id, text string) bool {
+	q.mu.Lock()
+	if _, ok := q.chats[id]; !ok {
+		q.mu.Unlock()
+		return false
+	}
+	if e := q.deltas[id]; e != nil {
+		e.buf = append(e.buf, text...)
+		q.merged++
+		q.mu.Unlock()
+		return true
+	}
+	e := q.newEntry(id, nil, kindDelta)
+	e.buf = append(e.buf, text...)
+	q.deltas[id] = e
+	q.deltaLive++
+	q.pushLocked(e)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
