@@ -1,6 +1,6 @@
 // Package audit is the audit log: one JSON object per line for every tool
-// call, resource read and (un)subscription of every agent and every
-// denial, written to a file opened append-only with mode 0600 (or to
+// call, resource read, (un)subscription and model request of every agent
+// and every denial, written to a file opened append-only with mode 0600 (or to
 // stderr) by one goroutine behind a bounded buffer, so that the call path
 // never waits on the disk: a full buffer drops the line and counts it.
 // Reopen (on SIGHUP) reopens the file for logrotate.
@@ -30,6 +30,9 @@ const (
 	OpUnsubscribeResource     = "unsubscribe-resource"
 	OpSubscribeResourceList   = "subscribe-resource-list"
 	OpUnsubscribeResourceList = "unsubscribe-resource-list"
+	OpGetProvider             = "get-provider" // provider.get of a provider not granted (denials only)
+	OpChat                    = "chat"
+	OpChatStream              = "chat-stream"
 )
 
 // Outcomes besides the error codes.
@@ -60,24 +63,52 @@ type Record struct {
 	Args     string
 	HasArgs  bool
 	WithArgs bool
+
+	// Model requests (chat, chat-stream): the provider, the model (that
+	// answered, else asked for), the time to the first delta, the usage,
+	// and the request as JSON text: its size and sha256 are written, the
+	// text (the messages) only with WithArgs.
+	Provider      string
+	Model         string
+	FirstToken    time.Duration
+	HasFirstToken bool
+	InputTokens   uint32
+	OutputTokens  uint32
+	HasUsage      bool
+	Request       []byte
+	HasRequest    bool
+	StreamID      string
 }
 
 // line is a Record as written.
 type line struct {
 	Time       string          `json:"time"`
 	Agent      string          `json:"agent"`
-	Tooling    string          `json:"tooling"`
+	Tooling    string          `json:"tooling,omitempty"`
+	Provider   string          `json:"provider,omitempty"`
+	Model      string          `json:"model,omitempty"`
 	Op         string          `json:"op"`
 	Tool       string          `json:"tool,omitempty"`
 	URI        string          `json:"uri,omitempty"`
 	CallID     string          `json:"call_id,omitempty"`
 	SubID      string          `json:"sub_id,omitempty"`
+	StreamID   string          `json:"stream_id,omitempty"`
 	Outcome    string          `json:"outcome"`
 	Message    string          `json:"message,omitempty"`
 	DurationMS json.Number     `json:"duration_ms"`
 	ArgsBytes  *int            `json:"args_bytes,omitempty"`
 	ArgsSHA256 string          `json:"args_sha256,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	FirstMS    json.Number     `json:"first_token_ms,omitempty"`
+	InTokens   *uint32         `json:"input_tokens,omitempty"`
+	OutTokens  *uint32         `json:"output_tokens,omitempty"`
+	ReqBytes   *int            `json:"request_bytes,omitempty"`
+	ReqSHA256  string          `json:"request_sha256,omitempty"`
+	Req        json.RawMessage `json:"request,omitempty"`
+}
+
+func millis(d time.Duration) json.Number {
+	return json.Number(strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', -1, 64))
 }
 
 // Encode is the JSON line of r, newline included.
@@ -85,7 +116,22 @@ func Encode(r Record) []byte {
 	l := line{
 		Time: r.Time.UTC().Format(time.RFC3339Nano), Agent: r.Agent, Tooling: r.Tooling, Op: r.Op,
 		Tool: r.Tool, URI: r.URI, CallID: r.CallID, SubID: r.SubID, Outcome: r.Outcome, Message: r.Message,
-		DurationMS: json.Number(strconv.FormatFloat(float64(r.Duration.Microseconds())/1000, 'f', -1, 64)),
+		DurationMS: millis(r.Duration), Provider: r.Provider, Model: r.Model, StreamID: r.StreamID,
+	}
+	if r.HasFirstToken {
+		l.FirstMS = millis(r.FirstToken)
+	}
+	if r.HasUsage {
+		in, out := r.InputTokens, r.OutputTokens
+		l.InTokens, l.OutTokens = &in, &out
+	}
+	if r.HasRequest {
+		n := len(r.Request)
+		sum := sha256.Sum256(r.Request)
+		l.ReqBytes, l.ReqSHA256 = &n, hex.EncodeToString(sum[:])
+		if r.WithArgs && json.Valid(r.Request) {
+			l.Req = json.RawMessage(r.Request)
+		}
 	}
 	if r.HasArgs {
 		n := len(r.Args)

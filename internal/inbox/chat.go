@@ -43,3 +43,18 @@ func (q *Inbox) Delta(id, text string) bool {
 	q.signal()
 	return true
 }
+
+// IsChat reports whether id is a chat stream's: reserved by ReserveChat,
+// or with an undelivered delta or terminal envelope.
+func (q *Inbox) IsChat(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.chats[id]; ok {
+		return true
+	}
+	if _, ok := q.deltas[id]; ok {
+		return true
+	}
+	e, ok := q.results[id]
+	return ok && e.chat
+}

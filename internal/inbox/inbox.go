@@ -51,6 +51,7 @@ type entry struct {
 	kind entryKind
 	dead bool   // dropped by Cancel or CloseStream; skipped by recv
 	buf  []byte // kindDelta: the merged text, lifted into a ChatDelta at delivery
+	chat bool   // kindCall: the terminal envelope of a chat stream
 }
 
 // Inbox is one agent's queue. All methods are safe for concurrent use.
@@ -145,12 +146,14 @@ func (q *Inbox) Deliver(id string, ev Event) bool {
 		return false
 	}
 	delete(q.reserved, id)
+	_, chat := q.chats[id]
 	delete(q.chats, id) // an undelivered delta stays, no longer merging
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
 	e := q.newEntry(id, ev, kindCall)
+	e.chat = chat
 	q.results[id] = e
 	q.pushLocked(e)
 	q.mu.Unlock()

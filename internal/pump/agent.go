@@ -11,6 +11,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -35,6 +36,12 @@ type Agent struct {
 	calls   map[string]*call // open calls (async and blocking)
 	subs    map[string]*sub  // live subscriptions
 	handles map[*Handle]struct{}
+	streams map[string]*stream // open chat streams (chat.go)
+	provs   map[*ProviderHandle]struct{}
+
+	// set once before the first GetProvider (SetProviderGrants)
+	provGrants func(string) bool
+	provWrap   func(provider.Provider) provider.Provider
 }
 
 // Handle is one tooling.get result: the WIT tooling resource.
@@ -70,7 +77,14 @@ func (a *Agent) Close() {
 	for hd := range a.handles {
 		hs = append(hs, hd)
 	}
+	phs := make([]*ProviderHandle, 0, len(a.provs))
+	for ph := range a.provs {
+		phs = append(phs, ph)
+	}
 	a.mu.Unlock()
+	for _, ph := range phs {
+		ph.Close()
+	}
 	// In parallel: each may wait up to unsubscribeTimeout on its server, and
 	// agent exit must stay bounded by one such wait, not their sum.
 	var wg sync.WaitGroup
@@ -225,6 +239,9 @@ func (h *Handle) Cancel(id string) bool {
 		}
 	}
 	a.mu.Unlock()
+	if c == nil && a.in.IsChat(id) {
+		return false // a chat-stream id: only provider.cancel ends it
+	}
 	ok := a.in.Cancel(id)
 	if c != nil {
 		c.release() // a cancelled call no longer counts against the limits

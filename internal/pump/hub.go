@@ -86,6 +86,8 @@ type Hub struct {
 	dyn dynState
 	// audit is the audit log (policy.go); nil: none.
 	audit *audit.Log
+	// prov serves the provider interface (chat.go).
+	prov providerState
 }
 
 // runtime is everything the hub keeps for one tooling.
@@ -157,6 +159,7 @@ func (h *Hub) Serve(ctx context.Context) error {
 	err := root.Serve(ctx)
 	h.cancel()
 	h.waitCalls()
+	h.waitChats()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -184,6 +187,8 @@ func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string)
 		calls:   make(map[string]*call),
 		subs:    make(map[string]*sub),
 		handles: make(map[*Handle]struct{}),
+		streams: make(map[string]*stream),
+		provs:   make(map[*ProviderHandle]struct{}),
 	}
 	// Once the inbox is shut down no result can be delivered: every call of
 	// the agent is cancelled.
