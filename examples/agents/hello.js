@@ -3,9 +3,9 @@
 // "arguments"}, "every": seconds}; every key is optional (defaults below).
 // With "every" it runs as a daemon's agent: it logs the summary, waits that
 // long and does it again, until the host shuts it down.
-import { get } from 'toolhost:agent/tooling@0.1.0';
-import { recv } from 'toolhost:agent/inbox@0.1.0';
-import { write } from 'toolhost:agent/log@0.1.0';
+import { get } from 'toolhost:agent/tooling@0.2.0';
+import { recv } from 'toolhost:agent/inbox@0.2.0';
+import { write } from 'toolhost:agent/log@0.2.0';
 
 const defaults = {
   toolings: ['everything', 'filesystem'],

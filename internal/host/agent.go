@@ -15,6 +15,7 @@ import (
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
@@ -24,6 +25,11 @@ type AgentConfig struct {
 	Name string
 	// Grants reports whether the agent may get a tooling; nil grants all.
 	Grants func(tooling string) bool
+	// Providers reports whether the agent may get a provider (of those
+	// the hub serves); nil grants all. WrapProvider, if set, wraps each
+	// provider the agent gets (its budget, say).
+	Providers    func(provider string) bool
+	WrapProvider func(provider.Provider) provider.Provider
 	// Policy narrows what the agent may do on its granted toolings (which
 	// tools, which resources, how many calls and how fast); nil: no
 	// narrowing.
@@ -183,9 +189,11 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		stopping: a.stopping,
 		killed:   a.killed,
 		handles:  make(map[uint32]*pump.Handle),
+		provs:    make(map[uint32]*pump.ProviderHandle),
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	st.pa.SetPolicy(a.cfg.Policy)
+	st.pa.SetProviderGrants(a.cfg.Providers, a.cfg.WrapProvider)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	stdout.limit, stderr.limit = st.logs, st.logs

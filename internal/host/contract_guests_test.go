@@ -28,7 +28,7 @@ func TestUncaughtExceptions(t *testing.T) {
 	forGuests(t, func(t *testing.T, g guest) {
 		s := env(t)
 		whats := []string{"host-error", "error"}
-		if g == guestGo {
+		if g.toolchain() == guestGo {
 			whats = append(whats, "nil")
 		}
 		for _, what := range whats {
@@ -43,7 +43,7 @@ func TestUncaughtExceptions(t *testing.T) {
 					}
 				}
 				logged := strings.Join(stderr, "\n")
-				if g == guestQJS && what == "error" {
+				if g.toolchain() == guestQJS && what == "error" {
 					var re *RunError
 					if !errors.As(err, &re) || re.Message != "boom" {
 						t.Fatalf("err = %v (%T), want run's err \"boom\"", err, err)
@@ -54,7 +54,7 @@ func TestUncaughtExceptions(t *testing.T) {
 				if !errors.As(err, &tr) || len(tr.Backtrace) == 0 {
 					t.Fatalf("err = %v (%T), want a trap with a backtrace", err, err)
 				}
-				switch g {
+				switch g.toolchain() {
 				case guestJS:
 					if !strings.Contains(logged, "expected a string") {
 						t.Errorf("the guest's stderr was not logged with its name: %q", stderr)

@@ -91,6 +91,10 @@ func eventVal(ev inbox.Event) (wt.Val, error) {
 		return wt.Variant{Case: "resource-updated", Payload: resourceContentVal(e.Content)}, nil
 	case inbox.Shutdown:
 		return wt.Variant{Case: "shutdown"}, nil
+	case inbox.ChatDelta:
+		return wt.Variant{Case: "chat-delta", Payload: wt.String(e.Text)}, nil
+	case inbox.ChatDone:
+		return wt.Variant{Case: "chat-done", Payload: chatResponseVal(e.Response)}, nil
 	}
 	return nil, fmt.Errorf("inbox event %T has no WIT case", ev)
 }

@@ -1,6 +1,13 @@
 package host
 
-import "testing"
+import (
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // guest is one toolchain's build of the contract probe: the contract tests
 // run every scenario on each (see forGuests), with the same assertions.
@@ -16,24 +23,98 @@ const (
 	// guestQJS is probe.js built with componentize-qjs
 	// (build/test-agents-qjs).
 	guestQJS
+	// guestJS010, guestGo010 and guestQJS010 are the same three probes as
+	// built against toolhost:agent@0.1.0 on main at 28e150c, before 0.2.0
+	// (testdata/v0.1.0/probe-<dir>.wasm.gz): the host must keep serving
+	// them unchanged.
+	guestJS010
+	guestGo010
+	guestQJS010
 )
 
-var allGuests = []guest{guestJS, guestGo, guestQJS}
+var allGuests = []guest{guestJS, guestGo, guestQJS, guestJS010, guestGo010, guestQJS010}
+
+// currentGuests are the probes built from this checkout (for benchmarks).
+var currentGuests = []guest{guestJS, guestGo, guestQJS}
 
 func (g guest) String() string {
-	return [...]string{"componentize-js", "go", "componentize-qjs"}[g]
+	return [...]string{"componentize-js", "go", "componentize-qjs", "componentize-js-v0.1.0", "go-v0.1.0", "componentize-qjs-v0.1.0"}[g]
 }
 
-// dir is the build/ directory of the guest's test agents.
+// toolchain is the guest's toolchain: guestJS, guestGo or guestQJS.
+func (g guest) toolchain() guest { return g % 3 }
+
+// v010 reports a probe built against toolhost:agent@0.1.0.
+func (g guest) v010() bool { return g >= guestJS010 }
+
+// version is the world version the guest was built against.
+func (g guest) version() string {
+	if g.v010() {
+		return "0.1.0"
+	}
+	return "0.2.0"
+}
+
+// fixturePrefix marks the dir of a probe kept as a fixture in
+// testdata/v0.1.0 (see suite.program).
+const fixturePrefix = "v0.1.0/"
+
+// dir is the build/ directory of the guest's test agents, or
+// fixturePrefix + that directory for a 0.1.0 fixture.
 func (g guest) dir() string {
-	return [...]string{"test-agents", "test-agents-go", "test-agents-qjs"}[g]
+	d := [...]string{"test-agents", "test-agents-go", "test-agents-qjs"}[g.toolchain()]
+	if g.v010() {
+		return fixturePrefix + d
+	}
+	return d
+}
+
+// fixturePath decompresses testdata/v0.1.0/<name>-<dir>.wasm.gz into a
+// temporary directory of the suite (once) and returns the component's path.
+func (s *suite) fixturePath(t testing.TB, dir, name string) string {
+	t.Helper()
+	base := name + "-" + strings.TrimPrefix(dir, fixturePrefix) + ".wasm"
+	if s.fixtureDir == "" {
+		d, err := os.MkdirTemp("", "toolhostd-v010-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fixtureDir = d
+		s.tempDirs = append(s.tempDirs, d)
+	}
+	out := filepath.Join(s.fixtureDir, base)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	f, err := os.Open(filepath.Join("testdata", "v0.1.0", base+".gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name(), err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name(), err)
+	}
+	if err := os.WriteFile(out, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // forGuests runs f as one subtest per guest, each with the in-process
 // server's records reset.
 func forGuests(t *testing.T, f func(t *testing.T, g guest)) {
 	t.Helper()
-	for _, g := range allGuests {
+	forGuestsOf(t, allGuests, f)
+}
+
+func forGuestsOf(t *testing.T, gs []guest, f func(t *testing.T, g guest)) {
+	t.Helper()
+	for _, g := range gs {
 		t.Run(g.String(), func(t *testing.T) {
 			env(t) // resets the server's records
 			f(t, g)

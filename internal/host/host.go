@@ -185,7 +185,7 @@ func (h *Host) LoadFile(path string) (*Program, error) {
 
 // Load compiles (or takes from the compile cache) a component and checks
 // that it exports `run: func(string) -> result<string, string>` and that
-// its imports of toolhost:agent@0.1.0 have the host's types. Imports
+// its imports of toolhost:agent (0.1.0 or 0.2.0) have the host's types. Imports
 // the host does not provide are defined as traps: the agent fails only if
 // it calls one.
 func (h *Host) Load(name string, component []byte) (*Program, error) {
@@ -336,9 +336,13 @@ var wasiPackages = map[string]bool{"cli": true, "io": true, "clocks": true, "ran
 // provided reports whether an import is defined by AddWASIP2 or by
 // defineImports.
 func provided(name string) bool {
-	switch name {
-	case ifaceTypes, ifaceTooling, ifaceInbox, ifaceLog:
-		return true
+	for _, w := range worlds {
+		switch name {
+		case w.types, w.tooling, w.inbox, w.log:
+			return true
+		case w.provider:
+			return name != ""
+		}
 	}
 	if rest, ok := strings.CutPrefix(name, "wasi:"); ok {
 		pkg, _, _ := strings.Cut(rest, "/")

@@ -14,15 +14,34 @@ import (
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
-// The WIT interfaces of toolhost:agent@0.1.0 the host provides.
-const (
-	ifaceTypes   = "toolhost:agent/types@0.1.0"
-	ifaceTooling = "toolhost:agent/tooling@0.1.0"
-	ifaceInbox   = "toolhost:agent/inbox@0.1.0"
-	ifaceLog     = "toolhost:agent/log@0.1.0"
+// world is one version of toolhost:agent: the names of its interfaces.
+type world struct {
+	version                              string
+	types, tooling, provider, inbox, log string // provider: "" before 0.2.0
+}
 
-	// toolingType tags the host resource type of tooling handles.
-	toolingType uint32 = 1
+func newWorld(version string, withProvider bool) world {
+	name := func(iface string) string { return "toolhost:agent/" + iface + "@" + version }
+	w := world{version: version, types: name("types"), tooling: name("tooling"), inbox: name("inbox"), log: name("log")}
+	if withProvider {
+		w.provider = name("provider")
+	}
+	return w
+}
+
+// The versions of the world the host serves, both at once: a component
+// built against 0.1.0 links to the same functions as one of 0.2.0, less
+// the provider interface (so its inbox never carries a chat event).
+var (
+	v010   = newWorld("0.1.0", false)
+	v020   = newWorld("0.2.0", true)
+	worlds = []world{v010, v020}
+)
+
+// The host resource types of the handles.
+const (
+	toolingType  uint32 = 1
+	providerType uint32 = 2
 )
 
 // agentState is a store's data: what the host functions of one agent need.
@@ -40,6 +59,7 @@ type agentState struct {
 	killed context.Context
 
 	handles map[uint32]*pump.Handle
+	provs   map[uint32]*pump.ProviderHandle
 	next    uint32
 }
 
@@ -49,13 +69,17 @@ func (st *agentState) closeHandles() {
 		h.Close()
 		delete(st.handles, rep)
 	}
+	for rep, ph := range st.provs {
+		ph.Close()
+		delete(st.provs, rep)
+	}
 }
 
 func stateOf(c *wt.Caller) *agentState { return c.Data().(*agentState) }
 
 // errBadArgs is a host-side defect or a guest built against another WIT:
 // the call traps.
-var errBadArgs = errors.New("arguments do not match toolhost:agent@0.1.0")
+var errBadArgs = errors.New("arguments do not match toolhost:agent")
 
 func argString(args []wt.Val, i int) (string, error) {
 	if i < len(args) {
@@ -66,24 +90,27 @@ func argString(args []wt.Val, i int) (string, error) {
 	return "", fmt.Errorf("%w: argument %d is not a string", errBadArgs, i)
 }
 
-// handleArg resolves the `self` borrow of a tooling method.
-func (st *agentState) handleArg(args []wt.Val) (*pump.Handle, error) {
+// selfArg resolves the `self` borrow of a method of the host resource typ
+// (what names it in errors) among the guest's handles.
+func selfArg[H any](handles map[uint32]H, typ uint32, what string, args []wt.Val) (H, error) {
+	var zero H
 	if len(args) > 0 {
-		if r, ok := args[0].(wt.ResourceHost); ok && r.Type == toolingType {
-			if h, ok := st.handles[r.Rep]; ok {
+		if r, ok := args[0].(wt.ResourceHost); ok && r.Type == typ {
+			if h, ok := handles[r.Rep]; ok {
 				return h, nil
 			}
-			return nil, fmt.Errorf("unknown tooling handle %d", r.Rep)
+			return zero, fmt.Errorf("unknown %s handle %d", what, r.Rep)
 		}
 	}
-	return nil, fmt.Errorf("%w: self is not a tooling handle", errBadArgs)
+	return zero, fmt.Errorf("%w: self is not a %s handle", errBadArgs, what)
 }
 
-// method adapts a tooling method body to a HostFunc.
-func method(body func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+// methodOf adapts the body of a method of a host resource to a HostFunc:
+// self resolves through resolve, the other arguments go to body.
+func methodOf[H any](resolve func(st *agentState, args []wt.Val) (H, error), body func(st *agentState, h H, args []wt.Val) (wt.Val, error)) wt.HostFunc {
 	return func(c *wt.Caller, args []wt.Val, results []wt.Val) error {
 		st := stateOf(c)
-		h, err := st.handleArg(args)
+		h, err := resolve(st, args)
 		if err != nil {
 			return err
 		}
@@ -96,23 +123,40 @@ func method(body func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, er
 	}
 }
 
-// defineImports puts toolhost:agent@0.1.0 into l.
-func defineImports(l *wt.Linker) error {
-	root := l.Root()
-	if _, err := root.Instance(ifaceTypes); err != nil {
-		return err
-	}
-	if err := defineTooling(root); err != nil {
-		return err
-	}
-	if err := defineInbox(root); err != nil {
-		return err
-	}
-	return defineLog(root)
+// method adapts a tooling method body to a HostFunc.
+func method(body func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+	return methodOf(func(st *agentState, args []wt.Val) (*pump.Handle, error) {
+		return selfArg(st.handles, toolingType, "tooling", args)
+	}, body)
 }
 
-func defineTooling(root *wt.LinkerInstance) error {
-	li, err := root.Instance(ifaceTooling)
+// defineImports puts every version of toolhost:agent into l.
+func defineImports(l *wt.Linker) error {
+	root := l.Root()
+	for _, w := range worlds {
+		if _, err := root.Instance(w.types); err != nil {
+			return err
+		}
+		if err := defineTooling(root, w.tooling); err != nil {
+			return err
+		}
+		if w.provider != "" {
+			if err := defineProvider(root, w.provider); err != nil {
+				return err
+			}
+		}
+		if err := defineInbox(root, w.inbox); err != nil {
+			return err
+		}
+		if err := defineLog(root, w.log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func defineTooling(root *wt.LinkerInstance, iface string) error {
+	li, err := root.Instance(iface)
 	if err != nil {
 		return err
 	}
@@ -256,8 +300,8 @@ func twoStrings(args []wt.Val) (string, string, error) {
 	return a, b, err
 }
 
-func defineInbox(root *wt.LinkerInstance) error {
-	li, err := root.Instance(ifaceInbox)
+func defineInbox(root *wt.LinkerInstance, iface string) error {
+	li, err := root.Instance(iface)
 	if err != nil {
 		return err
 	}
@@ -305,8 +349,8 @@ var logLevels = map[wt.Enum]zapcore.Level{
 	"error": zapcore.ErrorLevel,
 }
 
-func defineLog(root *wt.LinkerInstance) error {
-	li, err := root.Instance(ifaceLog)
+func defineLog(root *wt.LinkerInstance, iface string) error {
+	li, err := root.Instance(iface)
 	if err != nil {
 		return err
 	}

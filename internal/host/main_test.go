@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 
@@ -59,6 +61,7 @@ type suite struct {
 	root     string
 	mem      *testServer
 	nosub    *testServer
+	scripted *testenv.Scripted // the providers "fake" and "other"
 	fsDir    string
 	hub      *pump.Hub
 	host     *Host
@@ -68,6 +71,8 @@ type suite struct {
 	hubDone  chan struct{}
 	mcps     map[string]*mcpclient.Client
 	tempDirs []string
+	// fixtureDir holds the decompressed 0.1.0 probes (guests_test.go).
+	fixtureDir string
 
 	// everythingToggled: server-everything's resource updates are on.
 	everythingToggled atomic.Bool
@@ -171,6 +176,17 @@ func (s *suite) setUp() error {
 		entries = append(entries, pump.Entry{Tooling: m, Limits: pump.LimitsFrom(d.cfg)})
 	}
 	s.hub = pump.NewHub(entries, s.log)
+	s.scripted = testenv.NewScripted("fake")
+	other := testenv.NewScripted("other")
+	s.hub.SetProviders(func(name string) (provider.Provider, bool) {
+		switch name {
+		case "fake":
+			return s.scripted, true
+		case "other":
+			return other, true
+		}
+		return nil, false
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopHub, s.hubDone = cancel, make(chan struct{})
 	go func() { defer close(s.hubDone); _ = s.hub.Serve(ctx) }()
@@ -220,9 +236,14 @@ func (s *suite) program(t testing.TB, dir, name string) *Program {
 	if p, ok := s.progs[key]; ok {
 		return p
 	}
-	path, err := testenv.AgentPath(s.root, dir, name)
-	if err != nil {
-		t.Fatal(err)
+	var path string
+	if strings.HasPrefix(dir, fixturePrefix) {
+		path = s.fixturePath(t, dir, name)
+	} else {
+		var err error
+		if path, err = testenv.AgentPath(s.root, dir, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p, err := s.host.LoadFile(path)
 	if err != nil {
@@ -472,11 +493,12 @@ type envelope struct {
 }
 
 type probeOpts struct {
-	guest    guest // which build of the probe (default componentize-js)
-	name     string
-	grants   []string // nil: all
-	capacity int
-	grace    time.Duration
+	guest     guest // which build of the probe (default componentize-js)
+	name      string
+	grants    []string // nil: all
+	providers []string // nil: all
+	capacity  int
+	grace     time.Duration
 }
 
 func (o probeOpts) config() AgentConfig {
@@ -493,6 +515,9 @@ func (o probeOpts) config() AgentConfig {
 			set[g] = true
 		}
 		cfg.Grants = func(n string) bool { return set[n] }
+	}
+	if o.providers != nil {
+		cfg.Providers = func(n string) bool { return slices.Contains(o.providers, n) }
 	}
 	return cfg
 }
@@ -581,6 +606,13 @@ func envSummary(e envelope) string {
 		var rc struct{ URI, Content string }
 		json.Unmarshal(e.Val, &rc)
 		s += " " + rc.URI + "=" + rc.Content
+	case "chat-done":
+		var r struct {
+			Message      struct{ Content string }
+			FinishReason string
+		}
+		json.Unmarshal(e.Val, &r)
+		s += " " + r.FinishReason + " " + r.Message.Content
 	case "resource-list-updated":
 		var l []struct{ URI string }
 		json.Unmarshal(e.Val, &l)

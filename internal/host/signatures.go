@@ -7,56 +7,87 @@ import (
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
-// The host's side of toolhost:agent@0.1.0 as function types, to check a
-// component's imports against when it is loaded. The host functions of
-// imports.go are defined untyped (wasmtime takes the types from the
-// component), so without this check a guest built against another version
-// of the world would link and fail at instantiation with a bare "type
-// mismatch" that names no function.
+// The host's side of toolhost:agent (0.1.0 and 0.2.0) as function types,
+// to check a component's imports against when it is loaded. The host
+// functions of imports.go are defined untyped (wasmtime takes the types
+// from the component), so without this check a guest built against another
+// version of the world would link and fail at instantiation with a bare
+// "type mismatch" that names no function.
 //
 // Signatures are rendered by signature below: parameter types only (names
 // are not part of a function's type), records, variants and enums
 // structurally, a resource as own or borrow.
 const (
-	witErrorCode   = "enum{not-found, denied, invalid-argument, unsupported, unavailable, busy, timeout, cancelled, protocol, internal}"
-	witHostError   = "record{code: " + witErrorCode + ", message: string}"
-	witTool        = "record{name: string, description: option<string>, input-schema: string}"
-	witToolResult  = "record{name: string, arguments: string, value: string}"
-	witResInfo     = "record{uri: string, name: string, description: option<string>, mime-type: option<string>}"
-	witResContent  = "record{uri: string, mime-type: option<string>, content: string}"
-	witEvent       = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown}"
-	witOptEnvelope = "option<record{id: string, event: " + witEvent + "}>"
+	witErrorCode  = "enum{not-found, denied, invalid-argument, unsupported, unavailable, busy, timeout, cancelled, protocol, internal}"
+	witHostError  = "record{code: " + witErrorCode + ", message: string}"
+	witTool       = "record{name: string, description: option<string>, input-schema: string}"
+	witToolResult = "record{name: string, arguments: string, value: string}"
+	witResInfo    = "record{uri: string, name: string, description: option<string>, mime-type: option<string>}"
+	witResContent = "record{uri: string, mime-type: option<string>, content: string}"
+	witEvent010   = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown}"
+
+	// 0.2.0
+	witToolCall     = "record{id: string, name: string, arguments: string}"
+	witMessage      = "record{role: enum{system, user, assistant, tool}, content: string, tool-calls: list<" + witToolCall + ">, tool-call-id: option<string>}"
+	witToolChoice   = "variant{auto, none, required, named(string)}"
+	witChatRequest  = "record{model: option<string>, messages: list<" + witMessage + ">, tools: list<" + witTool + ">, tool-choice: option<" + witToolChoice + ">, max-tokens: option<u32>, temperature: option<f32>, stop: list<string>}"
+	witChatResponse = "record{message: " + witMessage + ", finish-reason: enum{stop, length, tool-calls, content-filter, other}, usage: record{input-tokens: u32, output-tokens: u32}, model: string}"
+	witEvent020     = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown, chat-delta(string), chat-done(" + witChatResponse + ")}"
 )
 
 func witResult(ok string) string { return "result<" + ok + ", " + witHostError + ">" }
 
-// contractFuncs are the function types of the world's imports, by
-// interface and function name.
-var contractFuncs = map[string]map[string]string{
-	ifaceTooling: {
-		"get":                                       "func(string) -> " + witResult("own"),
-		"[method]tooling.kind":                      "func(borrow) -> string",
-		"[method]tooling.name":                      "func(borrow) -> string",
-		"[method]tooling.list-tools":                "func(borrow) -> " + witResult("list<"+witTool+">"),
-		"[method]tooling.call-tool":                 "func(borrow, string, string) -> " + witResult("string"),
-		"[method]tooling.is-open":                   "func(borrow, string) -> bool",
-		"[method]tooling.cancel":                    "func(borrow, string) -> bool",
-		"[method]tooling.call-tool-blocking":        "func(borrow, string, string) -> " + witResult(witToolResult),
-		"[method]tooling.list-resources":            "func(borrow) -> " + witResult("list<"+witResInfo+">"),
-		"[method]tooling.read-resource":             "func(borrow, string) -> " + witResult(witResContent),
-		"[method]tooling.subscribe-resource-list":   "func(borrow) -> " + witResult("string"),
-		"[method]tooling.unsubscribe-resource-list": "func(borrow, string) -> bool",
-		"[method]tooling.subscribe-resource":        "func(borrow, string) -> " + witResult("string"),
-		"[method]tooling.unsubscribe-resource":      "func(borrow, string) -> bool",
-	},
-	ifaceInbox: {
-		"recv":     "func(option<u32>) -> " + witOptEnvelope,
-		"try-recv": "func() -> " + witOptEnvelope,
+func witOptEnvelope(event string) string {
+	return "option<record{id: string, event: " + event + "}>"
+}
+
+// toolingFuncs are the tooling interface's function types, the same in
+// both versions.
+var toolingFuncs = map[string]string{
+	"get":                                       "func(string) -> " + witResult("own"),
+	"[method]tooling.kind":                      "func(borrow) -> string",
+	"[method]tooling.name":                      "func(borrow) -> string",
+	"[method]tooling.list-tools":                "func(borrow) -> " + witResult("list<"+witTool+">"),
+	"[method]tooling.call-tool":                 "func(borrow, string, string) -> " + witResult("string"),
+	"[method]tooling.is-open":                   "func(borrow, string) -> bool",
+	"[method]tooling.cancel":                    "func(borrow, string) -> bool",
+	"[method]tooling.call-tool-blocking":        "func(borrow, string, string) -> " + witResult(witToolResult),
+	"[method]tooling.list-resources":            "func(borrow) -> " + witResult("list<"+witResInfo+">"),
+	"[method]tooling.read-resource":             "func(borrow, string) -> " + witResult(witResContent),
+	"[method]tooling.subscribe-resource-list":   "func(borrow) -> " + witResult("string"),
+	"[method]tooling.unsubscribe-resource-list": "func(borrow, string) -> bool",
+	"[method]tooling.subscribe-resource":        "func(borrow, string) -> " + witResult("string"),
+	"[method]tooling.unsubscribe-resource":      "func(borrow, string) -> bool",
+}
+
+func inboxFuncs(event string) map[string]string {
+	return map[string]string{
+		"recv":     "func(option<u32>) -> " + witOptEnvelope(event),
+		"try-recv": "func() -> " + witOptEnvelope(event),
 		"pending":  "func() -> u32",
+	}
+}
+
+var logFuncs = map[string]string{"write": "func(enum{debug, info, warn, error}, string)"}
+
+// contractFuncs are the function types of the imports of both versions of
+// the world, by interface (its versioned name) and function name.
+var contractFuncs = map[string]map[string]string{
+	v010.tooling: toolingFuncs,
+	v010.inbox:   inboxFuncs(witEvent010),
+	v010.log:     logFuncs,
+	v020.tooling: toolingFuncs,
+	v020.provider: {
+		"get":                          "func(string) -> " + witResult("own"),
+		"[method]provider.kind":        "func(borrow) -> string",
+		"[method]provider.name":        "func(borrow) -> string",
+		"[method]provider.chat":        "func(borrow, " + witChatRequest + ") -> " + witResult(witChatResponse),
+		"[method]provider.chat-stream": "func(borrow, " + witChatRequest + ") -> " + witResult("string"),
+		"[method]provider.is-open":     "func(borrow, string) -> bool",
+		"[method]provider.cancel":      "func(borrow, string) -> bool",
 	},
-	ifaceLog: {
-		"write": "func(enum{debug, info, warn, error}, string)",
-	},
+	v020.inbox: inboxFuncs(witEvent020),
+	v020.log:   logFuncs,
 }
 
 // signature renders f's type without parameter names.
@@ -72,15 +103,40 @@ func signature(f *wt.FuncType) string {
 	return s
 }
 
+// versionOf is the world version of one of its interface names ("" for
+// another name).
+func versionOf(iface string) string {
+	for _, w := range worlds {
+		switch iface {
+		case w.types, w.tooling, w.inbox, w.log:
+			return w.version
+		case w.provider:
+			if iface != "" {
+				return w.version
+			}
+		}
+	}
+	return ""
+}
+
 // checkImports refuses a component whose imports of the world's
 // interfaces do not match the host's: a function the host lacks, or one
-// of another type, named with both types.
+// of another type, named with both types; or that imports interfaces of
+// two versions of the world (a 0.1.0 inbox cannot carry 0.2.0's events).
 func checkImports(c *wt.Component) error {
 	imports, err := c.Imports()
 	if err != nil {
 		return err
 	}
+	first := ""
 	for _, it := range imports {
+		if v := versionOf(it.Name); v != "" {
+			if first == "" {
+				first = it.Name
+			} else if fv := versionOf(first); fv != v {
+				return fmt.Errorf("%w: it imports both %s and %s: interfaces of toolhost:agent@%s and @%s cannot be mixed", ErrBadComponent, first, it.Name, fv, v)
+			}
+		}
 		want, ok := contractFuncs[it.Name]
 		if !ok || it.Kind != wt.ItemInstance {
 			continue
@@ -91,10 +147,10 @@ func checkImports(c *wt.Component) error {
 			}
 			w, ok := want[f.Name]
 			if !ok {
-				return fmt.Errorf("%w: it imports %s#%s, which toolhostd does not provide (toolhost:agent@0.1.0)", ErrBadComponent, it.Name, f.Name)
+				return fmt.Errorf("%w: it imports %s#%s, which toolhostd does not provide", ErrBadComponent, it.Name, f.Name)
 			}
 			if got := signature(f.Func); got != w {
-				return fmt.Errorf("%w: it imports %s#%s as %s, toolhostd provides %s (toolhost:agent@0.1.0)", ErrBadComponent, it.Name, f.Name, got, w)
+				return fmt.Errorf("%w: it imports %s#%s as %s, toolhostd provides %s", ErrBadComponent, it.Name, f.Name, got, w)
 			}
 		}
 	}

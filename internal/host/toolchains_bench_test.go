@@ -28,7 +28,7 @@ import (
 // these.
 func BenchmarkGuestToolchains(b *testing.B) {
 	s := env(b)
-	for _, g := range allGuests {
+	for _, g := range currentGuests {
 		b.Run(g.String(), func(b *testing.B) {
 			path := testenv.Agent(b, g.dir(), "probe")
 			component, err := os.ReadFile(path)

@@ -48,6 +48,7 @@ type Metrics struct {
 	instantiate *prometheus.HistogramVec
 	logDropped  *prometheus.CounterVec
 	pol         policySeries // policy.go
+	chat        chatSeries   // chat.go
 
 	state *stateCollector
 
@@ -171,6 +172,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	m.instantiate.DeletePartialMatch(l)
 	m.logDropped.DeletePartialMatch(l)
 	m.forgetPolicy(l)
+	m.forgetChat(l)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer

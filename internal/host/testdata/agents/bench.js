@@ -4,8 +4,8 @@
 // call-tool-blocking when batch is 0 or absent, else batch call-tool calls
 // followed by recv until all their envelopes are in. Output: JSON
 // {"ns": [per-round nanoseconds], "errors": count}.
-import { get } from 'toolhost:agent/tooling@0.1.0';
-import { recv } from 'toolhost:agent/inbox@0.1.0';
+import { get } from 'toolhost:agent/tooling@0.2.0';
+import { recv } from 'toolhost:agent/inbox@0.2.0';
 
 export function run(input) {
   const o = JSON.parse(input);

@@ -1,5 +1,5 @@
 // probe: a tiny interpreter of steps, so that Go tests can drive every
-// function of toolhost:agent@0.1.0 from the guest side and assert on what
+// function of toolhost:agent@0.2.0 from the guest side and assert on what
 // the guest saw. It is built with componentize-js and with
 // componentize-qjs and must hold under both engines (an option that is
 // none arrives as undefined under the first, null under the second). Input: JSON {"steps": [{"op": ..., ...}, ...]}. Output: a
@@ -20,10 +20,19 @@
 // pending; log {level, message}; spin {ms} (a busy loop, forever without
 // ms); alloc {mb} (keeps mb MB allocated); fail {message} (run returns
 // err); throw {what} (an exception escapes run); stop-on-error (later steps
-// are skipped after a failing step).
-import { get } from 'toolhost:agent/tooling@0.1.0';
-import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.1.0';
-import { write } from 'toolhost:agent/log@0.1.0';
+// are skipped after a failing step). Providers: get-provider {name, as};
+// chat {h, request, tools-of}; chat-stream {h, request, tools-of, as} (the
+// handle's kind, name, is-open, cancel and drop are the ops above);
+// recv-stream {id, timeout} (receives the stream's envelopes up to its
+// terminal one, keeping the others in "skipped": {deltas, text, end}). A
+// request is {model, messages: [{role, content, toolCalls, toolCallId}],
+// tools, toolChoice, maxTokens, temperature, stop}, absent fields
+// defaulted; tools-of names a tooling handle whose list-tools is the
+// request's tools.
+import { get } from 'toolhost:agent/tooling@0.2.0';
+import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
+import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.2.0';
+import { write } from 'toolhost:agent/log@0.2.0';
 
 const dispose = Symbol.dispose || Symbol.for('dispose');
 
@@ -53,8 +62,51 @@ export function run(input) {
     return { id: names.get(e.id) ?? e.id, tag: e.event.tag, val: e.event.val ?? null };
   };
 
+  const request = (s) => {
+    const r = s.request ?? {};
+    const opt = (v) => (v === null ? undefined : v);
+    return {
+      model: opt(r.model),
+      messages: (r.messages ?? []).map((m) => ({
+        role: m.role,
+        content: m.content ?? '',
+        toolCalls: m.toolCalls ?? [],
+        toolCallId: opt(m.toolCallId),
+      })),
+      tools: s['tools-of'] !== undefined ? vars.get(s['tools-of']).listTools() : r.tools ?? [],
+      toolChoice: opt(r.toolChoice),
+      maxTokens: opt(r.maxTokens),
+      temperature: opt(r.temperature),
+      stop: r.stop ?? [],
+    };
+  };
+
   const ops = {
     get: (s) => bind(s, get(s.name)),
+    'get-provider': (s) => bind(s, getProvider(s.name)),
+    chat: (s) => handle(s).chat(request(s)),
+    'chat-stream': (s) => bind(s, handle(s).chatStream(request(s))),
+    'recv-stream': (s) => {
+      const want = id(s);
+      const skipped = [];
+      let deltas = 0;
+      let text = '';
+      for (;;) {
+        const e = recv(s.timeout ?? undefined);
+        if (e == null) return { deltas, text, end: null, skipped };
+        if (e.id !== want) {
+          skipped.push(envelope(e));
+          if (e.event.tag === 'shutdown') return { deltas, text, end: null, skipped };
+          continue;
+        }
+        if (e.event.tag === 'chat-delta') {
+          deltas++;
+          text += e.event.val;
+          continue;
+        }
+        return { deltas, text, end: envelope(e), skipped };
+      }
+    },
     drop: (s) => {
       handle(s)[dispose]();
       vars.delete(s.h);

@@ -1,0 +1,95 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Scripted is a deterministic provider.Provider for the host's and the
+// pump's tests, until they run against the real kinds and their fake
+// servers. What it does follows the text of the request's last message:
+//
+//   - "echo <text>": answers text, streamed in pieces of three bytes;
+//   - "tools": asks to call every tool of the request, with {} as
+//     arguments (finish-reason tool-calls);
+//   - "fail": streams "partial", then fails with unavailable;
+//   - "hang <tag>": streams "wait", then waits for its context to end and
+//     closes Cancelled(tag).
+//
+// The model is the request's or "scripted-1"; the usage counts the bytes
+// of the messages in and of the answer out.
+type Scripted struct {
+	name      string
+	cancelled sync.Map // tag -> chan struct{}
+}
+
+// NewScripted is a Scripted provider configured as name.
+func NewScripted(name string) *Scripted { return &Scripted{name: name} }
+
+// Kind is "scripted".
+func (*Scripted) Kind() string { return "scripted" }
+
+// Name is the configured name.
+func (p *Scripted) Name() string { return p.name }
+
+type signal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (p *Scripted) signal(tag string) *signal {
+	v, _ := p.cancelled.LoadOrStore(tag, &signal{ch: make(chan struct{})})
+	return v.(*signal)
+}
+
+// Cancelled is closed when a "hang <tag>" request saw its context end.
+func (p *Scripted) Cancelled(tag string) <-chan struct{} { return p.signal(tag).ch }
+
+// Chat answers as ChatStream does, without deltas.
+func (p *Scripted) Chat(ctx context.Context, req provider.Request) (provider.Response, error) {
+	return p.ChatStream(ctx, req, func(string) {})
+}
+
+// ChatStream follows the script (see Scripted).
+func (p *Scripted) ChatStream(ctx context.Context, req provider.Request, delta func(string)) (provider.Response, error) {
+	if len(req.Messages) == 0 {
+		return provider.Response{}, tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: no messages", p.name)
+	}
+	last := req.Messages[len(req.Messages)-1].Content
+	in := 0
+	for _, m := range req.Messages {
+		in += len(m.Content)
+	}
+	resp := provider.Response{Message: provider.Message{Role: provider.RoleAssistant}, FinishReason: provider.FinishStop, Model: req.Model}
+	if resp.Model == "" {
+		resp.Model = "scripted-1"
+	}
+	switch {
+	case last == "fail":
+		delta("partial")
+		return provider.Response{}, tooling.Errorf(tooling.CodeUnavailable, "provider %q: the stream broke", p.name)
+	case strings.HasPrefix(last, "hang "):
+		delta("wait")
+		<-ctx.Done()
+		sig := p.signal(strings.TrimPrefix(last, "hang "))
+		sig.once.Do(func() { close(sig.ch) })
+		return provider.Response{}, ctx.Err()
+	case last == "tools":
+		for i, t := range req.Tools {
+			resp.Message.ToolCalls = append(resp.Message.ToolCalls, provider.ToolCall{ID: "call-" + string(rune('a'+i%26)), Name: t.Name, Arguments: "{}"})
+		}
+		resp.FinishReason = provider.FinishToolCalls
+	default:
+		text := strings.TrimPrefix(last, "echo ")
+		for i := 0; i < len(text); i += 3 {
+			delta(text[i:min(i+3, len(text))])
+		}
+		resp.Message.Content = text
+	}
+	resp.Usage = provider.Usage{InputTokens: uint32(in), OutputTokens: uint32(len(resp.Message.Content))}
+	return resp, nil
+}
