@@ -315,6 +315,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 	return host.AgentConfig{
 		Name:          s.r.name,
 		Grants:        func(t string) bool { return grants[t] },
+		Providers:     providerGrants,
 		Policy:        s.r.pol,
 		Env:           env,
 		InboxCapacity: s.cfg.InboxCapacity,

@@ -174,6 +174,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
 	}
 	d.hub = pump.NewHub(entries, log)
+	d.observeChats()
 	if err := d.openAudit(cfg); err != nil {
 		return nil, err
 	}
