@@ -315,7 +315,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 	return host.AgentConfig{
 		Name:          s.r.name,
 		Grants:        func(t string) bool { return grants[t] },
-		Providers:     providerGrants,
+		Providers:     s.providerAccess(),
 		Policy:        s.r.pol,
 		Env:           env,
 		InboxCapacity: s.cfg.InboxCapacity,

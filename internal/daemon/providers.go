@@ -20,6 +20,8 @@ func (d *Daemon) observeChats() {
 	})
 }
 
-// providerGrants is an agent's provider.get check: until the config
+// providerAccess is the agent's access to providers: until the config
 // names the providers an agent may use, it may use none.
-func providerGrants(string) bool { return false }
+func (s *agentService) providerAccess() pump.ProviderAccess {
+	return pump.ProviderAccess{Granted: func(string) bool { return false }}
+}

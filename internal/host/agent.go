@@ -15,7 +15,6 @@ import (
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
-	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
@@ -25,11 +24,9 @@ type AgentConfig struct {
 	Name string
 	// Grants reports whether the agent may get a tooling; nil grants all.
 	Grants func(tooling string) bool
-	// Providers reports whether the agent may get a provider (of those
-	// the hub serves); nil grants all. WrapProvider, if set, wraps each
-	// provider the agent gets (its budget, say).
-	Providers    func(provider string) bool
-	WrapProvider func(provider.Provider) provider.Provider
+	// Providers is what the agent may do with the hub's providers (the
+	// zero value: get any, requests audited without their text).
+	Providers pump.ProviderAccess
 	// Policy narrows what the agent may do on its granted toolings (which
 	// tools, which resources, how many calls and how fast); nil: no
 	// narrowing.
@@ -193,7 +190,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	st.pa.SetPolicy(a.cfg.Policy)
-	st.pa.SetProviderGrants(a.cfg.Providers, a.cfg.WrapProvider)
+	st.pa.SetProviderAccess(a.cfg.Providers)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	stdout.limit, stderr.limit = st.logs, st.logs

@@ -517,7 +517,7 @@ func (o probeOpts) config() AgentConfig {
 		cfg.Grants = func(n string) bool { return set[n] }
 	}
 	if o.providers != nil {
-		cfg.Providers = func(n string) bool { return slices.Contains(o.providers, n) }
+		cfg.Providers.Granted = func(n string) bool { return slices.Contains(o.providers, n) }
 	}
 	return cfg
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
-	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -39,9 +38,8 @@ type Agent struct {
 	streams map[string]*stream // open chat streams (chat.go)
 	provs   map[*ProviderHandle]struct{}
 
-	// set once before the first GetProvider (SetProviderGrants)
-	provGrants func(string) bool
-	provWrap   func(provider.Provider) provider.Provider
+	// set once before the first GetProvider (chat.go)
+	provAccess ProviderAccess
 }
 
 // Handle is one tooling.get result: the WIT tooling resource.

@@ -74,12 +74,20 @@ func (h *Hub) waitChats() {
 	h.prov.wg.Wait()
 }
 
-// SetProviderGrants sets which providers the agent may get (nil: all) and
-// wrap, if set, wraps each provider it gets (a budget, say). Call it
-// before the agent's first GetProvider.
-func (a *Agent) SetProviderGrants(grants func(name string) bool, wrap func(provider.Provider) provider.Provider) {
-	a.provGrants, a.provWrap = grants, wrap
+// ProviderAccess is what an agent may do with the hub's providers.
+type ProviderAccess struct {
+	// Granted reports whether the agent may get the provider; nil: all.
+	Granted func(name string) bool
+	// Wrap, if set, wraps each provider the agent gets (its budget, say).
+	Wrap func(name string, p provider.Provider) provider.Provider
+	// AuditMessages reports whether the audit lines of the provider's
+	// requests carry the request's text (audit_arguments); nil: never.
+	AuditMessages func(name string) bool
 }
+
+// SetProviderAccess sets the agent's access to providers. Call it before
+// the agent's first GetProvider.
+func (a *Agent) SetProviderAccess(acc ProviderAccess) { a.provAccess = acc }
 
 // ProviderHandle is one provider.get result: the WIT provider resource.
 type ProviderHandle struct {
@@ -107,14 +115,14 @@ func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 	if !ok {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no provider named %q", name)
 	}
-	if a.provGrants != nil && !a.provGrants(name) {
+	if g := a.provAccess.Granted; g != nil && !g(name) {
 		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted provider %q", a.name, name)
 		a.pol.Denied(name, audit.OpGetProvider)
 		a.hub.audit.Write(audit.Record{Agent: a.name, Provider: name, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
 		return nil, err
 	}
-	if a.provWrap != nil {
-		p = a.provWrap(p)
+	if w := a.provAccess.Wrap; w != nil {
+		p = w(name, p)
 	}
 	ph := &ProviderHandle{a: a, p: p, name: name, streams: make(map[string]*stream)}
 	a.mu.Lock()
@@ -168,16 +176,12 @@ func (ph *ProviderHandle) usable() *tooling.Error {
 	return nil
 }
 
-// admit checks a request against the handle's state and the agent's
-// grant limits on the provider (max_concurrent_calls, requests_per_minute);
-// on nil the request holds a slot until release.
+// admit checks a request against the handle's state and the contract
+// (the grant's limits and budgets are the wrapped provider's).
 func (ph *ProviderHandle) admit(op string, req provider.Request, raw []byte) error {
 	err := ph.usable()
 	if err == nil {
 		err = validRequest(req)
-	}
-	if err == nil {
-		err = ph.a.pol.View(ph.name).Acquire()
 	}
 	if err != nil {
 		ph.audit(chatEnd{op: op, req: req, raw: raw, start: time.Now(), err: tooling.AsError(err)})
@@ -193,7 +197,6 @@ func (ph *ProviderHandle) Chat(ctx context.Context, req provider.Request) (provi
 	if err := ph.admit(audit.OpChat, req, raw); err != nil {
 		return provider.Response{}, err
 	}
-	defer ph.a.pol.View(ph.name).Release()
 	cctx, cancel := context.WithCancel(ph.a.ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -231,7 +234,6 @@ func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
 	a := ph.a
 	s := &stream{id: newID(), ph: ph, req: req, raw: raw, start: time.Now()}
 	refuse := func(err *tooling.Error) (string, error) {
-		a.pol.View(ph.name).Release()
 		ph.audit(chatEnd{op: audit.OpChatStream, id: s.id, req: req, raw: raw, start: s.start, err: err})
 		return "", err
 	}
@@ -326,7 +328,6 @@ func (s *stream) run() {
 		})
 	}()
 	herr := chatError(s.ctx, err)
-	a.pol.View(ph.name).Release()
 	var ev inbox.Event
 	if herr != nil {
 		ev = inbox.Error{Err: *herr}

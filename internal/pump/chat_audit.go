@@ -46,7 +46,7 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 			Outcome: oc, Message: msg, Duration: d,
 			FirstToken: ft, HasFirstToken: !e.first.IsZero(),
 			InputTokens: e.resp.Usage.InputTokens, OutputTokens: e.resp.Usage.OutputTokens, HasUsage: usage,
-			Request: e.raw, HasRequest: true, WithArgs: a.pol.View(ph.name).Grant().AuditArguments(),
+			Request: e.raw, HasRequest: true, WithArgs: ph.auditMessages(),
 		})
 	}
 	a.hub.prov.mu.RLock()
@@ -107,4 +107,9 @@ func requestJSON(req provider.Request) []byte {
 		return nil
 	}
 	return b
+}
+
+func (ph *ProviderHandle) auditMessages() bool {
+	f := ph.a.provAccess.AuditMessages
+	return f != nil && f(ph.name)
 }

@@ -67,7 +67,7 @@ func userReq(text string) provider.Request {
 
 // chatEnv is the pump env with the scripted provider "fake" configured
 // and an audit log; the agent is granted only "fake".
-func chatEnv(t *testing.T, capacity int) (*pump.Agent, *scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
+func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
 	p := newScripted()
@@ -93,13 +93,13 @@ func chatEnv(t *testing.T, capacity int) (*pump.Agent, *scripted, *inbox.Inbox, 
 	e.hub.SetAudit(l)
 	in := inbox.New(capacity)
 	a := e.hub.NewAgent("thinker", in, nil)
-	a.SetProviderGrants(func(n string) bool { return n == "fake" }, nil)
+	a.SetProviderAccess(pump.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }})
 	t.Cleanup(a.Close)
 	return a, p, in, path, records
 }
 
 func TestGetProvider(t *testing.T) {
-	a, _, _, _, _ := chatEnv(t, 8)
+	a, _, _, _, _ := chatEnv(t, 8, false)
 	for _, tc := range []struct {
 		name string
 		code tooling.ErrorCode
@@ -120,7 +120,7 @@ func TestGetProvider(t *testing.T) {
 // TestChatStream: deltas then exactly one chat-done whose text is their
 // concatenation; the stream is open until then.
 func TestChatStream(t *testing.T) {
-	a, _, in, _, recs := chatEnv(t, 8)
+	a, _, in, _, recs := chatEnv(t, 8, false)
 	ph, err := a.GetProvider("fake")
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestChatStream(t *testing.T) {
 func TestChatStreamCancel(t *testing.T) {
 	for _, how := range []string{"cancel", "drop"} {
 		t.Run(how, func(t *testing.T) {
-			a, p, in, _, _ := chatEnv(t, 8)
+			a, p, in, _, _ := chatEnv(t, 8, false)
 			ph, err := a.GetProvider("fake")
 			if err != nil {
 				t.Fatal(err)
@@ -201,7 +201,7 @@ func TestChatStreamCancel(t *testing.T) {
 // after its deltas and no chat-done; bad requests are invalid-argument;
 // a full inbox is busy; a tooling cancel does not touch a stream.
 func TestChatErrorAndRefusals(t *testing.T) {
-	a, _, in, path, _ := chatEnv(t, 1)
+	a, _, in, path, _ := chatEnv(t, 1, false)
 	ph, err := a.GetProvider("fake")
 	if err != nil {
 		t.Fatal(err)
@@ -282,4 +282,23 @@ func auditLines(t *testing.T, path string, n int) []map[string]any {
 		return len(out) >= n
 	})
 	return out
+}
+
+// TestChatAuditMessages: with audit_arguments the audit line carries the
+// request's text; without it only its size and sha256 (TestChatErrorAndRefusals).
+func TestChatAuditMessages(t *testing.T) {
+	a, _, _, path, _ := chatEnv(t, 8, true)
+	ph, err := a.GetProvider("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ph.Chat(context.Background(), userReq("echo the secret plan")); err != nil {
+		t.Fatal(err)
+	}
+	l := auditLines(t, path, 1)[0]
+	req, _ := l["request"].(map[string]any)
+	msgs, _ := req["messages"].([]any)
+	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "echo the secret plan" || l["request_bytes"] == nil {
+		t.Fatalf("audit line %v, want the request's messages", l)
+	}
 }
