@@ -238,3 +238,27 @@ func FuzzChatStreams(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkChatDelta: one delta at a time through the inbox, received
+// before the next (recv) or merged into an undelivered one (merge).
+func BenchmarkChatDelta(b *testing.B) {
+	for _, merge := range []bool{false, true} {
+		name := "recv"
+		if merge {
+			name = "merge"
+		}
+		b.Run(name, func(b *testing.B) {
+			q := New(16)
+			if err := q.ReserveChat("s"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				q.Delta("s", "a token ")
+				if !merge || i%4096 == 0 {
+					q.TryRecv()
+				}
+			}
+		})
+	}
+}

@@ -302,3 +302,32 @@ func TestChatAuditMessages(t *testing.T) {
 		t.Fatalf("audit line %v, want the request's messages", l)
 	}
 }
+
+// TestChatSlowAgent: an agent that receives nothing while a stream sends
+// thousands of deltas holds one merged delta and the terminal envelope,
+// and the merged text is all of it.
+func TestChatSlowAgent(t *testing.T) {
+	a, _, in, _, _ := chatEnv(t, 4, false)
+	ph, err := a.GetProvider("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("0123456789", 3000) // 10,000 deltas of 3 bytes
+	id, err := ph.ChatStream(userReq("echo " + text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the stream to end", func() bool { return !ph.IsOpen(id) })
+	if p := in.Pending(); p != 2 {
+		t.Fatalf("%d envelopes held, want one merged delta and chat-done", p)
+	}
+	if d, ok := recv(t, in).Event.(inbox.ChatDelta); !ok || d.Text != text {
+		t.Fatalf("merged delta of %d bytes, want %d", len(d.Text), len(text))
+	}
+	if _, ok := recv(t, in).Event.(inbox.ChatDone); !ok {
+		t.Fatal("no chat-done after the merged delta")
+	}
+	if st := in.Stats(); st.Merged != 9999 {
+		t.Fatalf("Merged = %d, want 9999", st.Merged)
+	}
+}
