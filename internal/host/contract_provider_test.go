@@ -166,7 +166,7 @@ func TestProviderCancel(t *testing.T) {
 	})
 }
 
-// TestProviderStreamIDs: a tooling's cancel knows nothing of stream ids,
+// TestProviderStreamIDs: a tooling's is-open and cancel know nothing of stream ids,
 // nor a provider's is-open and cancel of call ids: each ends only its own.
 func TestProviderStreamIDs(t *testing.T) {
 	forGuestsOf(t, providerGuests, func(t *testing.T, g guest) {
@@ -176,12 +176,13 @@ func TestProviderStreamIDs(t *testing.T) {
 			step{"op": "get", "name": "mem", "as": "mem"},
 			step{"op": "chat-stream", "h": "p", "request": userRequest("hang ids-" + g.String()), "as": "s"},
 			step{"op": "call-tool", "h": "mem", "tool": "slow", "args": map[string]any{"tag": "ids-" + g.String()}, "as": "c"},
+			step{"op": "is-open", "h": "mem", "id": "s"},
 			step{"op": "cancel", "h": "mem", "id": "s"},
 			step{"op": "cancel", "h": "p", "id": "c"},
 			step{"op": "is-open", "h": "p", "id": "c"},
 			step{"op": "cancel", "h": "p", "id": "s"},
 			step{"op": "cancel", "h": "mem", "id": "c"},
 		)
-		checkSteps(t, rs, `"p"`, `"mem"`, `"s"`, `"c"`, "false", "false", "false", "true", "true")
+		checkSteps(t, rs, `"p"`, `"mem"`, `"s"`, `"c"`, "false", "false", "false", "false", "true", "true")
 	})
 }

@@ -9,11 +9,13 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// These tests check the rules of the guest contract (toolhost:agent@0.1.0)
-// from the guest side: the probe (testdata/agents/probe.js built with
-// componentize-js and with componentize-qjs, and its Go port
-// testdata/agents-go/probe) runs the steps and reports what it saw; every
-// scenario runs on each guest (forGuests) with the same assertions. This
+// These tests check the rules of the guest contract (toolhost:agent@0.1.0,
+// which 0.2.0 keeps) from the guest side: the probe
+// (testdata/agents/probe.js built with componentize-js and with
+// componentize-qjs, and its Go port testdata/agents-go/probe, and the same
+// three as built against 0.1.0, testdata/v0.1.0) runs the steps and reports
+// what it saw; every scenario runs on each guest (forGuests) with the same
+// assertions. This
 // file: the synchronous functions, log and run's err.
 
 func TestProbeSynchronous(t *testing.T) {

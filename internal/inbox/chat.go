@@ -58,3 +58,13 @@ func (q *Inbox) IsChat(id string) bool {
 	e, ok := q.results[id]
 	return ok && e.chat
 }
+
+// ReservedCall is Reserved for a call that is not a chat stream (the
+// contract's tooling is-open).
+func (q *Inbox) ReservedCall(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.reserved[id]
+	_, chat := q.chats[id]
+	return ok && !chat
+}

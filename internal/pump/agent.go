@@ -219,7 +219,7 @@ func (h *Handle) CallTool(name, args string) (string, error) {
 
 // IsOpen reports whether the call id is open: made and neither enqueued
 // nor cancelled.
-func (h *Handle) IsOpen(id string) bool { return h.a.in.Reserved(id) }
+func (h *Handle) IsOpen(id string) bool { return h.a.in.ReservedCall(id) }
 
 // Cancel cancels the call id: true if it was open (the MCP request is
 // cancelled) or its envelope still undelivered (the envelope is dropped);
