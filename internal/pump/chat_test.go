@@ -15,51 +15,9 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
-
-// scripted is a deterministic provider.Provider: what it does follows the
-// last message's text. "echo <text>" answers text, streamed in pieces of
-// three bytes; "fail" streams "partial" then fails with unavailable;
-// "hang" streams "wait" then waits for its context, reporting on
-// cancelled when that ended.
-type scripted struct {
-	cancelled chan struct{}
-	once      sync.Once
-}
-
-func newScripted() *scripted { return &scripted{cancelled: make(chan struct{})} }
-
-func (*scripted) Kind() string { return "scripted" }
-func (*scripted) Name() string { return "fake" }
-
-func (p *scripted) Chat(ctx context.Context, req provider.Request) (provider.Response, error) {
-	return p.ChatStream(ctx, req, func(string) {})
-}
-
-func (p *scripted) ChatStream(ctx context.Context, req provider.Request, delta func(string)) (provider.Response, error) {
-	last := req.Messages[len(req.Messages)-1].Content
-	switch {
-	case last == "fail":
-		delta("partial")
-		return provider.Response{}, tooling.Errorf(tooling.CodeUnavailable, "provider %q: the stream broke", p.Name())
-	case last == "hang":
-		delta("wait")
-		<-ctx.Done()
-		p.once.Do(func() { close(p.cancelled) })
-		return provider.Response{}, ctx.Err()
-	}
-	text := strings.TrimPrefix(last, "echo ")
-	for i := 0; i < len(text); i += 3 {
-		delta(text[i:min(i+3, len(text))])
-	}
-	model := req.Model
-	if model == "" {
-		model = "fake-1"
-	}
-	return provider.Response{Message: provider.Message{Role: provider.RoleAssistant, Content: text},
-		FinishReason: provider.FinishStop, Usage: provider.Usage{InputTokens: uint32(len(last)), OutputTokens: uint32(len(text))}, Model: model}, nil
-}
 
 func userReq(text string) provider.Request {
 	return provider.Request{Messages: []provider.Message{{Role: provider.RoleSystem, Content: "be brief"}, {Role: provider.RoleUser, Content: text}}}
@@ -67,10 +25,10 @@ func userReq(text string) provider.Request {
 
 // chatEnv is the pump env with the scripted provider "fake" configured
 // and an audit log; the agent is granted only "fake".
-func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
+func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *testenv.Scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
-	p := newScripted()
+	p := testenv.NewScripted("fake")
 	e.hub.SetProviders(func(name string) (provider.Provider, bool) {
 		if name == "fake" || name == "other" {
 			return p, true
@@ -154,7 +112,7 @@ func TestChatStream(t *testing.T) {
 	}
 	quiet(t, in, 50*time.Millisecond)
 	eventually(t, 5*time.Second, "the chat record", func() bool { return len(recs()) == 1 })
-	if r := recs()[0]; r.Outcome != "ok" || r.Model != "fake-1" || r.Usage.OutputTokens != uint32(len(text)) || !r.HasFirstToken || r.Op != audit.OpChatStream {
+	if r := recs()[0]; r.Outcome != "ok" || r.Model != "scripted-1" || r.Usage.OutputTokens != uint32(len(text)) || !r.HasFirstToken || r.Op != audit.OpChatStream {
 		t.Fatalf("chat record %+v", r)
 	}
 }
@@ -170,7 +128,7 @@ func TestChatStreamCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, err := ph.ChatStream(userReq("hang"))
+			id, err := ph.ChatStream(userReq("hang " + how))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +146,7 @@ func TestChatStreamCancel(t *testing.T) {
 			} else {
 				ph.Close()
 			}
-			recvCh(t, p.cancelled, "the provider to see its request cancelled")
+			recvCh(t, p.Cancelled(how), "the provider to see its request cancelled")
 			quiet(t, in, 100*time.Millisecond)
 			if ph.IsOpen(id) {
 				t.Fatal("IsOpen after cancel")
@@ -245,8 +203,8 @@ func TestChatErrorAndRefusals(t *testing.T) {
 	a.Close()
 	lines := auditLines(t, path, 7)
 	last := lines[len(lines)-1]
-	if last["op"] != "chat" || last["provider"] != "fake" || last["model"] != "fake-1" || last["outcome"] != "ok" ||
-		last["input_tokens"] != 17.0 || last["output_tokens"] != 12.0 || last["request_sha256"] == nil || last["request"] != nil {
+	if last["op"] != "chat" || last["provider"] != "fake" || last["model"] != "scripted-1" || last["outcome"] != "ok" ||
+		last["input_tokens"] != 25.0 || last["output_tokens"] != 12.0 || last["request_sha256"] == nil || last["request"] != nil {
 		t.Fatalf("audit line %v", last)
 	}
 	var fail map[string]any

@@ -16,6 +16,9 @@ import (
 //   - "echo <text>": answers text, streamed in pieces of three bytes;
 //   - "tools": asks to call every tool of the request, with {} as
 //     arguments (finish-reason tool-calls);
+//   - "call <tool> <arguments>": asks to call that tool of the request
+//     with those arguments; a tool message after it (the last message)
+//     is answered "the tool said: <its text>";
 //   - "fail": streams "partial", then fails with unavailable;
 //   - "hang <tag>": streams "wait", then waits for its context to end and
 //     closes Cancelled(tag).
@@ -78,6 +81,20 @@ func (p *Scripted) ChatStream(ctx context.Context, req provider.Request, delta f
 		sig := p.signal(strings.TrimPrefix(last, "hang "))
 		sig.once.Do(func() { close(sig.ch) })
 		return provider.Response{}, ctx.Err()
+	case req.Messages[len(req.Messages)-1].Role == provider.RoleTool:
+		resp.Message.Content = "the tool said: " + last
+		delta(resp.Message.Content)
+	case strings.HasPrefix(last, "call "):
+		name, args, _ := strings.Cut(strings.TrimPrefix(last, "call "), " ")
+		for _, t := range req.Tools {
+			if t.Name == name {
+				resp.Message.ToolCalls = []provider.ToolCall{{ID: "call-1", Name: name, Arguments: args}}
+				resp.FinishReason = provider.FinishToolCalls
+			}
+		}
+		if resp.FinishReason != provider.FinishToolCalls {
+			resp.Message.Content = "no tool " + name
+		}
 	case last == "tools":
 		for i, t := range req.Tools {
 			resp.Message.ToolCalls = append(resp.Message.ToolCalls, provider.ToolCall{ID: "call-" + string(rune('a'+i%26)), Name: t.Name, Arguments: "{}"})
