@@ -145,3 +145,37 @@ func TestFileModeAppendReopenDrop(t *testing.T) {
 		t.Errorf("written %d dropped %d", l.Written(), l.Dropped())
 	}
 }
+
+// TestEncodeChat: a model request's line has the provider (no tooling),
+// the model, the stream id, the time to first token, the usage and the
+// request's size and sha256; its text only with WithArgs.
+func TestEncodeChat(t *testing.T) {
+	req := []byte(`{"messages":[{"role":"user","content":"the plan"}]}`)
+	sum := sha256.Sum256(req)
+	r := Record{Agent: "thinker", Provider: "oai", Op: OpChatStream, StreamID: "s-1", Model: "gpt-x", Outcome: OutcomeOK,
+		Duration: 2 * time.Second, FirstToken: 150 * time.Millisecond, HasFirstToken: true,
+		InputTokens: 12, OutputTokens: 0, HasUsage: true, Request: req, HasRequest: true}
+	var m map[string]any
+	if err := json.Unmarshal(Encode(r), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"agent": "thinker", "provider": "oai", "op": "chat-stream", "stream_id": "s-1", "model": "gpt-x",
+		"outcome": "ok", "duration_ms": 2000.0, "first_token_ms": 150.0, "input_tokens": 12.0, "output_tokens": 0.0,
+		"request_bytes": float64(len(req)), "request_sha256": hex.EncodeToString(sum[:])}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	for _, k := range []string{"tooling", "request", "args_bytes"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("the line has %s: %v", k, m)
+		}
+	}
+	r.WithArgs = true
+	m = nil
+	_ = json.Unmarshal(Encode(r), &m)
+	if q, _ := m["request"].(map[string]any); q == nil || q["messages"] == nil {
+		t.Errorf("request with WithArgs: %v", m["request"])
+	}
+}

@@ -3,9 +3,12 @@
 // tooling, per-call timeouts, is-open and cancel), the resource
 // pumps behind the subscriptions (one MCP subscription per uri however many
 // agents subscribe, one read per update fanned out to every subscriber's
-// inbox), the per-agent tables of calls and subscriptions that make handle
-// drop and agent exit cancel everything they made, and the supervisor tree
-// that keeps each tooling's session and resource pump running.
+// inbox), the model requests behind the provider interface (chat, and
+// chat-stream's deltas into the inbox with call-tool's is-open and cancel;
+// chat.go), the per-agent tables of calls, streams and subscriptions that
+// make handle drop and agent exit cancel everything they made, and the
+// supervisor tree that keeps each tooling's session and resource pump
+// running.
 //
 // Nothing here knows about WebAssembly: the host's WIT functions call the
 // methods of Agent and Handle one to one.
