@@ -186,3 +186,20 @@ func TestProviderStreamIDs(t *testing.T) {
 		checkSteps(t, rs, `"p"`, `"mem"`, `"s"`, `"c"`, "false", "false", "false", "false", "true", "true")
 	})
 }
+
+// TestProviderChatStop: a blocking chat waiting on its model when the
+// agent is stopped fails with cancelled, and its request is aborted.
+func TestProviderChatStop(t *testing.T) {
+	forGuestsOf(t, providerGuests, func(t *testing.T, g guest) {
+		s := env(t)
+		tag := "stop-" + g.String()
+		a := s.startProbe(t, probeOpts{guest: g},
+			step{"op": "get-provider", "name": "fake", "as": "p"},
+			step{"op": "chat", "h": "p", "request": userRequest("hang " + tag)},
+		)
+		wait(t, s.scripted.Started(tag), "the chat to reach the provider")
+		a.Stop()
+		wait(t, s.scripted.Cancelled(tag), "the provider to see the request end")
+		checkSteps(t, finish(t, a), `"p"`, "err cancelled")
+	})
+}

@@ -20,14 +20,15 @@ import (
 //     with those arguments; a tool message after it (the last message)
 //     is answered "the tool said: <its text>";
 //   - "fail": streams "partial", then fails with unavailable;
-//   - "hang <tag>": streams "wait", then waits for its context to end and
-//     closes Cancelled(tag).
+//   - "hang <tag>": closes Started(tag), streams "wait", then waits for
+//     its context to end and closes Cancelled(tag).
 //
 // The model is the request's or "scripted-1"; the usage counts the bytes
 // of the messages in and of the answer out.
 type Scripted struct {
 	name      string
-	cancelled sync.Map // tag -> chan struct{}
+	cancelled sync.Map // tag -> *signal
+	started   sync.Map // tag -> *signal
 }
 
 // NewScripted is a Scripted provider configured as name.
@@ -44,13 +45,18 @@ type signal struct {
 	ch   chan struct{}
 }
 
-func (p *Scripted) signal(tag string) *signal {
-	v, _ := p.cancelled.LoadOrStore(tag, &signal{ch: make(chan struct{})})
+func signalOf(m *sync.Map, tag string) *signal {
+	v, _ := m.LoadOrStore(tag, &signal{ch: make(chan struct{})})
 	return v.(*signal)
 }
 
+func (s *signal) fire() { s.once.Do(func() { close(s.ch) }) }
+
+// Started is closed when a "hang <tag>" request began.
+func (p *Scripted) Started(tag string) <-chan struct{} { return signalOf(&p.started, tag).ch }
+
 // Cancelled is closed when a "hang <tag>" request saw its context end.
-func (p *Scripted) Cancelled(tag string) <-chan struct{} { return p.signal(tag).ch }
+func (p *Scripted) Cancelled(tag string) <-chan struct{} { return signalOf(&p.cancelled, tag).ch }
 
 // Chat answers as ChatStream does, without deltas.
 func (p *Scripted) Chat(ctx context.Context, req provider.Request) (provider.Response, error) {
@@ -76,10 +82,11 @@ func (p *Scripted) ChatStream(ctx context.Context, req provider.Request, delta f
 		delta("partial")
 		return provider.Response{}, tooling.Errorf(tooling.CodeUnavailable, "provider %q: the stream broke", p.name)
 	case strings.HasPrefix(last, "hang "):
+		tag := strings.TrimPrefix(last, "hang ")
+		signalOf(&p.started, tag).fire()
 		delta("wait")
 		<-ctx.Done()
-		sig := p.signal(strings.TrimPrefix(last, "hang "))
-		sig.once.Do(func() { close(sig.ch) })
+		signalOf(&p.cancelled, tag).fire()
 		return provider.Response{}, ctx.Err()
 	case req.Messages[len(req.Messages)-1].Role == provider.RoleTool:
 		resp.Message.Content = "the tool said: " + last
