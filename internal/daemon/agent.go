@@ -17,6 +17,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/host"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/provider"
 )
 
 // Agent states, as control.AgentStatus reports them.
@@ -55,6 +56,9 @@ type agentRec struct {
 	name string
 	cfg  *config.Agent
 	pol  *policy.Agent // the grants' policy, kept across runs; Reload may Update it
+
+	limMu   sync.Mutex
+	limited map[string]*provider.Limited // by provider: its grant's limits, kept across runs (providers.go)
 
 	state    string
 	since    time.Time

@@ -23,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
@@ -99,7 +100,9 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit *audit.Log // [host] audit_log; nil: none (grants.go)
+	audit     *audit.Log         // [host] audit_log; nil: none (grants.go)
+	providers *provider.Registry // the [provider.*] (providers.go)
+	budgets   *provider.Budgets  // their token budgets; nil without providers
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -175,6 +178,9 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	d.hub = pump.NewHub(entries, log)
 	d.observeChats()
+	if err := d.openProviders(cfg); err != nil {
+		return nil, err
+	}
 	if err := d.openAudit(cfg); err != nil {
 		return nil, err
 	}
@@ -361,6 +367,9 @@ func (d *Daemon) Close() error {
 		d.closeErr = d.host.Close()
 		d.audit.Close()
 		d.closeCluster()
+		if d.providers != nil {
+			_ = d.providers.Close()
+		}
 	})
 	return d.closeErr
 }

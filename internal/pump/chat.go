@@ -78,8 +78,9 @@ func (h *Hub) waitChats() {
 type ProviderAccess struct {
 	// Granted reports whether the agent may get the provider; nil: all.
 	Granted func(name string) bool
-	// Wrap, if set, wraps each provider the agent gets (its budget, say).
-	Wrap func(name string, p provider.Provider) provider.Provider
+	// Wrap, if set, wraps each provider the agent gets (its grant's limits
+	// and budgets, say); an error fails the get.
+	Wrap func(name string, p provider.Provider) (provider.Provider, error)
 	// AuditMessages reports whether the audit lines of the provider's
 	// requests carry the request's text (audit_arguments); nil: never.
 	AuditMessages func(name string) bool
@@ -122,7 +123,10 @@ func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 		return nil, err
 	}
 	if w := a.provAccess.Wrap; w != nil {
-		p = w(name, p)
+		var err error
+		if p, err = w(name, p); err != nil {
+			return nil, tooling.AsError(err)
+		}
 	}
 	ph := &ProviderHandle{a: a, p: p, name: name, streams: make(map[string]*stream)}
 	a.mu.Lock()
