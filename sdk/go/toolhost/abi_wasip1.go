@@ -10,10 +10,12 @@ import (
 // wit-component expects it of a module it turns into a component:
 //
 //   - each WIT import function is a core import from the module named by
-//     its interface (toolhost:agent/tooling@0.1.0, ...), with the function
+//     its interface (toolhost:agent/tooling@0.2.0, ...), with the function
 //     named as in WIT ([method]tooling.kind, [resource-drop]tooling, get);
 //   - parameters are flattened: a string is (ptr, len); an option<u32> is
-//     (discriminant, value); a resource handle an i32;
+//     (discriminant, value); a resource handle an i32; parameters that
+//     flatten to more than 16 values (chat's self and chat-request) are
+//     passed as the address of their tuple in memory (lower.go);
 //   - a result that flattens to more than one value is written by the host
 //     to a return area whose address is the last parameter; a bool or a
 //     u32 comes back as the i32 result;
@@ -27,61 +29,85 @@ import (
 // address crosses as a uint32 and every layout is read and written by
 // offset (layout.go), never through a Go struct.
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 get
+//go:wasmimport toolhost:agent/tooling@0.2.0 get
 func rawGet(name, nameLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [resource-drop]tooling
+//go:wasmimport toolhost:agent/tooling@0.2.0 [resource-drop]tooling
 func rawDrop(self uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.kind
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.kind
 func rawKind(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.name
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.name
 func rawName(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.list-tools
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.list-tools
 func rawListTools(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.call-tool
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.call-tool
 func rawCallTool(self, name, nameLen, args, argsLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.is-open
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.is-open
 func rawIsOpen(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.cancel
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.cancel
 func rawCancel(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.call-tool-blocking
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.call-tool-blocking
 func rawCallToolBlocking(self, name, nameLen, args, argsLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.list-resources
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.list-resources
 func rawListResources(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.read-resource
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.read-resource
 func rawReadResource(self, uri, uriLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.subscribe-resource-list
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.subscribe-resource-list
 func rawSubscribeResourceList(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.unsubscribe-resource-list
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.unsubscribe-resource-list
 func rawUnsubscribeResourceList(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.subscribe-resource
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.subscribe-resource
 func rawSubscribeResource(self, uri, uriLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.1.0 [method]tooling.unsubscribe-resource
+//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.unsubscribe-resource
 func rawUnsubscribeResource(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/inbox@0.1.0 recv
+//go:wasmimport toolhost:agent/provider@0.2.0 get
+func rawProviderGet(name, nameLen, ret uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [resource-drop]provider
+func rawProviderDrop(self uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.kind
+func rawProviderKind(self, ret uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.name
+func rawProviderName(self, ret uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.chat
+func rawChat(params, ret uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.chat-stream
+func rawChatStream(params, ret uint32)
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.is-open
+func rawProviderIsOpen(self, id, idLen uint32) uint32
+
+//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.cancel
+func rawProviderCancel(self, id, idLen uint32) uint32
+
+//go:wasmimport toolhost:agent/inbox@0.2.0 recv
 func rawRecv(isSome, timeoutMS, ret uint32)
 
-//go:wasmimport toolhost:agent/inbox@0.1.0 try-recv
+//go:wasmimport toolhost:agent/inbox@0.2.0 try-recv
 func rawTryRecv(ret uint32)
 
-//go:wasmimport toolhost:agent/inbox@0.1.0 pending
+//go:wasmimport toolhost:agent/inbox@0.2.0 pending
 func rawPending() uint32
 
-//go:wasmimport toolhost:agent/log@0.1.0 write
+//go:wasmimport toolhost:agent/log@0.2.0 write
 func rawLogWrite(level, msg, msgLen uint32)
 
 // linear is the module's linear memory.
@@ -94,8 +120,8 @@ func (linear) load(addr, n uint32) []byte {
 		return nil
 	}
 	// An address is an offset from 0 in linear memory; the block it names
-	// is kept alive by whoever handed it out (the caller, retArea,
-	// callAllocs, the arena).
+	// is kept alive by whoever handed it out (the caller, retArea, the
+	// reserve, the arena, the sink).
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(addr))), n)
 }
 
@@ -109,99 +135,98 @@ func stringArg(s string) (ptr, n uint32) {
 	return addrOf(unsafe.Pointer(unsafe.StringData(s))), uint32(len(s))
 }
 
+// placeParams copies a lowered parameter block into a Go allocation
+// (heap memory does not move) and returns its address; the caller keeps
+// the returned slice alive across the call.
+func placeParams(l *lowerer) (uint32, []uint64) {
+	mem := make([]uint64, (len(l.buf)+7)/8)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), len(mem)*8)
+	base := addrOf(unsafe.Pointer(&mem[0]))
+	l.place(b, base)
+	return base, mem
+}
+
 // The return area of import calls (the largest is option<envelope>),
 // guarded by abiMu. It is a global, not a local: a local may live on the
 // goroutine stack, which can move when cabi_realloc runs Go code during
 // the call.
 var retArea [(sizeLargestReturnArea + 7) / 8]uint64
 
-// Memory handed out by cabi_realloc.
-//
-// cabi_realloc runs while the host lowers a value into guest memory: an
-// import call's result, or run's input. The component model forbids
-// leaving the instance then ("cannot leave component instance"), and the
-// Go allocator may call WASI (clock_time_get) when it needs a new span, so
-// cabi_realloc never allocates on the Go heap. It bump-allocates from two
-// regions instead:
-//
-//   - arena, a static array, for the blocks that live forever: the WASI
-//     preview1 adapter's state (allocated from inside _initialize, before
-//     the Go runtime and heap exist: two 64 KiB blocks when this was
-//     written) and run's input;
-//   - reserve, a Go allocation made at init and at safe points (after an
-//     import call's result is lifted, before run's handler), for the
-//     strings and lists of an import call's result: they are copied out
-//     by lifting, so the whole region is reused by the next call. After a
-//     call that used more than half of it, it is replaced by one twice as
-//     large. A permanent block that does not fit the arena is taken from
-//     the reserve below its floor, and the reserve is replaced at the next
-//     safe point.
-//
-// A block that fits neither makes cabi_realloc return an address past the
-// end of memory, which the host refuses with a trap (rather than writing
-// anywhere). The untouched pages of the reserve cost the host no memory.
+// The regions of alloc.go: the arena is a static array, the reserve a Go
+// allocation, the sink pages grown at the end of linear memory.
 var (
-	inImport  bool
-	arena     [256 << 10 / 8]uint64
-	arenaUsed uint32
-
-	reserve      []uint64
-	reserveUsed  uint32 // bytes handed out, including the floor
-	reserveFloor uint32 // bytes handed out forever
+	arenaMem     [256 << 10 / 8]uint64
+	reserveMem   []uint64
 	keptReserves [][]uint64
 	zeroBlock    uint64
+
+	sinkBase, sinkEnd uint32 // the sink's pages
+	sinkDirty         uint32 // bytes of it written during this call
 )
 
-// badAddress is past the end of any 32-bit linear memory that could hold
-// the block asked for: the host traps on it.
-const badAddress = 0xFFFF_FFF8
-
-func init() { newReserve(ReserveSize) }
-
-// Reserve makes the region an import call's result is lowered into hold
-// at least n bytes, for a call whose result (all its strings and lists
-// together, e.g. a tool's arguments and its value) may be larger than
-// ReserveSize: a result that does not fit traps ("realloc return: beyond
-// end of memory"). The region also doubles by itself after a result that
-// filled more than half of it.
-func Reserve(n int) {
-	lock()
-	defer unlock()
-	if n > 0 && uint64(n) > uint64(len(reserve))*8 {
-		newReserve(uint32(min(uint64(n)+7, 1<<32-8)) &^ 7)
-	}
+func init() {
+	newReserve(ReserveSize)
+	sinkBlock = sink
 }
 
+// newReserve replaces the reserve by one of size bytes. A reserve holding
+// permanent blocks (below its floor) is kept alive.
 func newReserve(size uint32) {
 	if reserveFloor > 0 {
-		keptReserves = append(keptReserves, reserve)
+		keptReserves = append(keptReserves, reserveMem)
 	}
-	reserve = make([]uint64, size/8)
-	reserveUsed, reserveFloor = 0, 0
+	reserveMem = make([]uint64, size/8)
+	reserve = region{base: addrOf(unsafe.Pointer(&reserveMem[0])), size: size}
+	reserveFloor = 0
+}
+
+const pageSize = 64 << 10
+
+// growMemory is memory.grow (abi_wasip1.s): the old size in pages, or -1.
+func growMemory(pages int32) int32
+
+// currentMemory is memory.size in pages (abi_wasip1.s).
+func currentMemory() int32
+
+// sink returns the sink's address for a block of size bytes, growing
+// linear memory when the sink is too small; 0 when memory cannot grow.
+//
+// The sink's pages are beyond the end of memory as the Go runtime last
+// grew it. Its allocator (runtime/mem_wasm.go sbrk) takes memory from its
+// own end upwards and grows it by what it lacks, so after the runtime
+// grows memory again, the sink's pages may become heap, which the runtime
+// expects to be zero: the sink is zeroed at the end of every call that
+// wrote it (before any Go code runs), and reused only while memory has
+// not grown since.
+func sink(size uint32) uint32 {
+	end := uint32(currentMemory()) * pageSize
+	if sinkEnd != end || sinkEnd-sinkBase < size {
+		if sinkEnd != end {
+			sinkBase = end
+		}
+		pages := (uint64(sinkBase) + uint64(size) - uint64(end) + pageSize - 1) / pageSize
+		if pages > 1<<16 || growMemory(int32(pages)) < 0 {
+			return 0
+		}
+		sinkEnd = end + uint32(pages)*pageSize
+	}
+	sinkDirty = max(sinkDirty, size)
+	return sinkBase
 }
 
 func beginImport() uint32 {
-	inImport = true
+	startImport()
 	return addrOf(unsafe.Pointer(&retArea))
 }
 
-func endImport() {
-	inImport = false
-	safePoint()
-}
-
-// safePoint releases an import call's blocks and grows or replaces the
-// reserve when needed; it runs where the Go heap may be used.
-func safePoint() {
-	size := uint32(len(reserve)) * 8
-	peak := reserveUsed - reserveFloor
-	reserveUsed = reserveFloor
-	switch {
-	case peak > size/2:
-		newReserve(2 * size)
-	case reserveFloor > size/2:
-		newReserve(size)
+// endImport ends the call before its result is lifted: the sink is zeroed,
+// and the error of a result that overflowed returned.
+func endImport() *TooLargeError {
+	if sinkDirty > 0 {
+		clear(linear{}.load(sinkBase, sinkDirty))
+		sinkDirty = 0
 	}
+	return stopImport()
 }
 
 // cabiRealloc is the canonical ABI's realloc: a block of newSize bytes
@@ -213,20 +238,13 @@ func cabiRealloc(oldPtr, oldSize, align, newSize uint32) uint32 {
 	if newSize == 0 {
 		return addrOf(unsafe.Pointer(&zeroBlock))
 	}
-	var p uint32
-	if !inImport {
-		p = bump(addrOf(unsafe.Pointer(&arena)), uint32(len(arena))*8, &arenaUsed, align, newSize)
+	if arena.base == 0 {
+		// The first call comes from inside _initialize, before this
+		// package's init.
+		arena = region{base: addrOf(unsafe.Pointer(&arenaMem)), size: uint32(len(arenaMem)) * 8}
 	}
-	if p == 0 && reserve != nil {
-		p = bump(addrOf(unsafe.Pointer(&reserve[0])), uint32(len(reserve))*8, &reserveUsed, align, newSize)
-		if p != 0 && !inImport {
-			reserveFloor = reserveUsed
-		}
-	}
-	if p == 0 {
-		return badAddress
-	}
-	if oldPtr != 0 && oldSize > 0 {
+	p := allocate(align, newSize)
+	if p != badAddress && oldPtr != 0 && oldSize > 0 {
 		n := min(oldSize, newSize)
 		copy(linear{}.load(p, n), linear{}.load(oldPtr, n))
 	}

@@ -1,5 +1,5 @@
 // Package toolhost is the guest SDK for writing toolhostd agents in Go: the
-// whole toolhost:agent@0.1.0 world (wit/agent.wit) for mainline Go's
+// whole toolhost:agent@0.2.0 world (wit/agent.wit) for mainline Go's
 // GOOS=wasip1 GOARCH=wasm, with the canonical ABI glue written by hand.
 //
 // An agent is a package main that registers its entry point from an init
@@ -32,18 +32,25 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o agent.core.wasm .
 //	node scripts/componentize-go.mjs --wit wit/agent.wit --world agent agent.core.wasm agent.wasm
 //
-// The API maps the world one to one: Get and the methods of Tooling
-// (Close drops the handle), Recv/TryRecv/Pending with the event variant as
-// the Event types, Log with the four levels, host errors as *HostError
-// whose ErrorCode works with errors.Is, and Run for the run export.
+// The API maps the world one to one: Get and the methods of Tooling,
+// GetProvider and the methods of Provider (Close drops a handle; Chat takes
+// a ChatRequest whose Tools are the records ListTools returns),
+// Recv/TryRecv/Pending with the event variant as the Event types (and
+// RecvDeadline, RecvContext on top), Log with the four levels, host errors
+// as *HostError whose ErrorCode works with errors.Is, and Run for the run
+// export.
 //
 // Host calls block the whole module (a wasm guest is one thread);
-// goroutines run only while run's handler is running. Strings passed to
-// the host must be valid UTF-8. A single import's result (all its strings
-// and lists) is lowered into a reserved region that starts at ReserveSize
-// (8 MiB) and grows after large results; one larger than the region
-// traps, so call Reserve before a call that may return more.
+// goroutines run only while run's handler is running, between host calls.
 //
-// Outside wasip1 the package compiles, its layout and lifting are tested
-// natively, and every host call panics.
+// Where the host would trap, the SDK returns an error instead: a string
+// argument that is not valid UTF-8 (a name, a URI, JSON text, a chat
+// message) is refused with InvalidArgument before the call, a log message
+// is sanitized, run's output is replaced by an err. A result larger than
+// the region results are lowered into (ReserveSize, growing) is dropped for
+// a *TooLargeError: see Reserve for what counts.
+//
+// Outside wasip1 the package compiles with the same API and documentation,
+// its layout, lowering, lifting and argument checks are tested natively,
+// and every call that reaches the host panics.
 package toolhost

@@ -1,6 +1,6 @@
 package toolhost
 
-// The canonical ABI layout of every value of the toolhost:agent@0.1.0 world
+// The canonical ABI layout of every value of the toolhost:agent@0.2.0 world
 // that crosses linear memory, as the glue in lift.go and abi_wasip1.go uses
 // it. All of it follows from three rules of the component model's canonical
 // ABI (CanonicalABI.md, "Alignment" and "Element Size"):
@@ -17,8 +17,8 @@ package toolhost
 //     their size is rounded up to that alignment.
 //
 // Every record, option, result and variant here has alignment 4 (its
-// largest member is a string, a list or a u32). own<tooling> is an i32
-// handle (size 4). layout_test.go recomputes every
+// largest member is a string, a list, a u32 or an f32). own<tooling>,
+// own<provider> and borrow<provider> are i32 handles (size 4). layout_test.go recomputes every
 // constant below from a description of the WIT types with those rules.
 
 // string and list<T>.
@@ -73,22 +73,63 @@ const (
 	sizeResultHandle      = 16 // result<own<tooling>, host-error>
 	sizeResultToolResult  = 28
 	sizeResultResContent  = 32
+	sizeResultChatResp    = 56
 	sizeRunResult         = 12 // result<string, string>, the run export's return area
 	offRunResultDisc      = 0
 	offRunResultVal       = 4
-	sizeLargestReturnArea = 44 // option<envelope>
+	sizeLargestReturnArea = 68 // option<envelope>
+)
+
+// The provider interface's records. option<u32> and option<f32> are a
+// discriminant and the value at 4 (size 8); option<tool-choice> a
+// discriminant and the variant at 4, whose own discriminant is followed by
+// named's string at 4 (size 12, 16 with the option).
+const (
+	sizeToolCall    = 24 // record tool-call { id, name, arguments }
+	offTCID         = 0
+	offTCName       = 8
+	offTCArguments  = 16
+	sizeMessage     = 32 // record message { role, content, tool-calls, tool-call-id }
+	offMsgRole      = 0
+	offMsgContent   = 4
+	offMsgToolCalls = 12
+	offMsgToolCall  = 20
+	sizeChatRequest = 68 // record chat-request
+	offReqModel     = 0
+	offReqMessages  = 12
+	offReqTools     = 20
+	offReqChoice    = 28
+	offReqMaxTokens = 44
+	offReqTemp      = 52
+	offReqStop      = 60
+	offOptVal       = 4 // of option<u32>, option<f32>, option<tool-choice>
+	offChoiceVal    = 4 // named's string in tool-choice
+	sizeUsage       = 8 // record usage { input-tokens, output-tokens }
+	offUsageIn      = 0
+	offUsageOut     = 4
+	sizeChatResp    = 52 // record chat-response { message, finish-reason, usage, model }
+	offRespMessage  = 0
+	offRespFinish   = 32
+	offRespUsage    = 36
+	offRespModel    = 44
+	// chat and chat-stream take (self: borrow<provider>, request:
+	// chat-request), which flattens to 18 values, more than the 16 the
+	// canonical ABI passes flat: the tuple is passed by address instead.
+	sizeChatParams = 72
+	offParamsSelf  = 0
+	offParamsReq   = 4
 )
 
 // variant event and record envelope { id: uuid, event: event }, and
 // option<envelope>.
 const (
-	sizeEvent        = 32
+	sizeEvent        = 56
 	offEventDisc     = 0
 	offEventVal      = 4
-	sizeEnvelope     = 40
+	sizeEnvelope     = 64
 	offEnvelopeID    = 0
 	offEnvelopeEvent = 8
-	sizeOptEnvelope  = 44
+	sizeOptEnvelope  = 68
 	offOptEnvDisc    = 0
 	offOptEnvVal     = 4
 )
@@ -100,5 +141,7 @@ const (
 	caseResourceListUpdated
 	caseResourceUpdated
 	caseShutdown
+	caseChatDelta
+	caseChatDone
 	numEventCases
 )

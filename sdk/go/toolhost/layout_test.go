@@ -10,13 +10,14 @@ import (
 // (CanonicalABI.md: alignment, elem_size, and the field/case offsets),
 // independently of the constants in layout.go.
 type abiType struct {
-	kind   string // "u8" (enum, bool), "u32" (handle), "string", "list", "record", "option", "result", "variant"
+	kind   string // "u8" (enum, bool), "u32" (handle), "f32", "string", "list", "record", "option", "result", "variant"
 	fields []abiType
 }
 
 var (
 	tU8     = abiType{kind: "u8"}
 	tU32    = abiType{kind: "u32"}
+	tF32    = abiType{kind: "f32"}
 	tString = abiType{kind: "string"}
 	tList   = abiType{kind: "list"}
 )
@@ -34,7 +35,7 @@ func (t abiType) align() uint32 {
 	switch t.kind {
 	case "none", "u8":
 		return 1
-	case "u32", "string", "list":
+	case "u32", "f32", "string", "list":
 		return 4
 	}
 	a := uint32(1)
@@ -53,7 +54,7 @@ func (t abiType) size() uint32 {
 		return 0
 	case "u8":
 		return 1
-	case "u32":
+	case "u32", "f32":
 		return 4
 	case "string", "list":
 		return 8
@@ -85,6 +86,31 @@ func (t abiType) offsets() []uint32 {
 	return out
 }
 
+// flatCount is how many core values t flattens to (CanonicalABI.md,
+// "Flattening"): a variant is its discriminant and, joined, the longest
+// case's values.
+func (t abiType) flatCount() int {
+	switch t.kind {
+	case "none":
+		return 0
+	case "u8", "u32", "f32":
+		return 1
+	case "string", "list":
+		return 2
+	case "record":
+		n := 0
+		for _, f := range t.fields {
+			n += f.flatCount()
+		}
+		return n
+	}
+	n := 0
+	for _, c := range t.fields {
+		n = max(n, c.flatCount())
+	}
+	return 1 + n
+}
+
 // payloadOffset is where a variant's payload starts (after its u8
 // discriminant).
 func (t abiType) payloadOffset() uint32 {
@@ -102,7 +128,14 @@ var (
 	wToolResult   = record(tString, tString, tString)
 	wResInfo      = record(tString, tString, option(tString), option(tString))
 	wResContent   = record(tString, option(tString), tString)
-	wEvent        = variant(wToolResult, wHostError, tList, wResContent, abiType{kind: "none"})
+	wToolCall     = record(tString, tString, tString)
+	wMessage      = record(tU8, tString, tList, option(tString))
+	wToolChoice   = variant(abiType{kind: "none"}, abiType{kind: "none"}, abiType{kind: "none"}, tString)
+	wChatRequest  = record(option(tString), tList, tList, option(wToolChoice), option(tU32), option(tF32), tList)
+	wUsage        = record(tU32, tU32)
+	wChatResponse = record(wMessage, tU8, wUsage, tString)
+	wChatParams   = record(tU32, wChatRequest) // the tuple (self, request)
+	wEvent        = variant(wToolResult, wHostError, tList, wResContent, abiType{kind: "none"}, tString, wChatResponse)
 	wEnvelope     = record(tString, wEvent)
 	wOptEnvelope  = option(wEnvelope)
 	wRunResult    = result(tString, tString)
@@ -146,10 +179,30 @@ func TestLayout(t *testing.T) {
 		{"result<own<tooling>, host-error>", tU32, sizeResultHandle},
 		{"result<tool-result, host-error>", wToolResult, sizeResultToolResult},
 		{"result<resource-content, host-error>", wResContent, sizeResultResContent},
+		{"result<chat-response, host-error>", wChatResponse, sizeResultChatResp},
 	} {
 		ty := result(r.ok, wHostError)
 		check(r.name+" size", r.size, ty.size())
 		check(r.name+" payload offset", offResultVal, ty.payloadOffset())
+	}
+	check("sizeToolCall", sizeToolCall, wToolCall.size())
+	offs("tool-call", wToolCall, offTCID, offTCName, offTCArguments)
+	check("sizeMessage", sizeMessage, wMessage.size())
+	offs("message", wMessage, offMsgRole, offMsgContent, offMsgToolCalls, offMsgToolCall)
+	check("sizeChatRequest", sizeChatRequest, wChatRequest.size())
+	offs("chat-request", wChatRequest, offReqModel, offReqMessages, offReqTools, offReqChoice, offReqMaxTokens, offReqTemp, offReqStop)
+	for _, o := range []abiType{option(tU32), option(tF32), option(wToolChoice)} {
+		check("offOptVal", offOptVal, o.payloadOffset())
+	}
+	check("offChoiceVal", offChoiceVal, wToolChoice.payloadOffset())
+	check("sizeUsage", sizeUsage, wUsage.size())
+	offs("usage", wUsage, offUsageIn, offUsageOut)
+	check("sizeChatResp", sizeChatResp, wChatResponse.size())
+	offs("chat-response", wChatResponse, offRespMessage, offRespFinish, offRespUsage, offRespModel)
+	check("sizeChatParams", sizeChatParams, wChatParams.size())
+	offs("chat params", wChatParams, offParamsSelf, offParamsReq)
+	if n := wChatParams.flatCount(); n <= 16 {
+		t.Errorf("chat's parameters flatten to %d values; lower.go passes them by address, which the canonical ABI does only past 16", n)
 	}
 	check("sizeRunResult", sizeRunResult, wRunResult.size())
 	check("offRunResultVal", offRunResultVal, wRunResult.payloadOffset())
@@ -162,11 +215,12 @@ func TestLayout(t *testing.T) {
 	check("numEventCases", uint32(numEventCases), uint32(len(wEvent.fields)))
 
 	largest := uint32(0)
-	for _, ty := range []abiType{wResultString, result(wToolResult, wHostError), result(wResContent, wHostError), wOptEnvelope} {
+	for _, ty := range []abiType{wResultString, result(wToolResult, wHostError), result(wResContent, wHostError), result(wChatResponse, wHostError), wOptEnvelope} {
 		largest = max(largest, ty.size())
 	}
 	check("sizeLargestReturnArea", sizeLargestReturnArea, largest)
-	for _, ty := range []abiType{wHostError, wTool, wToolResult, wResInfo, wResContent, wEvent, wEnvelope, wOptEnvelope, wRunResult} {
+	for _, ty := range []abiType{wHostError, wTool, wToolResult, wResInfo, wResContent, wEvent, wEnvelope, wOptEnvelope, wRunResult,
+		wToolCall, wMessage, wChatRequest, wChatResponse, wChatParams, option(wToolChoice), option(tF32)} {
 		if ty.align() != 4 {
 			t.Errorf("a type of the world has alignment %d, layout.go assumes 4", ty.align())
 		}

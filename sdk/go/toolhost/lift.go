@@ -93,6 +93,44 @@ func liftResourceContent(m memory, addr uint32) ResourceContent {
 	}
 }
 
+func liftToolCall(m memory, addr uint32) ToolCall {
+	return ToolCall{
+		ID:        liftString(m, addr+offTCID),
+		Name:      liftString(m, addr+offTCName),
+		Arguments: liftString(m, addr+offTCArguments),
+	}
+}
+
+// liftEnum reads an enum of n cases at addr.
+func liftEnum(m memory, addr uint32, n int, what string) uint8 {
+	v := u8(m, addr)
+	if int(v) >= n {
+		panic(abiError(what, v))
+	}
+	return v
+}
+
+func liftMessage(m memory, addr uint32) Message {
+	return Message{
+		Role:       Role(liftEnum(m, addr+offMsgRole, len(roleNames), "role")),
+		Content:    liftString(m, addr+offMsgContent),
+		ToolCalls:  liftList(m, addr+offMsgToolCalls, sizeToolCall, liftToolCall),
+		ToolCallID: liftOptString(m, addr+offMsgToolCall),
+	}
+}
+
+func liftChatResponse(m memory, addr uint32) ChatResponse {
+	return ChatResponse{
+		Message:      liftMessage(m, addr+offRespMessage),
+		FinishReason: FinishReason(liftEnum(m, addr+offRespFinish, len(finishNames), "finish-reason")),
+		Usage: Usage{
+			InputTokens:  u32(m, addr+offRespUsage+offUsageIn),
+			OutputTokens: u32(m, addr+offRespUsage+offUsageOut),
+		},
+		Model: liftString(m, addr+offRespModel),
+	}
+}
+
 // liftResult reads a result<T, host-error> at addr, lifting the ok payload
 // with ok.
 func liftResult[T any](m memory, addr uint32, ok func(memory, uint32) T) (T, error) {
@@ -120,6 +158,10 @@ func liftEvent(m memory, addr uint32) Event {
 		return ResourceUpdatedEvent{Content: liftResourceContent(m, p)}
 	case caseShutdown:
 		return ShutdownEvent{}
+	case caseChatDelta:
+		return ChatDeltaEvent{Text: liftString(m, p)}
+	case caseChatDone:
+		return ChatDoneEvent{Response: liftChatResponse(m, p)}
 	default:
 		panic(abiError("event discriminant", d))
 	}
@@ -132,7 +174,11 @@ func liftOptEnvelope(m memory, addr uint32) (Envelope, bool) {
 		return Envelope{}, false
 	case 1:
 		p := addr + offOptEnvVal
-		return Envelope{ID: liftString(m, p+offEnvelopeID), Event: liftEvent(m, p+offEnvelopeEvent)}, true
+		env := Envelope{ID: liftString(m, p+offEnvelopeID), Event: liftEvent(m, p+offEnvelopeEvent)}
+		if _, ok := env.Event.(ShutdownEvent); ok {
+			shutdownSeen = true
+		}
+		return env, true
 	default:
 		panic(abiError("option discriminant", d))
 	}
@@ -151,5 +197,5 @@ func liftBool(b uint32) bool {
 // abiError is the panic of a value the canonical ABI does not allow: the
 // host and this package disagree on the world (a version mismatch).
 func abiError(what string, v uint8) string {
-	return "toolhost: invalid " + what + " " + strconv.Itoa(int(v)) + " from the host (toolhost:agent@0.1.0 mismatch)"
+	return "toolhost: invalid " + what + " " + strconv.Itoa(int(v)) + " from the host (toolhost:agent@0.2.0 mismatch)"
 }

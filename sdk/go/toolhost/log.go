@@ -32,11 +32,14 @@ func (l Level) String() string {
 }
 
 // Log writes message to the host's structured log, tagged with the agent's
-// name. A level outside the four is logged as error.
+// name. A level outside the four is logged as error; invalid UTF-8 in
+// message is replaced by U+FFFD (the canonical ABI carries only valid
+// UTF-8).
 func Log(level Level, message string) {
 	if level > LevelError {
 		level = LevelError
 	}
+	message = sanitize(message)
 	lock()
 	defer unlock()
 	p, n := stringArg(message)

@@ -39,10 +39,14 @@ func (c ErrorCode) String() string {
 func (c ErrorCode) Error() string { return c.String() }
 
 // HostError is the WIT record host-error: what a host function returns as
-// its err.
+// its err. The SDK makes one itself where the host would trap (a string
+// that is not valid UTF-8: InvalidArgument) or where it could not take an
+// envelope (a result too large for the reserved region: an ErrorEvent
+// with code Internal whose error unwraps to a *TooLargeError).
 type HostError struct {
 	Code    ErrorCode
 	Message string
+	cause   error
 }
 
 // Error is "code: message".
@@ -53,6 +57,9 @@ func (e *HostError) Is(target error) bool {
 	c, ok := target.(ErrorCode)
 	return ok && c == e.Code
 }
+
+// Unwrap is the SDK's cause of an error it made (nil for the host's).
+func (e *HostError) Unwrap() error { return e.cause }
 
 // Tool is one tool a tooling offers (WIT record tool).
 type Tool struct {
