@@ -1,11 +1,16 @@
 // probe: the Go port of testdata/agents/probe.js, the interpreter of steps
 // that lets the host's contract tests drive every function of
-// toolhost:agent@0.1.0 from the guest side. Same input, same output (see
-// probe.js for the ops); where Go differs from JS:
+// toolhost:agent@0.2.0 from the guest side. Same input, same output (see
+// probe.js for the ops, the provider ones included: get-provider, chat,
+// chat-stream, recv-stream; kind, name, is-open, cancel and drop take a
+// tooling or a provider handle); where Go differs from JS:
 //   - an option that is none is reported as null (JS omits the key);
 //   - "throw" panics (an uncaught exception is a Go panic here), and what
 //     "nil" dereferences a nil pointer;
 //   - "alloc" keeps mb MB of byte slices reachable until run returns;
+//   - "sdk-edges" {name} is Go's own: the SDK's answers where the host
+//     would trap (invalid UTF-8, results too large for the reserved
+//     region), its timeouts and its closed handles (see edges.go);
 //   - "gc-stress" {n, mb, h} is Go's own: n rounds of every import of the
 //     world, with runtime.GC() between calls and mb MB allocated and
 //     dropped per round, checking every result (see gcstress.go).
@@ -23,6 +28,8 @@ import (
 
 type step struct {
 	Op      string          `json:"op"`
+	Request json.RawMessage `json:"request"`
+	ToolsOf *string         `json:"tools-of"`
 	Name    string          `json:"name"`
 	As      string          `json:"as"`
 	H       string          `json:"h"`
@@ -45,19 +52,51 @@ type failure struct{ msg string }
 
 func (f failure) Error() string { return f.msg }
 
+// handle is a *toolhost.Tooling or a *toolhost.Provider.
+type handle interface {
+	Kind() string
+	Name() string
+	IsOpen(id string) bool
+	Cancel(id string) bool
+	Close() error
+}
+
 type probe struct {
-	handles map[string]*toolhost.Tooling
+	handles map[string]handle
 	ids     map[string]string // variable -> id
 	names   map[string]string // id -> variable
 	kept    [][]byte
 }
 
-func (p *probe) handle(s *step) (*toolhost.Tooling, error) {
+func (p *probe) handle(s *step) (handle, error) {
 	h, ok := p.handles[s.H]
 	if !ok {
 		return nil, fmt.Errorf("Error: no handle %s", s.H)
 	}
 	return h, nil
+}
+
+// request is the step's chat request, absent fields defaulted, with the
+// tools of the tooling handle named by tools-of.
+func (p *probe) request(s *step) (*toolhost.ChatRequest, error) {
+	var r toolhost.ChatRequest
+	if len(s.Request) > 0 && string(s.Request) != "null" {
+		if err := json.Unmarshal(s.Request, &r); err != nil {
+			return nil, fmt.Errorf("TypeError: %v", err)
+		}
+	}
+	if s.ToolsOf != nil {
+		t, ok := p.handles[*s.ToolsOf].(*toolhost.Tooling)
+		if !ok {
+			return nil, fmt.Errorf("Error: no tooling %s", *s.ToolsOf)
+		}
+		tools, err := t.ListTools()
+		if err != nil {
+			return nil, err
+		}
+		r.Tools = tools
+	}
+	return &r, nil
 }
 
 func (p *probe) id(s *step) string {
@@ -120,6 +159,10 @@ func (p *probe) envelope(e toolhost.Envelope, ok bool) any {
 		out.Val = ev.Resources
 	case toolhost.ResourceUpdatedEvent:
 		out.Val = ev.Content
+	case toolhost.ChatDeltaEvent:
+		out.Val = ev.Text
+	case toolhost.ChatDoneEvent:
+		out.Val = ev.Response
 	}
 	return out
 }
@@ -143,6 +186,39 @@ func (p *probe) do(s *step) (any, error) {
 		}
 		p.handles[s.As] = t
 		return s.As, nil
+	case "get-provider":
+		pr, err := toolhost.GetProvider(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if s.As == "" {
+			return struct{}{}, nil
+		}
+		p.handles[s.As] = pr
+		return s.As, nil
+	case "recv-stream":
+		want := p.id(s)
+		skipped := []any{}
+		deltas, text := 0, ""
+		for {
+			e, ok := toolhost.Recv(recvTimeout(s))
+			if !ok {
+				return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}, nil
+			}
+			if e.ID != want {
+				skipped = append(skipped, p.envelope(e, true))
+				if _, shut := e.Event.(toolhost.ShutdownEvent); shut {
+					return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}, nil
+				}
+				continue
+			}
+			if d, ok := e.Event.(toolhost.ChatDeltaEvent); ok {
+				deltas++
+				text += d.Text
+				continue
+			}
+			return map[string]any{"deltas": deltas, "text": text, "end": p.envelope(e, true), "skipped": skipped}, nil
+		}
 	case "recv":
 		return p.envelope(toolhost.Recv(recvTimeout(s))), nil
 	case "recv-until":
@@ -220,22 +296,34 @@ func (p *probe) do(s *step) (any, error) {
 		panic(msg)
 	case "gc-stress":
 		return gcStress(s)
+	case "sdk-edges":
+		return sdkEdges(s)
 	}
-	t, err := p.handle(s)
+	h, err := p.handle(s)
 	if err != nil {
 		return nil, err
 	}
 	switch s.Op {
 	case "drop":
-		if err := t.Close(); err != nil {
+		if err := h.Close(); err != nil {
 			return nil, err
 		}
 		delete(p.handles, s.H)
 		return true, nil
 	case "kind":
-		return t.Kind(), nil
+		return h.Kind(), nil
 	case "name":
-		return t.Name(), nil
+		return h.Name(), nil
+	case "is-open":
+		return h.IsOpen(p.id(s)), nil
+	case "cancel":
+		return h.Cancel(p.id(s)), nil
+	}
+	if pr, ok := h.(*toolhost.Provider); ok {
+		return p.providerOp(s, pr)
+	}
+	t := h.(*toolhost.Tooling)
+	switch s.Op {
 	case "list-tools":
 		return t.ListTools()
 	case "call-tool":
@@ -244,10 +332,6 @@ func (p *probe) do(s *step) (any, error) {
 			return nil, err
 		}
 		return p.bindID(s, id), nil
-	case "is-open":
-		return t.IsOpen(p.id(s)), nil
-	case "cancel":
-		return t.Cancel(p.id(s)), nil
 	case "call-tool-blocking":
 		return t.CallToolBlocking(s.Tool, p.args(s))
 	case "list-resources":
@@ -270,8 +354,29 @@ func (p *probe) do(s *step) (any, error) {
 		return p.bindID(s, id), nil
 	case "unsubscribe":
 		return t.UnsubscribeResource(p.id(s)), nil
+	case "chat", "chat-stream":
+		return nil, fmt.Errorf("TypeError: %s is not a method of a tooling", s.Op)
 	}
 	return nil, failure{"unknown op " + s.Op}
+}
+
+func (p *probe) providerOp(s *step, pr *toolhost.Provider) (any, error) {
+	switch s.Op {
+	case "chat", "chat-stream":
+		r, err := p.request(s)
+		if err != nil {
+			return nil, err
+		}
+		if s.Op == "chat" {
+			return pr.Chat(r)
+		}
+		id, err := pr.ChatStream(r)
+		if err != nil {
+			return nil, err
+		}
+		return p.bindID(s, id), nil
+	}
+	return nil, fmt.Errorf("TypeError: %s is not a method of a provider", s.Op)
 }
 
 type result struct {
@@ -305,7 +410,7 @@ func run(input string) (string, error) {
 	if err := json.Unmarshal([]byte(input), &in); err != nil {
 		return "", err
 	}
-	p := &probe{handles: map[string]*toolhost.Tooling{}, ids: map[string]string{}, names: map[string]string{}}
+	p := &probe{handles: map[string]handle{}, ids: map[string]string{}, names: map[string]string{}}
 	out := []result{}
 	stopOnError, failed := false, false
 	for i := range in.Steps {
