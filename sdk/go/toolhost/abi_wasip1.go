@@ -3,6 +3,7 @@
 package toolhost
 
 import (
+	"encoding/binary"
 	"unsafe"
 )
 
@@ -270,8 +271,8 @@ func exportRun(ptr, n uint32) uint32 {
 		area[offRunResultDisc] = 1
 	}
 	p, l := stringArg(runOut)
-	putU32(area[offRunResultVal+offPtr:], p)
-	putU32(area[offRunResultVal+offLen:], l)
+	binary.LittleEndian.PutUint32(area[offRunResultVal+offPtr:], p)
+	binary.LittleEndian.PutUint32(area[offRunResultVal+offLen:], l)
 	return addrOf(unsafe.Pointer(&runRet))
 }
 

@@ -1,7 +1,5 @@
 package toolhost
 
-import "encoding/binary"
-
 var handler func(input string) (string, error)
 
 // Run registers the agent's entry point, the world's run export: the host
@@ -40,6 +38,3 @@ func runHandler(input string) (string, bool) {
 	}
 	return out, false
 }
-
-// putU32 writes v little-endian at b[0:4].
-func putU32(b []byte, v uint32) { binary.LittleEndian.PutUint32(b, v) }
