@@ -12,9 +12,10 @@ import (
 // testdata/agents-go/probe/edges.go): strings that are not valid UTF-8 are
 // refused with invalid-argument before the call and sanitized in the log;
 // negative and past timeouts do not wait; a context ends a receive; an
-// envelope and a blocking result larger than the reserved region become
-// errors (the envelope's under its id), and after Reserve the same result
-// fits; after Close every method answers without a trap.
+// envelope and a blocking result larger than the reserved region (made
+// large by whitespace in the arguments, which the tool-result returns as
+// given) become errors (the envelope's under its id), and after Reserve the
+// same result fits; after Close every method answers without a trap.
 func TestGoSDKEdges(t *testing.T) {
 	s := env(t)
 	rs := s.probe(t, probeOpts{guest: guestGo, name: "sdk-edges"},
