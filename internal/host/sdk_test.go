@@ -9,9 +9,9 @@ import (
 )
 
 // TestGoSDK runs the Go guest SDK's own tests (sdk/go is a module of its
-// own, outside this module's ./...) and vets it and the Go agents for
-// their real target, GOOS=wasip1 GOARCH=wasm, so that the host's test run
-// covers them.
+// own, outside this module's ./...), natively and for GOOS=wasip1
+// GOARCH=wasm under node (sdk/go/wasip1-exec.mjs), and vets it and the Go
+// agents for that target, so that the host's test run covers them.
 func TestGoSDK(t *testing.T) {
 	s := env(t)
 	gobin, err := exec.LookPath("go")
@@ -32,6 +32,8 @@ func TestGoSDK(t *testing.T) {
 		}
 	}
 	run("sdk/go", false, "test", "-count=1", "./...")
+	// And on its real target, 32-bit wasm, under node's WASI.
+	run("sdk/go", true, "test", "-count=1", "-exec", "node "+filepath.Join(s.root, "sdk/go/wasip1-exec.mjs"), "./...")
 	run("sdk/go", false, "vet", "./...")
 	for _, dir := range []string{"sdk/go", "examples/agents-go", "internal/host/testdata/agents-go"} {
 		run(dir, true, "vet", "./...")
