@@ -106,6 +106,15 @@ func (p *probe) id(s *step) string {
 	return s.ID
 }
 
+// bindHandle stores h under s.As and reports the name ({} without one).
+func (p *probe) bindHandle(s *step, h handle) any {
+	if s.As == "" {
+		return struct{}{}
+	}
+	p.handles[s.As] = h
+	return s.As
+}
+
 // bindID stores an id under s.As and reports the name (or the id).
 func (p *probe) bindID(s *step, id string) any {
 	if s.As == "" {
@@ -181,21 +190,13 @@ func (p *probe) do(s *step) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.As == "" {
-			return struct{}{}, nil
-		}
-		p.handles[s.As] = t
-		return s.As, nil
+		return p.bindHandle(s, t), nil
 	case "get-provider":
 		pr, err := toolhost.GetProvider(s.Name)
 		if err != nil {
 			return nil, err
 		}
-		if s.As == "" {
-			return struct{}{}, nil
-		}
-		p.handles[s.As] = pr
-		return s.As, nil
+		return p.bindHandle(s, pr), nil
 	case "recv-stream":
 		want := p.id(s)
 		skipped := []any{}
