@@ -11,7 +11,7 @@ import (
 
 // providerGuests are the probes built against 0.2.0 with the provider
 // interface.
-var providerGuests = []guest{guestJS, guestQJS}
+var providerGuests = []guest{guestJS, guestGo, guestQJS}
 
 func userRequest(text string) map[string]any {
 	return map[string]any{"messages": []map[string]any{
