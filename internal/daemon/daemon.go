@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -167,8 +168,12 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for _, o := range opts {
 		o(&d.opts)
 	}
+	if err := d.openProviders(cfg); err != nil {
+		return nil, err
+	}
 	recs, err := d.makeToolings(cfg.Tooling)
 	if err != nil {
+		_ = d.providers.Close()
 		return nil, err
 	}
 	d.toolings = recs
@@ -178,9 +183,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	d.hub = pump.NewHub(entries, log)
 	d.observeChats()
-	if err := d.openProviders(cfg); err != nil {
-		return nil, err
-	}
+	d.serveProviders()
 	if err := d.openAudit(cfg); err != nil {
 		return nil, err
 	}
@@ -203,7 +206,8 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 
 // makeToolings builds a tooling per config entry.
 func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
-	reg, err := mcpclient.NewRegistry(cfgs, d.baseLog, d.opts.toolingOpts...)
+	opts := append(slices.Clip(d.opts.toolingOpts), mcpclient.WithSamplerFor(d.samplerFor))
+	reg, err := mcpclient.NewRegistry(cfgs, d.baseLog, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,29 +3,51 @@ package daemon
 import (
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/provider/sampling"
 	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
-// openProviders opens every [provider.*] of cfg (no request is made) and
-// serves them to the agents through the hub; with some, the token budgets
-// kept in the state directory.
+// openProviders opens every [provider.*] of cfg (no request is made) and,
+// with some, the token budgets kept in the state directory. It runs before
+// the toolings are made: a tooling's sampling is answered by one
+// (samplerFor). serveProviders hands them to the agents.
 func (d *Daemon) openProviders(cfg *config.Config) error {
 	reg, err := provider.OpenAll(cfg, d.baseLog)
 	if err != nil {
 		return err
 	}
 	d.providers = reg
-	d.hub.SetProviders(reg.Get)
 	if len(cfg.Provider) > 0 {
 		if d.budgets, err = provider.OpenBudgets(provider.BudgetsDir(cfg.StateDir())); err != nil {
 			_ = reg.Close()
+			d.providers = nil
 			return err
 		}
 	}
 	return nil
+}
+
+// serveProviders serves the providers to the agents through the hub.
+func (d *Daemon) serveProviders() { d.hub.SetProviders(d.providers.Get) }
+
+// samplerFor is the sampler of a tooling whose sampling table names a
+// provider: its server's sampling/createMessage requests go to that
+// provider's model (package sampling). A provider the running daemon did
+// not open (one a reload added) leaves sampling unoffered until a restart.
+func (d *Daemon) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
+	p, ok := d.providers.Get(cfg.Sampling.Provider)
+	if !ok {
+		d.log.Warn("sampling not offered: its provider is not open until toolhostd restarts",
+			zap.String("tooling", cfg.Name), zap.String("provider", cfg.Sampling.Provider))
+		return nil
+	}
+	return sampling.New(p, cfg.Name, *cfg.Sampling).CreateMessage
 }
 
 // limited is the agent's provider name under its grant on it: one

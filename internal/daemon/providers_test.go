@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -179,5 +180,36 @@ restart = "never"
 	}
 	if got, _ := metricValue(t, m, "toolhostd_provider_requests_total", map[string]string{"agent": "canceller", "outcome": "cancelled"}); got != 1 {
 		t.Errorf("cancelled requests = %v, want 1", got)
+	}
+}
+
+// TestServeSampling: a tooling whose sampling names a provider gets its
+// server's sampling requests answered by that provider's model: the
+// daemon's server-everything offers trigger-sampling-request and the
+// fake's answer comes back in its result, maxTokens capped by the table.
+func TestServeSampling(t *testing.T) {
+	dir := t.TempDir()
+	gpt := providertest.New(t, providertest.OpenAI)
+	gpt.SetDefault(providertest.Reply{Text: []string{"sampled ", "through gpt"}})
+	cfg := header(t) + providerTable(t, "gpt", gpt) + fmt.Sprintf(`
+[tooling.everything]
+command = "node"
+args = [%q, "stdio"]
+connect_timeout = "30s"
+sampling = { provider = "gpt", max_tokens = 32 }
+`, everythingEntry(t))
+	r := serve(t, writeConfig(t, dir, cfg))
+	eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := r.d.toolings["everything"].t.CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Value, "sampled through gpt") {
+		t.Errorf("result %s lacks the model's answer", res.Value)
+	}
+	if last := gpt.Last(); last == nil || last.MaxTokens != 32 || last.System != "You are a helpful test server." {
+		t.Errorf("model request %+v", last)
 	}
 }

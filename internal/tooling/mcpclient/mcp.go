@@ -59,6 +59,7 @@ type options struct {
 	maxMessage   int64
 	login        *oauth.LoginOptions // nil: never run an OAuth flow (see WithLogin)
 	sampler      Sampler             // nil: sampling is not offered (see WithSampling)
+	samplerFor   func(*config.Tooling) Sampler
 }
 
 // Option tunes an MCP tooling beyond its config.
@@ -218,6 +219,9 @@ func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) 
 	}
 	for _, o := range opts {
 		o(&m.opts)
+	}
+	if m.opts.sampler == nil && m.opts.samplerFor != nil && c.Sampling != nil {
+		m.opts.sampler = m.opts.samplerFor(&c)
 	}
 	if c.MaxMessageBytes > 0 {
 		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))

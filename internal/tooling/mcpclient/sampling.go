@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
 )
 
 // Sampler answers a server's sampling/createMessage: a model request made
@@ -18,6 +20,13 @@ type Sampler func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateM
 // WithSampling offers the server sampling (the capability is advertised),
 // answered by s; without it sampling is refused (capabilities.go).
 func WithSampling(s Sampler) Option { return func(o *options) { o.sampler = s } }
+
+// WithSamplerFor offers sampling to each tooling whose config has a
+// sampling table, answered by the Sampler f returns for that config (nil:
+// not offered). One option serves a whole registry.
+func WithSamplerFor(f func(cfg *config.Tooling) Sampler) Option {
+	return func(o *options) { o.samplerFor = f }
+}
 
 // onCreateMessage answers one sampling/createMessage through the sampler,
 // logging it.
