@@ -480,8 +480,10 @@ func (n *Node) fence(why error) {
 	deadline := n.lastOK.Add(n.o.LeaseTTL * overrunNum / overrunDen)
 	held := len(n.local)
 	n.mu.Unlock()
-	n.startMu.Lock() // a claim between its answer and its Start finishes first
-	n.startMu.Unlock()
+	// A barrier: a claim between its answer and its Start finishes first
+	// (fencing is set, so no later one starts).
+	n.startMu.Lock()
+	n.startMu.Unlock() //lint:ignore SA2001 the empty section is the barrier
 	n.log.Error("fencing: the lease could not be renewed; stopping every agent before it can expire",
 		zap.Error(why), zap.Int("agents", held), zap.Time("expires_not_before", n.lastOK.Add(n.o.LeaseTTL)))
 	// stopped closes once no agent runs: after Halt for a Halter (Stop
