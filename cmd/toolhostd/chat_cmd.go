@@ -50,7 +50,7 @@ func newChatCmd(opts *globalOptions) *cobra.Command {
 			}
 			pc := c.Provider[args[0]]
 			if pc == nil {
-				return withExit(exitUsage, fmt.Errorf("no provider named %q%s", args[0], definedProviders(c.Provider)))
+				return withExit(exitUsage, fmt.Errorf("no provider named %q%s", args[0], definedNames("providers", c.Provider)))
 			}
 			if co.maxTurns < 1 {
 				return withExit(exitUsage, errors.New("--max-turns must be at least 1"))
@@ -171,7 +171,7 @@ func openToolbox(ctx context.Context, c *config.Config, grants []string, log *za
 		tc := c.Tooling[name]
 		if tc == nil {
 			box.close()
-			return nil, withExit(exitUsage, fmt.Errorf("--tools %s: no tooling named %q%s", name, name, definedProviders(c.Tooling)))
+			return nil, withExit(exitUsage, fmt.Errorf("--tools %s: no tooling named %q%s", name, name, definedNames("toolings", c.Tooling)))
 		}
 		if _, dup := box.views[name]; dup {
 			continue

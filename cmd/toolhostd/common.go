@@ -65,16 +65,25 @@ func oneShotTooling(opts *globalOptions, name string, w io.Writer) (*config.Tool
 	}
 	tc, ok := c.Tooling[name]
 	if !ok {
-		names := make([]string, 0, len(c.Tooling))
-		for n := range c.Tooling {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return nil, nil, withExit(exitUsage, fmt.Errorf("no tooling named %q (defined: %s)", name, strings.Join(names, ", ")))
+		return nil, nil, withExit(exitUsage, fmt.Errorf("no tooling named %q%s", name, definedNames("toolings", c.Tooling)))
 	}
 	log, err := newLogger(c.Host, w)
 	if err != nil {
 		return nil, nil, withExit(exitUsage, err)
 	}
 	return tc, log, nil
+}
+
+// definedNames is " (defined: a, b)" for the names of m, or says the config
+// defines no what.
+func definedNames[V any](what string, m map[string]V) string {
+	if len(m) == 0 {
+		return " (the config defines no " + what + ")"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return " (defined: " + strings.Join(names, ", ") + ")"
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -55,7 +54,7 @@ func newProvidersCmd(opts *globalOptions) *cobra.Command {
 			}
 			for _, n := range names {
 				if c.Provider[n] == nil {
-					return withExit(exitUsage, fmt.Errorf("no provider named %q%s", n, definedProviders(c.Provider)))
+					return withExit(exitUsage, fmt.Errorf("no provider named %q%s", n, definedNames("providers", c.Provider)))
 				}
 			}
 			log, err := newLogger(c.Host, cmd.ErrOrStderr())
@@ -140,16 +139,4 @@ func checkProvider(ctx context.Context, name string, cfg *config.Provider, log *
 	}
 	ch.OK, ch.Models, ch.Listed = true, models, slices.Contains(models, cfg.Model)
 	return ch
-}
-
-func definedProviders[V any](m map[string]V) string {
-	if len(m) == 0 {
-		return " (the config defines no providers)"
-	}
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return " (defined: " + strings.Join(names, ", ") + ")"
 }

@@ -25,7 +25,8 @@ import (
 //   - start-s: from exec until /v1/agents reports all N running (each
 //     agent's run has been entered);
 //   - pss-KB/agent: the process's PSS with the agents idle, less the PSS
-//     of baseline (the same serve with no agents), per agent;
+//     of baseline (the same serve with no agents), per agent; on the
+//     baseline row, that whole PSS;
 //   - threads, maps: the process's OS threads and memory mappings with
 //     the agents idle (vm.max_map_count bounds the second);
 //   - agents-ms, ps-ms: /v1/agents through the control client, and the

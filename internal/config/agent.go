@@ -25,21 +25,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 			}
 			a.Component = d.resolvePath(s)
 		},
-		"toolings": func(p []string, v any) {
-			seen := map[string]bool{}
-			a.Toolings, _ = d.asStrings(p, v, func(p []string, s string) bool {
-				switch {
-				case !d.toolings[s]:
-					d.errAt(p, "no tooling named %q%s", s, d.knownToolings())
-					return false
-				case seen[s]:
-					d.errAt(p, "%q is granted twice", s)
-					return false
-				}
-				seen[s] = true
-				return true
-			})
-		},
+		"toolings": func(p []string, v any) { a.Toolings = d.asNames(p, v, d.toolings, "tooling", d.knownToolings) },
 		"input": func(p []string, v any) {
 			a.Input, _ = d.asString(p, v)
 		},
@@ -108,7 +94,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 			a.StopGrace, _ = d.asDuration(p, v, false)
 		},
 		"grants":    func(p []string, v any) { a.Grants, a.ProviderGrants = d.grants(p, v) },
-		"providers": func(p []string, v any) { a.Providers = d.agentProviders(p, v) },
+		"providers": func(p []string, v any) { a.Providers = d.asNames(p, v, d.providers, "provider", d.knownProviders) },
 	})
 	d.checkGrants(path, a)
 	if _, ok := m["component"]; !ok {

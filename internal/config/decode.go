@@ -63,6 +63,55 @@ func (d *decoder) asInt(path []string, v any, min int64) (int, bool) {
 }
 
 // asRefString is a string whose ${...} references are expanded at use.
+// asRate is a rate (per second or per minute): a finite number above 0
+// and at most 1000000.
+func (d *decoder) asRate(p []string, v any) (float64, bool) {
+	var x float64
+	switch n := v.(type) {
+	case int64:
+		x = float64(n)
+	case float64:
+		x = n
+	default:
+		d.errAt(p, "want a number, got %s", typeName(v))
+		return 0, false
+	}
+	if !(x > 0) || x > 1e6 || math.IsInf(x, 0) {
+		d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
+		return 0, false
+	}
+	return x, true
+}
+
+// asBool is a boolean.
+func (d *decoder) asBool(path []string, v any) (bool, bool) {
+	b, ok := v.(bool)
+	if !ok {
+		d.errAt(path, "want a boolean, got %s", typeName(v))
+	}
+	return b, ok
+}
+
+// asNames is a list of names, each declared (known) and listed once; what
+// says what they name ("tooling", "provider") and defined lists those
+// declared, for the error.
+func (d *decoder) asNames(path []string, v any, known map[string]bool, what string, defined func() string) []string {
+	seen := map[string]bool{}
+	out, _ := d.asStrings(path, v, func(p []string, s string) bool {
+		switch {
+		case !known[s]:
+			d.errAt(p, "no %s named %q%s", what, s, defined())
+			return false
+		case seen[s]:
+			d.errAt(p, "%q is granted twice", s)
+			return false
+		}
+		seen[s] = true
+		return true
+	})
+	return out
+}
+
 func (d *decoder) asRefString(path []string, v any) (string, bool) {
 	s, ok := d.asString(path, v)
 	if ok {

@@ -58,15 +58,18 @@ type docError struct {
 
 func (e *docError) Error() string { return e.msg }
 
-// buildDocument parses data into the map toml.Unmarshal would make. Its
+// buildDocument parses data into the map toml.Unmarshal would make, and
+// records in ix where each key path is written (one parse for both). Its
 // error is a *docError: a syntax error, a duplicate or redefinition, or a
 // number or date go-toml refuses.
-func buildDocument(data []byte) (map[string]any, error) {
+func buildDocument(data []byte, ix *index) (map[string]any, error) {
 	b := &docBuilder{root: newDocTable(headerTable)}
 	b.p.Reset(data)
+	x := &indexer{ix: ix}
 	cur, curPath := b.root, []string(nil)
 	for b.p.NextExpression() {
 		e := b.p.Expression()
+		x.expression(e)
 		var err error
 		switch e.Kind {
 		case unstable.Table:

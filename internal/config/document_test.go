@@ -55,7 +55,7 @@ var documentCases = []struct {
 func TestDocumentMatchesGoTOML(t *testing.T) {
 	for _, tc := range documentCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := buildDocument([]byte(tc.doc))
+			got, err := buildDocument([]byte(tc.doc), newIndex([]byte(tc.doc)))
 			if (err == nil) != tc.ok {
 				t.Fatalf("buildDocument: err = %v, want ok = %v", err, tc.ok)
 			}
@@ -126,7 +126,7 @@ func FuzzDocument(f *testing.F) {
 		if len(data) > 4096 {
 			return // go-toml's own tracker is quadratic; keep each run short
 		}
-		got, err := buildDocument(data)
+		got, err := buildDocument(data, newIndex(data))
 		compareWithGoTOML(t, data, got, err)
 	})
 }

@@ -80,30 +80,8 @@ func (d *decoder) grant(path []string, v any) *Grant {
 		"max_concurrent_calls": func(p []string, v any) {
 			g.MaxConcurrentCalls, _ = d.asInt(p, v, 1)
 		},
-		"calls_per_second": func(p []string, v any) {
-			var x float64
-			switch n := v.(type) {
-			case int64:
-				x = float64(n)
-			case float64:
-				x = n
-			default:
-				d.errAt(p, "want a number, got %s", typeName(v))
-				return
-			}
-			if !(x > 0) || x > 1e6 {
-				d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
-				return
-			}
-			g.CallsPerSecond = x
-		},
-		"audit_arguments": func(p []string, v any) {
-			b, ok := v.(bool)
-			if !ok {
-				d.errAt(p, "want a boolean, got %s", typeName(v))
-			}
-			g.AuditArguments = b
-		},
+		"calls_per_second": func(p []string, v any) { g.CallsPerSecond, _ = d.asRate(p, v) },
+		"audit_arguments":  func(p []string, v any) { g.AuditArguments, _ = d.asBool(p, v) },
 	})
 	return g
 }

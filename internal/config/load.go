@@ -67,17 +67,10 @@ func Parse(name string, data []byte) (*Config, error) {
 	if e := checkNesting(name, data); e != nil {
 		return nil, Errors{e}
 	}
-	ix, err := buildIndex(data)
+	ix := newIndex(data)
+	doc, err := buildDocument(data, ix)
 	if err != nil {
-		// A syntax error: buildDocument names its position.
-		ix = nil
-	}
-	doc, err := buildDocument(data)
-	if err != nil {
-		return nil, Errors{d.documentError(data, ix, err)}
-	}
-	if ix == nil { // buildDocument accepted the document: should not happen
-		return nil, Errors{&Error{File: name, Msg: "toml: the document parses once and not twice"}}
+		return nil, Errors{d.documentError(ix, err)}
 	}
 	d.ix = ix
 	c := d.config(doc)
@@ -139,15 +132,11 @@ func (d *decoder) errAt(path []string, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: p.line, Col: p.col, Key: displayPath(path), Msg: fmt.Sprintf(format, args...)})
 }
 
-// documentError converts buildDocument's error; ix, when the document
-// parses, gives its key's position.
-func (d *decoder) documentError(data []byte, ix *index, err error) *Error {
+// documentError converts buildDocument's error, positioned by ix.
+func (d *decoder) documentError(ix *index, err error) *Error {
 	e := &Error{File: d.file, Msg: err.Error()}
 	var de *docError
 	if errors.As(err, &de) {
-		if ix == nil {
-			ix = &index{data: data, lineStart: lineStarts(data)}
-		}
 		p := ix.offsetPos(de.off)
 		e.Line, e.Col, e.Key = p.line, p.col, displayPath(de.path)
 	}

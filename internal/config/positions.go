@@ -74,37 +74,43 @@ func isBareKey(s string) bool {
 	return true
 }
 
-// buildIndex parses data with go-toml's AST parser and records the position
-// of every key path. It returns the parser's error, if any.
-func buildIndex(data []byte) (*index, error) {
-	ix := &index{data: data, lineStart: lineStarts(data), at: map[string]pos{}, elems: map[string][]int32{}}
-	var p unstable.Parser
-	p.Reset(data)
-	var prefix []string
-	arrayTables := map[string]int{}
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			parts, nodes := keyOf(e.Key())
-			hp := ix.headerPos(nodes[0])
-			ix.record(parts, hp)
-			for i := range parts {
-				ix.record(parts[:i+1], ix.nodePos(nodes[i]))
-			}
-			prefix = parts
-			if e.Kind == unstable.ArrayTable {
-				k := pathKey(parts)
-				n := arrayTables[k]
-				arrayTables[k] = n + 1
-				prefix = append(append([]string(nil), parts...), elem(n))
-				ix.record(prefix, hp)
-			}
-		case unstable.KeyValue:
-			ix.keyValue(prefix, e)
+// newIndex is an empty index of data; its indexer records the positions of
+// the expressions buildDocument's parser reads.
+func newIndex(data []byte) *index {
+	return &index{data: data, lineStart: lineStarts(data), at: map[string]pos{}, elems: map[string][]int32{}}
+}
+
+// indexer records the key paths of a document's expressions, in order.
+type indexer struct {
+	ix          *index
+	prefix      []string       // the table the key-values go under
+	arrayTables map[string]int // elements so far of each array of tables
+}
+
+func (x *indexer) expression(e *unstable.Node) {
+	ix := x.ix
+	switch e.Kind {
+	case unstable.Table, unstable.ArrayTable:
+		parts, nodes := keyOf(e.Key())
+		hp := ix.headerPos(nodes[0])
+		ix.record(parts, hp)
+		for i := range parts {
+			ix.record(parts[:i+1], ix.nodePos(nodes[i]))
 		}
+		x.prefix = parts
+		if e.Kind == unstable.ArrayTable {
+			if x.arrayTables == nil {
+				x.arrayTables = map[string]int{}
+			}
+			k := pathKey(parts)
+			n := x.arrayTables[k]
+			x.arrayTables[k] = n + 1
+			x.prefix = append(append([]string(nil), parts...), elem(n))
+			ix.record(x.prefix, hp)
+		}
+	case unstable.KeyValue:
+		ix.keyValue(x.prefix, e)
 	}
-	return ix, p.Error()
 }
 
 // lineStarts is the offset of every line's first byte.

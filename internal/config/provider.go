@@ -4,7 +4,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -202,53 +201,9 @@ func (d *decoder) providerGrant(path []string, v any) *ProviderGrant {
 		"tokens_per_hour":      func(p []string, v any) { g.TokensPerHour = tokens(p, v) },
 		"tokens_per_day":       func(p []string, v any) { g.TokensPerDay = tokens(p, v) },
 		"max_tokens":           func(p []string, v any) { g.MaxTokens, _ = d.asInt(p, v, 1) },
-		"audit_arguments": func(p []string, v any) {
-			b, ok := v.(bool)
-			if !ok {
-				d.errAt(p, "want a boolean, got %s", typeName(v))
-			}
-			g.AuditArguments = b
-		},
+		"audit_arguments":      func(p []string, v any) { g.AuditArguments, _ = d.asBool(p, v) },
 	})
 	return g
-}
-
-// asRate is a rate per minute: a number above 0 and at most 1000000.
-func (d *decoder) asRate(p []string, v any) (float64, bool) {
-	var x float64
-	switch n := v.(type) {
-	case int64:
-		x = float64(n)
-	case float64:
-		x = n
-	default:
-		d.errAt(p, "want a number, got %s", typeName(v))
-		return 0, false
-	}
-	if !(x > 0) || x > 1e6 || math.IsInf(x, 0) {
-		d.errAt(p, "must be a rate above 0 and at most 1000000, got %v", v)
-		return 0, false
-	}
-	return x, true
-}
-
-// agentProviders decodes an agent's providers list: each names a
-// [provider.X], once.
-func (d *decoder) agentProviders(p []string, v any) []string {
-	seen := map[string]bool{}
-	out, _ := d.asStrings(p, v, func(p []string, s string) bool {
-		switch {
-		case !d.providers[s]:
-			d.errAt(p, "no provider named %q%s", s, d.knownProviders())
-			return false
-		case seen[s]:
-			d.errAt(p, "%q is granted twice", s)
-			return false
-		}
-		seen[s] = true
-		return true
-	})
-	return out
 }
 
 func (d *decoder) knownProviders() string {

@@ -148,11 +148,6 @@ func (p *anthropicKind) anthropicError(ctx context.Context, err error, rs []tool
 	return p.fail(ctx, err, nil, rs)
 }
 
-func (p *anthropicKind) done(start time.Time, r *Response) {
-	p.log.Debug("chat", zap.String("model", r.Model), zap.Duration("duration", time.Since(start)),
-		zap.Uint32("input_tokens", r.Usage.InputTokens), zap.Uint32("output_tokens", r.Usage.OutputTokens))
-}
-
 // params is the Messages request of req, and its tool names.
 func (p *anthropicKind) params(req *Request) (anthropic.MessageNewParams, *toolname.Map, error) {
 	names, err := newToolNames(p.name, req)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -83,6 +84,12 @@ func (b *base) Name() string         { return b.name }
 func (b *base) DefaultModel() string { return b.cfg.Model }
 
 // Close releases the provider's idle connections.
+// done logs a request that was answered.
+func (b *base) done(start time.Time, r *Response) {
+	b.log.Debug("chat", zap.String("model", r.Model), zap.Duration("duration", time.Since(start)),
+		zap.Uint32("input_tokens", r.Usage.InputTokens), zap.Uint32("output_tokens", r.Usage.OutputTokens))
+}
+
 func (b *base) Close() error {
 	b.http.CloseIdleConnections()
 	return nil

@@ -10,7 +10,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
-	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/provider/toolname"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -145,11 +144,6 @@ func (p *openAI) openAIError(ctx context.Context, err error, rs []tooling.Redact
 		return p.fail(ctx, err, &apiFailure{status: ae.StatusCode, message: ae.Message}, rs)
 	}
 	return p.fail(ctx, err, nil, rs)
-}
-
-func (p *openAI) done(start time.Time, r *Response) {
-	p.log.Debug("chat", zap.String("model", r.Model), zap.Duration("duration", time.Since(start)),
-		zap.Uint32("input_tokens", r.Usage.InputTokens), zap.Uint32("output_tokens", r.Usage.OutputTokens))
 }
 
 // params is the Chat Completions request of req, and its tool names.
