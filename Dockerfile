@@ -33,7 +33,8 @@ RUN --mount=type=secret,id=ca \
 COPY cmd ./cmd
 COPY internal ./internal
 ARG VERSION=dev
-RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/toolhostd ./cmd/toolhostd
+# -tags grpcnotrace: see GOTAGS in the Makefile (9 MB less).
+RUN CGO_ENABLED=1 go build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/toolhostd ./cmd/toolhostd
 
 # The example agents, built with componentize-qjs (1.6 MB each, where
 # componentize-js makes 12 MB). No install script is needed: the only one,

@@ -6,6 +6,10 @@ BIN := bin/toolhostd
 GOTESTFLAGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# grpcnotrace: grpc (the etcd client's) without golang.org/x/net/trace, whose
+# html/template reaches reflect.Value.MethodByName; with that reachable the
+# linker keeps every exported method of every type (about 9 MB here).
+GOTAGS := grpcnotrace
 
 .PHONY: help build test bench check deps agents demo clean
 .SECONDEXPANSION:
@@ -66,7 +70,7 @@ build/test-agents-qjs/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit n
 agents: $(AGENTS) $(TEST_AGENTS) $(GO_AGENTS) $(QJS_AGENTS) ## build the example and test agents into build/ (componentize-js, Go, componentize-qjs)
 
 build: ## build bin/toolhostd
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
+	$(GO) build -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
 
 demo: deps build build/agents/hello.wasm ## build toolhostd and the hello agent, then run it against configs/example.toml
 	$(BIN) --config configs/example.toml run build/agents/hello.wasm

@@ -8,9 +8,12 @@
 package container
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -233,5 +236,36 @@ func TestDockerfileBuild(t *testing.T) {
 	}
 	if !compiled {
 		t.Error("Dockerfile: the final stage does not run install-layout.sh (which precompiles the agents)")
+	}
+}
+
+var goBuildTags = regexp.MustCompile(`\bgo build\b.*?\s-tags[ =](\S+)`)
+
+// imageBuildTags are the -tags of the Dockerfile's go build (none: nil).
+func imageBuildTags(t *testing.T, path string) string {
+	t.Helper()
+	for _, s := range stages(t, path) {
+		for _, inst := range s.insts {
+			if m := goBuildTags.FindStringSubmatch(inst); m != nil {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}
+
+// checkMethodDeadCode fails when bin (not stripped) links text/template's
+// evaluator: it calls reflect.Value.MethodByName, and once that is
+// reachable the linker keeps every exported method of every type in the
+// binary (grpc's golang.org/x/net/trace brought it in, 9 MB of the model
+// SDKs' methods; the grpcnotrace tag leaves it out).
+func checkMethodDeadCode(t *testing.T, gobin, bin string) {
+	t.Helper()
+	out, err := exec.Command(gobin, "tool", "nm", bin).Output()
+	if err != nil {
+		t.Fatalf("go tool nm %s: %v", bin, err)
+	}
+	if bytes.Contains(out, []byte(" text/template.(*state).evalField")) {
+		t.Errorf("the image's toolhostd links text/template's evaluator (reflect.Value.MethodByName): the linker keeps every exported method; find who reaches it with go build -ldflags=-dumpdep")
 	}
 }

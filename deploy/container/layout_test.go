@@ -114,7 +114,13 @@ func newLayout(t *testing.T, im image) *layout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, repo, gobin, "build", "-o", bin, "./cmd/toolhostd")
+	// As the Dockerfile builds it (its tags), but with the symbols.
+	build := []string{"build", "-o", bin}
+	if tags := imageBuildTags(t, filepath.Join(repo, "Dockerfile")); tags != "" {
+		build = append(build, "-tags", tags)
+	}
+	run(t, repo, gobin, append(build, "./cmd/toolhostd")...)
+	checkMethodDeadCode(t, gobin, bin)
 	home := filepath.Join(dir, "home")
 	script := exec.Command("bash", filepath.Join(repo, "deploy", "container", "install-layout.sh"),
 		"--root", l.root, "--toolhostd", bin, "--agents", agents,
