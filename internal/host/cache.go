@@ -206,15 +206,20 @@ func unwrapEntry(data []byte) ([]byte, bool) {
 
 // compileLogged compiles a component that is not in the cache, saying so
 // at info before (a large component takes seconds) and how long it took
-// after.
+// after. A file that does not parse (see binaryForm) fails before the
+// first line.
 func (h *Host) compileLogged(name string, component []byte) (*wt.Component, error) {
 	where := "no compile cache"
 	if h.cache != nil {
 		where = "first start; cached in " + h.cache.Dir()
 	}
+	bin, err := binaryForm(component)
+	if err != nil {
+		return nil, err
+	}
 	h.log.Info(fmt.Sprintf("compiling %s (%s)", name, where), zap.String("component", name), zap.Int("bytes", len(component)))
 	start := time.Now()
-	c, err := wt.NewComponent(h.engine, component)
+	c, err := wt.NewComponent(h.engine, bin)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
 // TestLoadNotAComponent: random bytes, an empty file and a core-module-less
@@ -60,4 +62,71 @@ func TestLoadNotAComponent(t *testing.T) {
 	if !looksLikeText(cut) {
 		t.Error("a rune across the sniffed boundary made the file binary")
 	}
+}
+
+// TestLoadRefusedBeforeCompiling: a core module is named as one, with the
+// way to a component; a file that does not parse (WAT with a syntax error,
+// a binary cut short) fails without the "compiling NAME" line that
+// announces a compile, and wasmtime's errors are one line.
+func TestLoadRefusedBeforeCompiling(t *testing.T) {
+	s := env(t)
+	bin, err := wt.WAT2Wasm([]byte(watEcho))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		data      []byte
+		want      string
+		compiling bool // the framing is sound: wasmtime's parser finds the fault
+	}{
+		{"core.wasm", []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00"),
+			"load core.wasm: not a WebAssembly component: it is a core WebAssembly module; toolhostd runs components of the toolhost:agent world: build one from the agent's source with toolhostd build", false},
+		{"syntax.wat", []byte("(component (func (export \"run\")"), "load syntax.wat: wasmtime: wat: ", false},
+		{"cut.wasm", bin[:len(bin)/2], "load cut.wasm: malformed component: the section at byte ", false},
+		{"badsize.wasm", append(bin[:8:8], 0x01, 0xff, 0xff, 0xff, 0xff, 0x7f), "load badsize.wasm: malformed component: the size of the section at byte 8 is cut or too large", false},
+		{"unnamed-custom.wasm", append([]byte("\x00asm\x0d\x00\x01\x00"), 0x00, 0x00), "load unnamed-custom.wasm: wasmtime: compile component: ", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := s.host.Load(tc.name, tc.data)
+			if err == nil {
+				p.Close()
+				t.Fatal("loaded")
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error = %q, want it to start with %q", err, tc.want)
+			}
+			if tc.name != "syntax.wat" && strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is more than one line", err)
+			}
+			if n := s.logs.FilterMessageSnippet("compiling " + tc.name).Len(); (n > 0) != tc.compiling {
+				t.Errorf("%d compiling lines, want them: %v", n, tc.compiling)
+			}
+		})
+	}
+}
+
+// FuzzCheckSections: the framing walk never panics, and what it accepts
+// has sections that end exactly at the end of the file.
+func FuzzCheckSections(f *testing.F) {
+	bin, err := wt.WAT2Wasm([]byte(watEcho))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bin)
+	f.Add(bin[:len(bin)-1])
+	f.Add([]byte("\x00asm\x0d\x00\x01\x00\x00\x80\x80\x80\x80\x10"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if checkSections(b) != nil {
+			return
+		}
+		off := 8
+		for off < len(b) {
+			size, n := uleb32(b[off+1:])
+			off += 1 + n + int(size)
+		}
+		if off != len(b) {
+			t.Errorf("accepted sections ending at %d of %d bytes", off, len(b))
+		}
+	})
 }

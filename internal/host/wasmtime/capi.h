@@ -361,6 +361,8 @@ typedef struct wasmtime_component_t wasmtime_component_t;
 #endif
 wasmtime_error_t *wasmtime_component_new(const wasm_engine_t *engine, const uint8_t *buf,
                                          size_t len, wasmtime_component_t **component_out);
+// wasmtime/wat.h
+wasmtime_error_t *wasmtime_wat2wasm(const char *wat, size_t wat_len, wasm_byte_vec_t *ret);
 wasmtime_error_t *wasmtime_component_serialize(const wasmtime_component_t *component,
                                                wasm_byte_vec_t *ret);
 wasmtime_error_t *wasmtime_component_deserialize(const wasm_engine_t *engine,

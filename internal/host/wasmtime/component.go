@@ -37,6 +37,23 @@ func NewComponent(e *Engine, wasmOrWAT []byte) (*Component, error) {
 	return &Component{ptr: out, engine: e}, nil
 }
 
+// WAT2Wasm translates the text format (of a component or a core module)
+// into its binary form; a syntax error comes back with its line and
+// column.
+func WAT2Wasm(text []byte) ([]byte, error) {
+	if len(text) == 0 {
+		return nil, errors.New("wasmtime: wat: empty input")
+	}
+	var out C.wasm_byte_vec_t
+	cerr := C.wasmtime_wat2wasm((*C.char)(unsafe.Pointer(&text[0])), C.size_t(len(text)), &out)
+	runtime.KeepAlive(text)
+	if cerr != nil {
+		return nil, plainError("wat", cerr)
+	}
+	defer C.wasm_byte_vec_delete(&out)
+	return C.GoBytes(unsafe.Pointer(out.data), C.int(out.size)), nil
+}
+
 // DeserializeComponent loads a component produced by Serialize with an
 // engine of the same configuration. The bytes are trusted: wasmtime checks
 // its header and version, not the machine code.

@@ -223,7 +223,42 @@ func plainError(prefix string, err *C.wasmtime_error_t) error {
 	text := cleanMessage(goString(&msg))
 	C.wasm_byte_vec_delete(&msg)
 	C.wasmtime_error_delete(err)
-	return fmt.Errorf("wasmtime: %s: %s", prefix, text)
+	return fmt.Errorf("wasmtime: %s: %s", prefix, foldCauses(text))
+}
+
+// foldCauses writes anyhow's "Caused by:" chain on the error's own line,
+// each cause after ": ", as Go errors read:
+//
+//	failed to parse WebAssembly module
+//
+//	Caused by:
+//	    attempted to parse a wasm module with a component parser
+//
+// becomes "failed to parse WebAssembly module: attempted to parse a wasm
+// module with a component parser". anyhow numbers the causes when there
+// are several ("0: ...", "1: ..."); the numbers go. Text before the chain
+// is kept as it is.
+func foldCauses(s string) string {
+	head, chain, ok := strings.Cut(s, "\n\nCaused by:\n")
+	if !ok {
+		return s
+	}
+	var causes []string
+	numbered := true
+	for line := range strings.SplitSeq(chain, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		n, _, ok := strings.Cut(line, ": ")
+		numbered = numbered && ok && n != "" && strings.Trim(n, "0123456789") == ""
+		causes = append(causes, line)
+	}
+	if numbered && len(causes) > 1 {
+		for i, c := range causes {
+			_, causes[i], _ = strings.Cut(c, ": ")
+		}
+	}
+	return strings.Join(append([]string{strings.TrimRight(head, "\n ")}, causes...), ": ")
 }
 
 func trapCode(msg string) TrapCode {
