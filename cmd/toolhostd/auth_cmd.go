@@ -87,7 +87,11 @@ func newAuthLoginCmd(opts *globalOptions) *cobra.Command {
 				return withExit(exitFailure, err)
 			}
 			out := cmd.OutOrStdout()
-			if !res.Authorized {
+			switch {
+			case !res.Authorized && res.Unasked != "":
+				fmt.Fprintf(out, "%s: the server did not ask for authorization and the flow could not run without it (%s); nothing was stored\n", name, res.Unasked)
+				return nil
+			case !res.Authorized:
 				fmt.Fprintf(out, "%s: the server did not ask for authorization; nothing was stored\n", name)
 				return nil
 			}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -121,4 +123,64 @@ oauth = { grant_type = "client_credentials", client_id = "svc", client_secret = 
 	if code != exitUsage || !strings.Contains(errs, "tooling plain has no oauth table: add oauth = {} to [tooling.plain]") {
 		t.Errorf("login without oauth: exit %d: %s", code, errs)
 	}
+}
+
+// TestAuthLoginLaterRequest: a server that lets initialize through and
+// asks for a token only at a later request. Login obtains one whether that
+// request is tools/list (login makes it) or tools/call (login runs the flow
+// unasked, from the server's well-known metadata), so the hint of a call
+// refused for want of a token leads to a login that works; against a
+// server without OAuth, login says why nothing was stored.
+func TestAuthLoginLaterRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open []string
+	}{
+		{"tools/list", []string{"initialize", "notifications/initialized"}},
+		{"tools/call", []string{"initialize", "notifications/initialized", "tools/list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "lazy", Version: "1"}, nil)
+			mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+			})
+			as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: "tok-"})
+			defer as.Close()
+			res := oauthtest.NewResource(as, srv, []string{"mcp"})
+			defer res.Close()
+			res.OpenMethods(tc.open...)
+			t.Setenv("STATE_DIRECTORY", t.TempDir())
+			cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf("version = 1\n\n[tooling.remote]\nurl = %q\noauth = {}\nconnect_timeout = \"20s\"\n", res.URL+"/mcp"))
+			run := func(args ...string) (int, string, string) {
+				return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+			}
+			code, out, errs := run("call", "remote", "echo", `{"text":"x"}`)
+			if code != exitFailure || !strings.Contains(errs, "run toolhostd auth login remote") {
+				t.Fatalf("call before login: exit %d\n%s%s", code, out, errs)
+			}
+			code, out, errs = run("auth", "login", "remote", "--headless")
+			if code != 0 || !strings.HasPrefix(out, "remote: logged in; scopes mcp") {
+				t.Fatalf("login: exit %d\n%s%s", code, out, errs)
+			}
+			if n := as.Count("authorization_code"); n != 1 {
+				t.Errorf("%d authorization codes exchanged, want 1", n)
+			}
+			code, out, errs = run("call", "remote", "echo", `{"text":"after the login"}`)
+			if code != 0 || !strings.Contains(out, "after the login") {
+				t.Errorf("call after login: exit %d\n%s%s", code, out, errs)
+			}
+		})
+	}
+	t.Run("no oauth", func(t *testing.T) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "open", Version: "1"}, nil)
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		defer hs.Close()
+		t.Setenv("STATE_DIRECTORY", t.TempDir())
+		cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf("version = 1\n\n[tooling.open]\nurl = %q\noauth = {}\n", hs.URL))
+		code, out, errs := runConfigCmd(t, "--config", cfg, "auth", "login", "open", "--headless")
+		if code != 0 || !strings.HasPrefix(out, "open: the server did not ask for authorization and the flow could not run without it (") ||
+			!strings.HasSuffix(out, "); nothing was stored\n") {
+			t.Errorf("login: exit %d\n%s%s", code, out, errs)
+		}
+	})
 }

@@ -3,8 +3,10 @@ package mcpclient
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -25,9 +27,11 @@ func WithLogin(lo oauth.LoginOptions) Option {
 
 // LoginResult says what a Login did.
 type LoginResult struct {
-	// Authorized is false when the server never asked for a token (nothing
-	// was stored).
+	// Authorized is false when nothing was stored: the server never asked
+	// for a token and Unasked says why the flow could not run without its
+	// asking (it publishes no OAuth metadata, for one).
 	Authorized bool
+	Unasked    string
 	State      oauth.AuthState
 }
 
@@ -63,8 +67,41 @@ func Login(ctx context.Context, cfg *config.Tooling, log *zap.Logger, lo oauth.L
 		}
 		return nil, m.redact(fmt.Errorf("login to %s: %w", cfg.Name, err))
 	}
-	_ = cs.Close()
-	return &LoginResult{Authorized: m.logins.Load() > 0, State: oauth.AuthStatus(cfg)}, nil
+	defer cs.Close()
+	// A server may let initialize through and ask for authorization only
+	// at a later request (step-up): tools/list is the next one anybody
+	// makes. When even that is open (the server protects tools/call, say),
+	// the login is still what was asked for: it runs the flow as a 401
+	// without a challenge would, discovering the server's metadata at its
+	// well-known URLs.
+	if m.logins.Load() == 0 && cs.InitializeResult().Capabilities.Tools != nil {
+		if _, err := cs.ListTools(ctx, nil); err != nil && m.logins.Load() == 0 {
+			return nil, m.redact(fmt.Errorf("login to %s: %w", cfg.Name, err))
+		}
+	}
+	res := &LoginResult{}
+	if m.logins.Load() == 0 && d.oauth != nil {
+		if err := authorizeUnasked(ctx, d.oauth, d.url); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("login to %s: %w", cfg.Name, ctx.Err())
+			}
+			res.Unasked = m.redact(err).Error()
+		}
+	}
+	res.Authorized = m.logins.Load() > 0
+	res.State = oauth.AuthStatus(cfg)
+	return res, nil
+}
+
+// authorizeUnasked runs h's authorization flow for endpoint without a
+// server's 401: the response it is handed is a 401 with no challenge.
+func authorizeUnasked(ctx context.Context, h auth.OAuthHandler, endpoint string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
+	return h.Authorize(ctx, req, resp)
 }
 
 // onToken counts a token a login obtained and keeps its secrets out of

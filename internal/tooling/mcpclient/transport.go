@@ -37,6 +37,10 @@ type dialed struct {
 	cleanup func()
 	// status keeps an HTTP answer that hints at a transport mistake.
 	status *transport.HTTPStatus
+	// oauth is the tooling's OAuth handler and url the endpoint it
+	// authorizes for (http and sse with an oauth table).
+	oauth auth.OAuthHandler
+	url   string
 }
 
 // errPermanent marks a config the mcp kind can never run.
@@ -110,6 +114,7 @@ func (m *Client) dial(track *transport.Tracker) (*dialed, error) {
 		} else {
 			secrets = append(secrets, oa.Secrets...)
 			oauthHandler = oa.Handler
+			d.oauth, d.url = oa.Handler, u
 			d.cleanup = func() { base.CloseIdleConnections(); oa.Cleanup() }
 		}
 		m.setSecrets(secrets)

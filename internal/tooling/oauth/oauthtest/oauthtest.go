@@ -297,6 +297,49 @@ type Resource struct {
 
 	mu         sync.Mutex
 	callScopes []string
+	open       []string // JSON-RPC methods served without a token
+}
+
+// OpenMethods lets POSTs of these JSON-RPC methods (and every GET and
+// DELETE) through without a token: a server that asks for authorization
+// only at a later request, such as tools/list or tools/call.
+func (r *Resource) OpenMethods(methods ...string) {
+	r.mu.Lock()
+	r.open = methods
+	r.mu.Unlock()
+}
+
+// lazy serves the requests OpenMethods names with open, the others with
+// protected.
+func (r *Resource) lazy(protected, open http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		methods := r.open
+		r.mu.Unlock()
+		if len(methods) == 0 {
+			protected.ServeHTTP(w, req)
+			return
+		}
+		if req.Method != http.MethodPost {
+			open.ServeHTTP(w, req)
+			return
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(w, "reading the body", http.StatusBadRequest)
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if slices.Contains(methods, msg.Method) {
+			open.ServeHTTP(w, req)
+			return
+		}
+		protected.ServeHTTP(w, req)
+	})
 }
 
 // RequireForCalls makes tools/call on /mcp want scopes besides Scopes: a
@@ -359,7 +402,8 @@ func NewResource(as *Server, srv *mcp.Server, scopes []string) *Resource {
 	base := "http://" + res.Listener.Addr().String()
 	protect := func(path string, h http.Handler) {
 		meta := base + "/.well-known/oauth-protected-resource" + path
-		mux.Handle(path, auth.RequireBearerToken(as.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: meta, Scopes: scopes})(res.stepUp(h)))
+		protected := auth.RequireBearerToken(as.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: meta, Scopes: scopes})(res.stepUp(h))
+		mux.Handle(path, res.lazy(protected, h))
 		mux.Handle("/.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource:             base + path,
 			AuthorizationServers: []string{as.URL},
