@@ -22,19 +22,25 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
-// TestAuthCommands: login (headless: the test authorization server
-// approves at once) stores the tokens under $STATE_DIRECTORY, status shows
-// their state but never a token, the one-shot commands use them, and after
-// logout a call fails at once with the login hint.
-func TestAuthCommands(t *testing.T) {
+// protectedEcho is an MCP server with an echo tool behind oauthtest's
+// bearer checks (scope mcp) and its authorization server; both stop with t.
+func protectedEcho(t *testing.T) (*oauthtest.Server, *oauthtest.Resource) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
 	as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: "tok-"})
-	defer as.Close()
 	res := oauthtest.NewResource(as, srv, []string{"mcp"})
-	defer res.Close()
+	t.Cleanup(func() { res.Close(); as.Close() })
+	return as, res
+}
+
+// TestAuthCommands: login (headless: the test authorization server
+// approves at once) stores the tokens under $STATE_DIRECTORY, status shows
+// their state but never a token, the one-shot commands use them, and after
+// logout a call fails at once with the login hint.
+func TestAuthCommands(t *testing.T) {
+	as, res := protectedEcho(t)
 
 	state := t.TempDir()
 	t.Setenv("STATE_DIRECTORY", state)
@@ -140,14 +146,7 @@ func TestAuthLoginLaterRequest(t *testing.T) {
 		{"tools/call", []string{"initialize", "notifications/initialized", "tools/list"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := mcp.NewServer(&mcp.Implementation{Name: "lazy", Version: "1"}, nil)
-			mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-			})
-			as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: "tok-"})
-			defer as.Close()
-			res := oauthtest.NewResource(as, srv, []string{"mcp"})
-			defer res.Close()
+			as, res := protectedEcho(t)
 			res.OpenMethods(tc.open...)
 			t.Setenv("STATE_DIRECTORY", t.TempDir())
 			cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf("version = 1\n\n[tooling.remote]\nurl = %q\noauth = {}\nconnect_timeout = \"20s\"\n", res.URL+"/mcp"))

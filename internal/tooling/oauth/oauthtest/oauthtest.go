@@ -324,17 +324,12 @@ func (r *Resource) lazy(protected, open http.Handler) http.Handler {
 			open.ServeHTTP(w, req)
 			return
 		}
-		body, err := io.ReadAll(req.Body)
+		method, err := rpcMethod(req)
 		if err != nil {
 			http.Error(w, "reading the body", http.StatusBadRequest)
 			return
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-		}
-		_ = json.Unmarshal(body, &msg)
-		if slices.Contains(methods, msg.Method) {
+		if slices.Contains(methods, method) {
 			open.ServeHTTP(w, req)
 			return
 		}
@@ -360,18 +355,13 @@ func (r *Resource) stepUp(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		body, err := io.ReadAll(req.Body)
+		method, err := rpcMethod(req)
 		if err != nil {
 			http.Error(w, "reading the body", http.StatusBadRequest)
 			return
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-		}
-		_ = json.Unmarshal(body, &msg)
 		info := auth.TokenInfoFromContext(req.Context())
-		if msg.Method == "tools/call" && info != nil {
+		if method == "tools/call" && info != nil {
 			for _, s := range need {
 				if !slices.Contains(info.Scopes, s) {
 					all := append(append([]string(nil), r.Scopes...), need...)
@@ -383,6 +373,21 @@ func (r *Resource) stepUp(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, req)
 	})
+}
+
+// rpcMethod is the JSON-RPC method of a POST's body, which it leaves to
+// be read again.
+func rpcMethod(req *http.Request) (string, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return "", err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	return msg.Method, nil
 }
 
 // Close ends the MCP server's sessions (a client whose token was refused
