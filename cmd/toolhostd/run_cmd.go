@@ -18,6 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/provider/sampling"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
@@ -104,24 +105,32 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 			}
 		}
 	}
-	reg, err := mcpclient.NewRegistry(toolings, log)
+	auditLog, stopAudit, err := startAudit(cfg)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
+	defer stopAudit()
 	// Every configured provider opens (no request is made), so that one
-	// not granted is denied by name rather than not found.
+	// not granted is denied by name rather than not found; a tooling's
+	// sampling is answered by its provider as under serve.
 	provs, err := provider.OpenAll(cfg, log)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
 	defer provs.Close()
-	hub.SetProviders(provs.Get)
-	stopAudit, err := startAudit(cfg, hub)
+	reg, err := mcpclient.NewRegistry(toolings, log, mcpclient.WithSamplerFor(func(tc *config.Tooling) mcpclient.Sampler {
+		p, ok := provs.Get(tc.Sampling.Provider)
+		if !ok {
+			return nil
+		}
+		return sampling.New(p, tc.Name, *tc.Sampling, sampling.WithLog(log), sampling.WithAudit(auditLog)).CreateMessage
+	}))
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	defer stopAudit()
+	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
+	hub.SetAudit(auditLog)
+	hub.SetProviders(provs.Get)
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()

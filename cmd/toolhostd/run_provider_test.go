@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,5 +96,40 @@ func TestRunProviderGrant(t *testing.T) {
 	code, out, errs = runConfigCmd(t, "--config", cfg, "run", assistant, "--input", input)
 	if code != 0 || out != "Hello from the fake.\n" {
 		t.Errorf("every provider granted by default: exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+}
+
+// TestRunSampling: under `toolhostd run` a tooling whose sampling names a
+// provider gets its server's sampling requests answered by that provider,
+// as under serve: the probe's call of server-everything's
+// trigger-sampling-request returns the fake's answer, and the request's
+// audit line names the tooling.
+func TestRunSampling(t *testing.T) {
+	gpt := providertest.New(t, providertest.OpenAI)
+	gpt.SetDefault(providertest.Reply{Text: []string{"sampled ", "under run"}, InputTokens: 5, OutputTokens: 2})
+	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	c := gpt.Config(t)
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(
+		"version = 1\n\n[host]\ncache_dir = %q\naudit_log = %q\n\n[provider.gpt]\nkind = %q\nbase_url = %q\napi_key = %q\nmodel = %q\nmax_retries = 0\n"+
+			"\n[tooling.everything]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\nconnect_timeout = \"30s\"\nsampling = { provider = \"gpt\", max_tokens = 32 }\n",
+		filepath.Join(testenv.Root(t), "build", "test-cache"), auditPath, c.Kind, c.BaseURL, c.APIKey, c.Model, testenv.NPMServer(t, "server-everything")))
+	steps, _ := json.Marshal(map[string]any{"steps": []map[string]any{
+		{"op": "get", "name": "everything", "as": "t"},
+		{"op": "call-tool-blocking", "h": "t", "tool": "trigger-sampling-request", "args": map[string]any{"prompt": "hello", "maxTokens": 500}},
+	}})
+	code, out, errs := runConfigCmd(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"), "--input", string(steps))
+	if code != 0 || !strings.Contains(out, "sampled under run") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	if last := gpt.Last(); last == nil || last.MaxTokens != 32 {
+		t.Errorf("model request %+v", last)
+	}
+	b, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"agent":"tooling:everything","tooling":"everything","provider":"gpt"`) || !strings.Contains(string(b), `"op":"sampling"`) {
+		t.Errorf("the audit log lacks the sampling line:\n%s", b)
 	}
 }
