@@ -8,7 +8,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/policy"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // splitGrant splits a --grant value, TOOLING or TOOLING=PATTERN,PATTERN...,
@@ -56,19 +55,18 @@ func grantNames(grants []string) []string {
 	return out
 }
 
-// startAudit opens [host] audit_log for `run` and points hub at it; stop
+// startAudit opens [host] audit_log for `run` (nil when unset); stop
 // flushes and closes it.
-func startAudit(cfg *config.Config, hub *pump.Hub) (stop func(), err error) {
+func startAudit(cfg *config.Config) (l *audit.Log, stop func(), err error) {
 	if cfg.Host.AuditLog == "" {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
-	l, err := audit.Open(cfg.Host.AuditLog, 0)
+	l, err = audit.Open(cfg.Host.AuditLog, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	hub.SetAudit(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); l.Run(ctx) }()
-	return func() { cancel(); <-done }, nil
+	return l, func() { cancel(); <-done }, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/provider/sampling"
 	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
@@ -25,6 +28,7 @@ type runOptions struct {
 	input     string
 	inputFile string
 	grants    []string
+	providers []string
 	timeout   time.Duration
 	env       []string
 	grace     time.Duration
@@ -41,7 +45,9 @@ agent's run(input) and prints its ok string on stdout.
 Exit status: 0 when run returns ok; 1 when it returns err (the message goes
 to stderr); 2 for a trap, a load or a host failure; 64 for a usage or config
 error. Without a config the agent runs with no toolings; without --grant it
-is granted every configured tooling. SIGINT or SIGTERM give the agent its
+is granted every configured tooling. Likewise without --provider it may get
+every configured [provider.*]; with it, only those named (the others are
+denied). SIGINT or SIGTERM give the agent its
 shutdown envelope and the grace period, then stop it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,6 +58,7 @@ shutdown envelope and the grace period, then stop it.`,
 	f.StringVar(&o.input, "input", "", "the agent's input string")
 	f.StringVar(&o.inputFile, "input-file", "", "read the agent's input from a file (- for stdin)")
 	f.StringArrayVar(&o.grants, "grant", nil, "grant only this tooling, TOOLING or TOOLING=PATTERN,... to allow only the tools matching a glob (repeatable; default: all configured)")
+	f.StringArrayVar(&o.providers, "provider", nil, "grant only this provider (repeatable; default: all configured)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
 	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
 	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
@@ -98,16 +105,32 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 			}
 		}
 	}
-	reg, err := mcpclient.NewRegistry(toolings, log)
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
-	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
-	stopAudit, err := startAudit(cfg, hub)
+	auditLog, stopAudit, err := startAudit(cfg)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
 	defer stopAudit()
+	// Every configured provider opens (no request is made), so that one
+	// not granted is denied by name rather than not found; a tooling's
+	// sampling is answered by its provider as under serve.
+	provs, err := provider.OpenAll(cfg, log)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	defer provs.Close()
+	reg, err := mcpclient.NewRegistry(toolings, log, mcpclient.WithSamplerFor(func(tc *config.Tooling) mcpclient.Sampler {
+		p, ok := provs.Get(tc.Sampling.Provider)
+		if !ok {
+			return nil
+		}
+		return sampling.New(p, tc.Name, *tc.Sampling, sampling.WithLog(log), sampling.WithAudit(auditLog)).CreateMessage
+	}))
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
+	hub.SetAudit(auditLog)
+	hub.SetProviders(provs.Get)
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
@@ -127,6 +150,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	agent := h.Start(prog, host.AgentConfig{
 		Name:       agentName(path),
 		Grants:     grants,
+		Providers:  pump.ProviderAccess{Granted: providerGrant(o.providers)},
 		Policy:     pol,
 		Env:        env,
 		RunTimeout: o.timeout,
@@ -204,7 +228,21 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 		}
 		grants = func(n string) bool { return set[n] }
 	}
+	for _, n := range o.providers {
+		if _, ok := cfg.Provider[n]; !ok {
+			return "", nil, nil, fmt.Errorf("--provider %q: no [provider.%s] in the config%s", n, n, definedNames("providers", cfg.Provider))
+		}
+	}
 	return input, env, grants, nil
+}
+
+// providerGrant is what --provider grants: the providers named, or all
+// when none is.
+func providerGrant(names []string) func(string) bool {
+	if len(names) == 0 {
+		return nil
+	}
+	return func(n string) bool { return slices.Contains(names, n) }
 }
 
 // agentName is the file name without its extension.

@@ -33,6 +33,7 @@ const (
 	OpGetProvider             = "get-provider" // provider.get of a provider not granted (denials only)
 	OpChat                    = "chat"
 	OpChatStream              = "chat-stream"
+	OpSampling                = "sampling" // a tooling's server's sampling/createMessage, answered by a provider
 )
 
 // Outcomes besides the error codes.

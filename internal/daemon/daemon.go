@@ -168,12 +168,18 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for _, o := range opts {
 		o(&d.opts)
 	}
+	// The audit log opens first: the toolings' samplers write to it.
+	if err := d.openAudit(cfg); err != nil {
+		return nil, err
+	}
 	if err := d.openProviders(cfg); err != nil {
+		d.audit.Close()
 		return nil, err
 	}
 	recs, err := d.makeToolings(cfg.Tooling)
 	if err != nil {
 		_ = d.providers.Close()
+		d.audit.Close()
 		return nil, err
 	}
 	d.toolings = recs
@@ -182,11 +188,9 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
 	}
 	d.hub = pump.NewHub(entries, log)
+	d.hub.SetAudit(d.audit)
 	d.observeChats()
 	d.serveProviders()
-	if err := d.openAudit(cfg); err != nil {
-		return nil, err
-	}
 	hopts := HostOptions(cfg, log)
 	hopts.EpochTick = d.opts.epochTick
 	d.fuel = hopts.Fuel

@@ -15,8 +15,8 @@ import (
 // reopenTimeout bounds ReopenAudit's wait on the audit writer.
 const reopenTimeout = 5 * time.Second
 
-// openAudit opens [host] audit_log, if set, and points the hub and the
-// metrics at it.
+// openAudit opens [host] audit_log, if set, and points the metrics at it
+// (New points the hub at it once the hub is made).
 func (d *Daemon) openAudit(cfg *config.Config) error {
 	if cfg.Host.AuditLog == "" {
 		return nil
@@ -26,7 +26,6 @@ func (d *Daemon) openAudit(cfg *config.Config) error {
 		return err
 	}
 	d.audit = l
-	d.hub.SetAudit(l)
 	if m := d.opts.metrics; m != nil {
 		m.AuditLog(l.Written, l.Dropped)
 	}

@@ -38,7 +38,8 @@ func (d *Daemon) serveProviders() { d.hub.SetProviders(d.providers.Get) }
 
 // samplerFor is the sampler of a tooling whose sampling table names a
 // provider: its server's sampling/createMessage requests go to that
-// provider's model (package sampling). A provider the running daemon did
+// provider's model (package sampling), each logged, audited and counted
+// under the agent name "tooling:<name>". A provider the running daemon did
 // not open (one a reload added) leaves sampling unoffered until a restart.
 func (d *Daemon) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
 	p, ok := d.providers.Get(cfg.Sampling.Provider)
@@ -47,7 +48,11 @@ func (d *Daemon) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
 			zap.String("tooling", cfg.Name), zap.String("provider", cfg.Sampling.Provider))
 		return nil
 	}
-	return sampling.New(p, cfg.Name, *cfg.Sampling).CreateMessage
+	opts := []sampling.Option{sampling.WithLog(d.log), sampling.WithAudit(d.audit)}
+	if m := d.opts.metrics; m != nil {
+		opts = append(opts, sampling.WithObserver(m.ObserveChat))
+	}
+	return sampling.New(p, cfg.Name, *cfg.Sampling, opts...).CreateMessage
 }
 
 // limited is the agent's provider name under its grant on it: one

@@ -187,18 +187,23 @@ restart = "never"
 // server's sampling requests answered by that provider's model: the
 // daemon's server-everything offers trigger-sampling-request and the
 // fake's answer comes back in its result, maxTokens capped by the table.
+// The request is logged, audited (op sampling, agent tooling:everything)
+// and counted in the provider metrics under that agent name.
 func TestServeSampling(t *testing.T) {
 	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.jsonl")
 	gpt := providertest.New(t, providertest.OpenAI)
-	gpt.SetDefault(providertest.Reply{Text: []string{"sampled ", "through gpt"}})
-	cfg := header(t) + providerTable(t, "gpt", gpt) + fmt.Sprintf(`
+	gpt.SetDefault(providertest.Reply{Text: []string{"sampled ", "through gpt"}, InputTokens: 11, OutputTokens: 4})
+	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) +
+		providerTable(t, "gpt", gpt) + fmt.Sprintf(`
 [tooling.everything]
 command = "node"
 args = [%q, "stdio"]
 connect_timeout = "30s"
 sampling = { provider = "gpt", max_tokens = 32 }
 `, everythingEntry(t))
-	r := serve(t, writeConfig(t, dir, cfg))
+	m := metrics.New()
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
 	eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -211,5 +216,61 @@ sampling = { provider = "gpt", max_tokens = 32 }
 	}
 	if last := gpt.Last(); last == nil || last.MaxTokens != 32 || last.System != "You are a helpful test server." {
 		t.Errorf("model request %+v", last)
+	}
+
+	logged := r.logs.FilterMessage("sampling request").AllUntimed()
+	if len(logged) != 1 {
+		t.Fatalf("%d sampling log lines, want 1", len(logged))
+	}
+	if f := logged[0].ContextMap(); f["tooling"] != "everything" || f["provider"] != "gpt" || f["model"] != providertest.DefaultModel || f["outcome"] != "ok" || f["duration"] == nil {
+		t.Errorf("sampling log line %v", f)
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"toolhostd_provider_tokens_total", map[string]string{"agent": "tooling:everything", "provider": "gpt", "model": providertest.DefaultModel, "direction": "input"}, 11},
+		{"toolhostd_provider_tokens_total", map[string]string{"agent": "tooling:everything", "provider": "gpt", "model": providertest.DefaultModel, "direction": "output"}, 4},
+		{"toolhostd_provider_requests_total", map[string]string{"agent": "tooling:everything", "provider": "gpt", "outcome": "ok"}, 1},
+		{"toolhostd_provider_request_duration_seconds", map[string]string{"provider": "gpt", "model": providertest.DefaultModel}, 1},
+	} {
+		if got, _ := metricValue(t, m, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	r.stop(t)
+	b, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		if v["op"] == "sampling" {
+			lines = append(lines, v)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d sampling audit lines in:\n%s", len(lines), b)
+	}
+	l := lines[0]
+	for k, want := range map[string]any{
+		"agent": "tooling:everything", "tooling": "everything", "provider": "gpt", "model": providertest.DefaultModel,
+		"outcome": "ok", "input_tokens": 11.0, "output_tokens": 4.0,
+	} {
+		if l[k] != want {
+			t.Errorf("audit %s = %v, want %v (line %v)", k, l[k], want, l)
+		}
+	}
+	if l["request_sha256"] == nil || l["request_bytes"] == nil || l["duration_ms"] == nil {
+		t.Errorf("audit line lacks the request's size, sha256 or duration: %v", l)
+	}
+	if l["request"] != nil {
+		t.Errorf("audit line carries the request's text: %v", l["request"])
 	}
 }

@@ -1,7 +1,6 @@
 package pump
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -15,7 +14,7 @@ type chatEnd struct {
 	op    string
 	id    string // chat-stream only
 	req   provider.Request
-	raw   []byte // requestJSON(req)
+	raw   []byte // provider.AuditJSON(req)
 	start time.Time
 	first time.Time // the first delta; zero: none
 	resp  provider.Response
@@ -56,57 +55,6 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 		observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
 			Duration: d, FirstToken: ft, HasFirstToken: !e.first.IsZero(), Usage: e.resp.Usage})
 	}
-}
-
-// The request as the audit log sees it (message text included: it is
-// written only with audit_arguments; its size and sha256 always).
-type (
-	reqJSON struct {
-		Model       string    `json:"model,omitempty"`
-		Messages    []msgJSON `json:"messages"`
-		Tools       []string  `json:"tools,omitempty"`
-		ToolChoice  string    `json:"tool_choice,omitempty"`
-		MaxTokens   *uint32   `json:"max_tokens,omitempty"`
-		Temperature *float32  `json:"temperature,omitempty"`
-		Stop        []string  `json:"stop,omitempty"`
-	}
-	msgJSON struct {
-		Role       string              `json:"role"`
-		Content    string              `json:"content"`
-		ToolCalls  []provider.ToolCall `json:"tool_calls,omitempty"`
-		ToolCallID string              `json:"tool_call_id,omitempty"`
-	}
-)
-
-var roleNames = [...]string{"system", "user", "assistant", "tool"}
-
-func requestJSON(req provider.Request) []byte {
-	r := reqJSON{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stop: req.Stop,
-		Messages: make([]msgJSON, len(req.Messages))}
-	for i, m := range req.Messages {
-		role := "unknown"
-		if int(m.Role) < len(roleNames) {
-			role = roleNames[m.Role]
-		}
-		r.Messages[i] = msgJSON{Role: role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
-	}
-	for _, t := range req.Tools {
-		r.Tools = append(r.Tools, t.Name)
-	}
-	if tc := req.ToolChoice; tc != nil {
-		r.ToolChoice = [...]string{"auto", "none", "required", "named:"}[min(int(tc.Mode), 3)]
-		if tc.Mode == provider.ToolChoiceNamed {
-			r.ToolChoice += tc.Name
-		}
-	}
-	if r.Temperature != nil && (*r.Temperature != *r.Temperature) { // NaN cannot be marshalled
-		r.Temperature = nil
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 func (ph *ProviderHandle) auditMessages() bool {

@@ -95,6 +95,10 @@ type Reply struct {
 	// in-stream error (OpenAI: a chunk holding "error"; Anthropic: an
 	// error event, overloaded_error).
 	ErrorEvent bool
+	// Answer, when set, makes the reply from the request (to answer with
+	// what a tool returned, say): the Reply it returns is sent instead of
+	// this one.
+	Answer func(*Request) Reply
 }
 
 // ToolCall is one tool call of a Reply: Name is the name on the API (as
@@ -121,6 +125,9 @@ type Request struct {
 	System       string   // the system prompt: OpenAI's system messages, Anthropic's system blocks, joined by "\n"
 	Tools        []string // the tool names offered
 	Temperature  *float64
+	// ToolResults are the text of the tool results the request carries,
+	// in order (OpenAI: tool messages; Anthropic: tool_result blocks).
+	ToolResults []string
 
 	aborted chan struct{}
 }
@@ -282,6 +289,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 	reply := s.next()
+	if reply.Answer != nil {
+		reply = reply.Answer(req)
+	}
 	if reply.Model == "" {
 		reply.Model = req.Model
 	}

@@ -53,6 +53,24 @@ func (r *Request) decode(api API, body []byte) {
 			}
 		}
 	}
+	for _, m := range v.Messages {
+		switch {
+		case api == OpenAI && m.Role == "tool":
+			r.ToolResults = append(r.ToolResults, contentText(m.Content))
+		case api == Anthropic && m.Role == "user":
+			var blocks []struct {
+				Type    string          `json:"type"`
+				Content json.RawMessage `json:"content"`
+			}
+			if json.Unmarshal(m.Content, &blocks) == nil {
+				for _, b := range blocks {
+					if b.Type == "tool_result" {
+						r.ToolResults = append(r.ToolResults, contentText(b.Content))
+					}
+				}
+			}
+		}
+	}
 	for _, b := range v.System {
 		system = append(system, b.Text)
 	}
@@ -64,6 +82,24 @@ func (r *Request) decode(api API, body []byte) {
 			r.Tools = append(r.Tools, t.Name)
 		}
 	}
+}
+
+// contentText is the text of a message's content: a string, or the
+// concatenated text of its text parts.
+func contentText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
 
 func (rp Reply) finish(api API) string {

@@ -5,6 +5,12 @@
 // provider, the model and its allowed alternatives, a cap on maxTokens and
 // a rate. The server's messages and system prompt become a provider
 // request; the model's text answer goes back as the CreateMessageResult.
+//
+// Each request, answered or refused, is logged, audited (op "sampling",
+// with the tooling and the provider) and counted in the provider metrics
+// like an agent's chat, under the agent name "tooling:<name>" (Agent): the
+// model requests a tooling's server causes are told apart from an agent's,
+// and no agent can be so named (agent names have no colon).
 package sampling
 
 import (
@@ -13,12 +19,19 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
+
+// Agent is the agent name, in the audit log and the metrics' agent label,
+// of the sampling requests of tooling's server.
+func Agent(tooling string) string { return "tooling:" + tooling }
 
 // Sampler answers the sampling requests of one tooling's server.
 type Sampler struct {
@@ -26,11 +39,32 @@ type Sampler struct {
 	cfg     config.Sampling
 	tooling string
 	limit   *rate.Limiter // nil: no rate
+
+	log     *zap.Logger
+	audit   *audit.Log
+	observe func(metrics.Chat)
 }
 
-// New is the sampler of tooling's server on p as cfg says.
-func New(p provider.Provider, tooling string, cfg config.Sampling) *Sampler {
-	s := &Sampler{p: p, cfg: cfg, tooling: tooling}
+// An Option is where a sampler reports its requests.
+type Option func(*Sampler)
+
+// WithLog logs each request: tooling, provider, model, outcome, duration.
+func WithLog(l *zap.Logger) Option { return func(s *Sampler) { s.log = l } }
+
+// WithAudit writes each request's audit line (op audit.OpSampling; the
+// request's size and sha256, never its text).
+func WithAudit(l *audit.Log) Option { return func(s *Sampler) { s.audit = l } }
+
+// WithObserver reports each finished request to f (the metrics).
+func WithObserver(f func(metrics.Chat)) Option { return func(s *Sampler) { s.observe = f } }
+
+// New is the sampler of tooling's server on p (the provider cfg.Provider
+// names) as cfg says.
+func New(p provider.Provider, tooling string, cfg config.Sampling, opts ...Option) *Sampler {
+	s := &Sampler{p: p, cfg: cfg, tooling: tooling, log: zap.NewNop()}
+	for _, o := range opts {
+		o(s)
+	}
 	if cfg.RequestsPerMinute > 0 {
 		s.limit = rate.NewLimiter(rate.Limit(cfg.RequestsPerMinute/60), max(1, int(cfg.RequestsPerMinute)))
 	}
@@ -41,19 +75,28 @@ func New(p provider.Provider, tooling string, cfg config.Sampling) *Sampler {
 // model request, a request over the rate (busy), one that asks for context
 // (includeContext other than none: toolhostd lends no conversation) and a
 // message that is not text (unsupported).
-func (s *Sampler) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+func (s *Sampler) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (res *mcp.CreateMessageResult, err error) {
+	start := time.Now()
+	var (
+		req  provider.Request
+		resp provider.Response
+		sent bool // req was built and sent
+	)
+	defer func() { s.report(start, req, sent, resp, err) }()
 	if s.limit != nil && !s.limit.AllowN(time.Now(), 1) {
 		return nil, tooling.Errorf(tooling.CodeBusy, "tooling %s: sampling past its requests_per_minute (%g)", s.tooling, s.cfg.RequestsPerMinute)
 	}
 	if p.IncludeContext != "" && p.IncludeContext != "none" {
 		return nil, tooling.Errorf(tooling.CodeUnsupported, "tooling %s: sampling with includeContext %q is declined: toolhostd lends no conversation context", s.tooling, p.IncludeContext)
 	}
-	req, err := s.request(p)
-	if err != nil {
+	if req, err = s.request(p); err != nil {
 		return nil, err
 	}
-	resp, err := s.p.Chat(ctx, req)
-	if err != nil {
+	sent = true
+	if resp, err = s.p.Chat(ctx, req); err != nil {
+		if ctx.Err() != nil {
+			err = tooling.Errorf(tooling.CodeCancelled, "tooling %s: the sampling request was cancelled", s.tooling)
+		}
 		return nil, err
 	}
 	return &mcp.CreateMessageResult{
@@ -62,6 +105,35 @@ func (s *Sampler) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams)
 		Model:      resp.Model,
 		StopReason: stopReason(resp.FinishReason),
 	}, nil
+}
+
+// report logs, audits and counts one request.
+func (s *Sampler) report(start time.Time, req provider.Request, sent bool, resp provider.Response, err error) {
+	d := time.Since(start)
+	model := resp.Model
+	if model == "" {
+		model = req.Model
+	}
+	oc, msg := audit.OutcomeOK, ""
+	if err != nil {
+		te := tooling.AsError(err)
+		oc, msg = te.Code.String(), te.Message
+	}
+	s.log.Info("sampling request", zap.String("tooling", s.tooling), zap.String("provider", s.cfg.Provider),
+		zap.String("model", model), zap.String("outcome", oc), zap.Duration("duration", d))
+	r := audit.Record{
+		Agent: Agent(s.tooling), Tooling: s.tooling, Provider: s.cfg.Provider, Op: audit.OpSampling, Model: model,
+		Outcome: oc, Message: msg, Duration: d,
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, HasUsage: err == nil,
+	}
+	if sent {
+		r.Request, r.HasRequest = provider.AuditJSON(req), true
+	}
+	s.audit.Write(r)
+	if s.observe != nil {
+		s.observe(metrics.Chat{Agent: Agent(s.tooling), Provider: s.cfg.Provider, Model: model, Outcome: oc, Duration: d,
+			InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
+	}
 }
 
 // request is the provider request of p.

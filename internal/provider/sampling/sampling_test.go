@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
 	"github.com/toolhostd/toolhostd/internal/provider/sampling"
@@ -94,7 +95,8 @@ func TestSamplingThroughProvider(t *testing.T) {
 }
 
 // TestSamplingRefusals: what the sampler refuses without asking the model,
-// and how the model is chosen from the server's hints.
+// and how the model is chosen from the server's hints; every request,
+// refused or answered, is reported with its outcome.
 func TestSamplingRefusals(t *testing.T) {
 	srv := providertest.New(t, providertest.OpenAI)
 	_, p := setup(t, srv, `{ provider = "gpt" }`)
@@ -121,7 +123,8 @@ func TestSamplingRefusals(t *testing.T) {
 			[]*mcp.CreateMessageParams{{Messages: text("one")}, {Messages: text("two")}}, tooling.CodeBusy, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := sampling.New(p, "everything", tc.cfg)
+			var seen []metrics.Chat
+			s := sampling.New(p, "everything", tc.cfg, sampling.WithObserver(func(c metrics.Chat) { seen = append(seen, c) }))
 			before := len(srv.Requests())
 			var res *mcp.CreateMessageResult
 			var err error
@@ -129,6 +132,16 @@ func TestSamplingRefusals(t *testing.T) {
 				res, err = s.CreateMessage(t.Context(), params)
 			}
 			sent := len(srv.Requests()) - before
+			if len(seen) != len(tc.params) {
+				t.Fatalf("%d requests observed, want %d", len(seen), len(tc.params))
+			}
+			wantOutcome := "ok"
+			if tc.refused {
+				wantOutcome = tc.code.String()
+			}
+			if last := seen[len(seen)-1]; last.Outcome != wantOutcome || last.Agent != "tooling:everything" || last.Provider != "gpt" {
+				t.Errorf("observed %+v, want outcome %s of agent tooling:everything on gpt", last, wantOutcome)
+			}
 			if tc.refused {
 				if err == nil || tooling.CodeOf(err) != tc.code || sent != len(tc.params)-1 {
 					t.Fatalf("err %v (code %v), %d requests sent; want code %v and the last not sent", err, tooling.CodeOf(err), sent, tc.code)
