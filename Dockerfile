@@ -46,6 +46,7 @@ RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/ca; fi; \
     npm ci --ignore-scripts --no-audit --no-fund
 COPY wit ./wit
+COPY sdk/js ./sdk/js
 COPY examples/agents ./examples/agents
 RUN mkdir -p /out/agents && for f in examples/agents/*.js; do \
       node_modules/.bin/componentize-qjs --wit wit --js "$f" -n agent --sync \

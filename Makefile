@@ -35,8 +35,10 @@ build/agents/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lo
 build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
 	$(COMPONENTIZE)
 
-# Agents that import sdk/js (both toolchains bundle the relative import).
-SDK_JS_AGENTS := build/test-agents/sdkjs.wasm build/test-agents-qjs/sdkjs.wasm
+# Agents that import sdk/js (both toolchains bundle the relative import):
+# the examples and the sdkjs test agent.
+SDK_JS_AGENTS := $(AGENTS) $(patsubst examples/agents/%.js,build/agents-qjs/%.wasm,$(wildcard examples/agents/*.js)) \
+	build/test-agents/sdkjs.wasm build/test-agents-qjs/sdkjs.wasm
 $(SDK_JS_AGENTS): sdk/js/toolhost.js
 
 # Go agents (sdk/go): a reactor module from mainline Go, componentized with

@@ -13,6 +13,7 @@ import { get } from 'toolhost:agent/tooling@0.2.0';
 import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
 import { recv } from 'toolhost:agent/inbox@0.2.0';
 import { write } from 'toolhost:agent/log@0.2.0';
+import { agent, errorText } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   provider: 'model',
@@ -27,12 +28,6 @@ const defaults = {
 const replyTimeout = 5 * 60 * 1000;
 
 const dispose = Symbol.dispose || Symbol.for('dispose');
-
-function describe(e) {
-  // A host-error arrives as a thrown ComponentError whose payload is the record.
-  const p = e && e.payload;
-  return p && p.code ? `${p.code}: ${p.message}` : String(e);
-}
 
 const message = (role, content, toolCallId) => ({ role, content, toolCalls: [], toolCallId });
 
@@ -88,7 +83,7 @@ function callTools(owner, calls) {
       waiting.set(id, i);
       via.set(id, t);
     } catch (e) {
-      answers[i] = `error: ${describe(e)}`;
+      answers[i] = `error: ${errorText(e)}`;
     }
   });
   while (waiting.size > 0) {
@@ -112,7 +107,7 @@ function assistant(o) {
   try {
     p = getProvider(o.provider);
   } catch (e) {
-    throw `provider ${o.provider}: ${describe(e)}`;
+    throw `provider ${o.provider}: ${errorText(e)}`;
   }
   const handles = [p];
   try {
@@ -134,7 +129,7 @@ function assistant(o) {
           tools.push(tl);
         }
       } catch (e) {
-        throw `tooling ${name}: ${describe(e)}`;
+        throw `tooling ${name}: ${errorText(e)}`;
       }
     }
     const req = { model: o.model ?? undefined, messages: [], tools, toolChoice: undefined, maxTokens: o.max_tokens ?? undefined, temperature: undefined, stop: [] };
@@ -147,7 +142,7 @@ function assistant(o) {
       try {
         resp = ask(p, req, o.stream);
       } catch (e) {
-        throw `turn ${turn}: ${describe(e)}`;
+        throw `turn ${turn}: ${errorText(e)}`;
       }
       input += resp.usage.inputTokens;
       output += resp.usage.outputTokens;
@@ -164,7 +159,6 @@ function assistant(o) {
   }
 }
 
-export function run(input) {
-  const o = { ...defaults, ...(input && input.trim() ? JSON.parse(input) : {}) };
-  return assistant(o);
-}
+// agent (sdk/js) makes whatever escapes run's err: a host error as
+// "code: message".
+export const run = agent((input) => assistant({ ...defaults, ...(input && input.trim() ? JSON.parse(input) : {}) }));

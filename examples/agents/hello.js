@@ -6,17 +6,12 @@
 import { get } from 'toolhost:agent/tooling@0.2.0';
 import { recv } from 'toolhost:agent/inbox@0.2.0';
 import { write } from 'toolhost:agent/log@0.2.0';
+import { agent, errorText } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   toolings: ['everything', 'filesystem'],
   call: { tooling: 'everything', tool: 'echo', arguments: { message: 'hello from a WebAssembly agent' } },
 };
-
-function describe(e) {
-  // A host-error arrives as a thrown ComponentError whose payload is the record.
-  const p = e && e.payload;
-  return p && p.code ? `${p.code}: ${p.message}` : String(e);
-}
 
 // shutdownWithin waits up to ms for the host's shutdown envelope; other
 // envelopes (none are expected: hello's calls are blocking) are skipped.
@@ -30,7 +25,7 @@ function shutdownWithin(ms) {
   return false;
 }
 
-export function run(input) {
+export const run = agent((input) => {
   const opts = input && input.trim() ? { ...defaults, ...JSON.parse(input) } : defaults;
   if (!(opts.every > 0)) {
     const lines = summary(opts);
@@ -41,7 +36,7 @@ export function run(input) {
     write('info', `round ${round}: ${summary(opts).join('; ')}`);
     if (shutdownWithin(opts.every * 1000)) return `stopped after ${round} rounds`;
   }
-}
+});
 
 // summary lists the tools of each tooling and makes the call, one line
 // each; it drops every handle it got.
@@ -52,14 +47,14 @@ function summary(opts) {
     try {
       t = get(name);
     } catch (e) {
-      lines.push(`${name}: ${describe(e)}`);
+      lines.push(`${name}: ${errorText(e)}`);
       continue;
     }
     try {
       const tools = t.listTools();
       lines.push(`${t.name()} (${t.kind()}): ${tools.length} tools: ${tools.map((x) => x.name).join(', ')}`);
     } catch (e) {
-      lines.push(`${name}: list-tools failed: ${describe(e)}`);
+      lines.push(`${name}: list-tools failed: ${errorText(e)}`);
     } finally {
       t[Symbol.dispose]();
     }
@@ -74,7 +69,7 @@ function summary(opts) {
       const text = (value.content ?? []).filter((x) => x.type === 'text').map((x) => x.text).join(' ');
       lines.push(`${c.tooling}.${res.name}(${res.arguments}) -> ${text}`);
     } catch (e) {
-      lines.push(`${c.tooling}.${c.tool} failed: ${describe(e)}`);
+      lines.push(`${c.tooling}.${c.tool} failed: ${errorText(e)}`);
     } finally {
       if (t) t[Symbol.dispose]();
     }

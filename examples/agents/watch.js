@@ -5,6 +5,7 @@
 import { get } from 'toolhost:agent/tooling@0.2.0';
 import { recv } from 'toolhost:agent/inbox@0.2.0';
 import { write } from 'toolhost:agent/log@0.2.0';
+import { agent } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   tooling: 'everything',
@@ -42,17 +43,6 @@ function main(input) {
   return `${updates} updates of ${o.uri}`;
 }
 
-// describe turns a thrown host-error (a ComponentError whose payload is the
-// record) or any other exception into run's err string.
-function describe(e) {
-  const p = e && e.payload;
-  return p && p.code ? `${p.code}: ${p.message}` : String(e);
-}
-
-export function run(input) {
-  try {
-    return main(input);
-  } catch (e) {
-    throw describe(e);
-  }
-}
+// agent (sdk/js) makes whatever main throws run's err: a host error as
+// "code: message".
+export const run = agent(main);
