@@ -149,10 +149,9 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
-	// The toolchain writes next to out, renamed over it when it is done: a
-	// failed build leaves the previous component alone.
-	partial := out + ".partial"
-	defer os.Remove(partial)
+	// The toolchain writes into the work directory; the component is moved
+	// over out when it is whole: a failed build leaves the previous one.
+	partial := filepath.Join(work, src.name+".wasm")
 
 	res := &Result{Out: out, Lang: src.lang}
 	switch src.lang {
@@ -169,7 +168,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Rename(partial, out); err != nil {
+	if err := moveFile(partial, out); err != nil {
 		return nil, err
 	}
 	fi, err := os.Stat(out)
@@ -288,4 +287,17 @@ func run(ctx context.Context, dir string, env []string, name string, args ...str
 		return err
 	}
 	return nil
+}
+
+// moveFile renames src to dst, or copies it next to dst and renames the
+// copy when they are on different file systems.
+func moveFile(src, dst string) error {
+	if os.Rename(src, dst) == nil {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return writeFileIfChanged(dst, data)
 }

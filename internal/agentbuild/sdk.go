@@ -135,6 +135,10 @@ func writeFileIfChanged(path string, data []byte) error {
 		f.Close()
 		return err
 	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
