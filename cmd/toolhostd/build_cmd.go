@@ -31,10 +31,10 @@ this toolhostd serves (toolhost:agent@0.2.0, embedded in the binary):
 The component goes to OUT (-o), by default beside PATH: hello.js makes
 hello.wasm, the directory hello makes hello/hello.wasm.
 
-The npm packages (componentize-qjs, componentize-js, jco) are installed on
-first use, at the versions this toolhostd pins, into
-$XDG_CACHE_HOME/toolhostd/toolchain-HASH: Node.js and npm must be on PATH,
-and Go for a Go agent.
+The npm packages of each toolchain (componentize-qjs; componentize-js; jco
+for Go) are installed on its first use, at the versions this toolhostd
+pins, into $XDG_CACHE_HOME/toolhostd/toolchain-NAME-HASH: Node.js and npm
+must be on PATH, and Go for a Go agent.
 
 Prints the component, its size and the build's duration on stdout. Exit
 status: 0 when the component is written; 1 when the build fails; 64 for a

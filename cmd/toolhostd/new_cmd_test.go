@@ -19,22 +19,24 @@ import (
 func seedToolchain(t *testing.T) {
 	t.Helper()
 	nm := filepath.Join(testenv.Root(t), "node_modules")
-	if err := agentbuild.CheckNodeModules(nm); err != nil {
+	if err := agentbuild.CheckNodeModules(nm, agentbuild.Pins); err != nil {
 		t.Fatalf("the repository's node_modules is not the pinned toolchain (run make deps): %v", err)
 	}
 	root, err := agentbuild.CacheRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := agentbuild.ToolchainDir(root)
-	if err := agentbuild.CheckNodeModules(filepath.Join(dir, "node_modules")); err == nil {
-		return
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
+	for _, name := range agentbuild.ToolchainNames {
+		dir := agentbuild.ToolchainDir(root, name)
+		if agentbuild.CheckNodeModules(filepath.Join(dir, "node_modules"), agentbuild.ToolchainPins(name)) == nil {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

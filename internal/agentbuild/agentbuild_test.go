@@ -134,11 +134,11 @@ func TestToolchainInstall(t *testing.T) {
 	var progress bytes.Buffer
 
 	t.Setenv("PATH", binDir(t))
-	if _, err := ensureToolchain(context.Background(), root, &progress); err == nil || !strings.Contains(err.Error(), "node is not on PATH") {
+	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err == nil || !strings.Contains(err.Error(), "node is not on PATH") {
 		t.Fatalf("err = %v, want node is not on PATH", err)
 	}
 	t.Setenv("PATH", binDir(t, "node"))
-	if _, err := ensureToolchain(context.Background(), root, &progress); err == nil || !strings.Contains(err.Error(), "npm is not on PATH") {
+	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err == nil || !strings.Contains(err.Error(), "npm is not on PATH") {
 		t.Fatalf("err = %v, want npm is not on PATH", err)
 	}
 
@@ -158,17 +158,21 @@ for (const [n, v] of Object.entries(deps)) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
-	tc, err := ensureToolchain(context.Background(), root, &progress)
+	tc, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc.dir != ToolchainDir(root) {
-		t.Errorf("dir = %s, want %s", tc.dir, ToolchainDir(root))
+	if tc.dir != ToolchainDir(root, ToolchainGo) || !strings.HasPrefix(filepath.Base(tc.dir), "toolchain-go-") {
+		t.Errorf("dir = %s, want %s", tc.dir, ToolchainDir(root, ToolchainGo))
 	}
-	if err := CheckNodeModules(filepath.Join(tc.dir, "node_modules")); err != nil {
+	if err := CheckNodeModules(filepath.Join(tc.dir, "node_modules"), ToolchainPins(ToolchainGo)); err != nil {
 		t.Error(err)
 	}
-	if !strings.Contains(progress.String(), "installing the build toolchain (once) into "+tc.dir+": npm install @bytecodealliance/componentize-js@0.23.0 ") {
+	// Only the toolchain's own packages: no SpiderMonkey for a Go build.
+	if installed, _ := os.ReadDir(filepath.Join(tc.dir, "node_modules", "@bytecodealliance")); len(installed) != 2 {
+		t.Errorf("installed %v, want jco and preview2-shim", installed)
+	}
+	if progress.String() != "installing the go toolchain (once) into "+tc.dir+": npm install @bytecodealliance/jco@1.35.0 @bytecodealliance/preview2-shim@0.25.0\n" {
 		t.Errorf("progress: %q", progress.String())
 	}
 	if _, err := os.Stat(filepath.Join(tc.dir, "componentize-go.mjs")); err != nil {
@@ -183,16 +187,34 @@ for (const [n, v] of Object.entries(deps)) {
 		t.Fatal(err)
 	}
 	progress.Reset()
-	if _, err := ensureToolchain(context.Background(), root, &progress); err != nil || progress.Len() != 0 {
+	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err != nil || progress.Len() != 0 {
 		t.Errorf("second ensure: %v, progress %q", err, progress.String())
 	}
 	// A failed npm install names itself and leaves nothing behind.
 	other := t.TempDir()
-	if _, err := ensureToolchain(context.Background(), other, &progress); err == nil || !strings.Contains(err.Error(), "npm install of the build toolchain failed") {
+	if _, err := ensureToolchain(context.Background(), other, ToolchainQJS, &progress); err == nil || !strings.Contains(err.Error(), "npm install of the qjs toolchain failed") {
 		t.Errorf("err = %v", err)
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 0 {
 		t.Errorf("a failed install left %v", entries)
+	}
+}
+
+// TestToolchainsCoverPins: every pinned package belongs to one toolchain.
+func TestToolchainsCoverPins(t *testing.T) {
+	seen := map[string]int{}
+	for _, name := range ToolchainNames {
+		for _, p := range ToolchainPins(name) {
+			seen[p.Name]++
+		}
+	}
+	for _, p := range Pins {
+		if seen[p.Name] != 1 {
+			t.Errorf("%s is in %d toolchains, want 1", p.Name, seen[p.Name])
+		}
+	}
+	if a, b := ToolchainDir("/c", ToolchainQJS), ToolchainDir("/c", ToolchainGo); a == b {
+		t.Errorf("one directory for two toolchains: %s", a)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // Toolchains are the names --toolchain takes for a JS agent; the first is
 // the default.
-var Toolchains = []string{"qjs", "spidermonkey"}
+var Toolchains = []string{ToolchainQJS, ToolchainSpiderMonkey}
 
 // Options say what Build builds.
 type Options struct {
@@ -160,7 +160,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		err = buildGo(ctx, opts, src, work, witFile, partial)
 	default:
 		var tc *toolchain
-		if tc, err = ensureToolchain(ctx, opts.CacheRoot, opts.Progress); err != nil {
+		if tc, err = ensureToolchain(ctx, opts.CacheRoot, opts.Toolchain, opts.Progress); err != nil {
 			return nil, err
 		}
 		res.Toolchain, err = buildJS(ctx, tc, opts.Toolchain, src.path, witDir, partial)
@@ -183,14 +183,14 @@ func buildJS(ctx context.Context, tc *toolchain, which, file, witDir, out string
 	var name string
 	var args []string
 	switch which {
-	case "qjs":
+	case ToolchainQJS:
 		bin, err := tc.bin("componentize-qjs", "componentize-qjs")
 		if err != nil {
 			return "", err
 		}
 		// --sync: without it the component needs component-model async.
 		name, args = "componentize-qjs", []string{bin, "--wit", witDir, "--js", file, "-n", "agent", "--sync", "-o", out}
-	case "spidermonkey":
+	case ToolchainSpiderMonkey:
 		bin, err := tc.bin("@bytecodealliance/componentize-js", "componentize-js")
 		if err != nil {
 			return "", err
@@ -211,7 +211,7 @@ func buildGo(ctx context.Context, opts Options, src source, work, witFile, out s
 	if err != nil {
 		return err
 	}
-	tc, err := ensureToolchain(ctx, opts.CacheRoot, opts.Progress)
+	tc, err := ensureToolchain(ctx, opts.CacheRoot, ToolchainGo, opts.Progress)
 	if err != nil {
 		return err
 	}

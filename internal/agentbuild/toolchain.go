@@ -22,14 +22,42 @@ import (
 type Pin struct{ Name, Version string }
 
 // Pins are the npm packages toolhostd build runs, at the versions the
-// repository's package.json pins (a test checks they are equal):
-// componentize-qjs and componentize-js build JS agents; jco (with its
-// preview2-shim) componentizes Go agents through componentize-go.mjs.
+// repository's package.json pins (a test checks they are equal).
 var Pins = []Pin{
 	{"@bytecodealliance/componentize-js", "0.23.0"},
 	{"@bytecodealliance/jco", "1.35.0"},
 	{"@bytecodealliance/preview2-shim", "0.25.0"},
 	{"componentize-qjs", "0.4.5"},
+}
+
+// Toolchain names: each is installed on its first use, into a directory of
+// its own, so that building JS with QuickJS does not download SpiderMonkey.
+const (
+	ToolchainQJS          = "qjs"          // componentize-qjs
+	ToolchainSpiderMonkey = "spidermonkey" // componentize-js
+	ToolchainGo           = "go"           // jco (and its preview2-shim) for componentize-go.mjs
+)
+
+// ToolchainNames are every toolchain's name.
+var ToolchainNames = []string{ToolchainQJS, ToolchainSpiderMonkey, ToolchainGo}
+
+var toolchainPackages = map[string][]string{
+	ToolchainQJS:          {"componentize-qjs"},
+	ToolchainSpiderMonkey: {"@bytecodealliance/componentize-js"},
+	ToolchainGo:           {"@bytecodealliance/jco", "@bytecodealliance/preview2-shim"},
+}
+
+// ToolchainPins are the pins of toolchain name's npm packages.
+func ToolchainPins(name string) []Pin {
+	var pins []Pin
+	for _, pkg := range toolchainPackages[name] {
+		for _, p := range Pins {
+			if p.Name == pkg {
+				pins = append(pins, p)
+			}
+		}
+	}
+	return pins
 }
 
 // CacheRoot is where toolhostd build keeps its toolchains and its Go module
@@ -42,22 +70,22 @@ func CacheRoot() (string, error) {
 	return filepath.Join(d, "toolhostd"), nil
 }
 
-// ToolchainDir is the directory under root that holds the npm packages of
-// Pins: toolchain-HASH, HASH standing for the pins, so that a toolhostd
-// with other pins installs beside it. Its node_modules is what npm
-// installed.
-func ToolchainDir(root string) string {
+// ToolchainDir is the directory under root that holds toolchain name's
+// npm packages: toolchain-NAME-HASH, HASH standing for its pins, so that a
+// toolhostd with other pins installs beside it. Its node_modules is what
+// npm installed.
+func ToolchainDir(root, name string) string {
 	h := sha256.New()
-	for _, p := range Pins {
+	for _, p := range ToolchainPins(name) {
 		fmt.Fprintf(h, "%s@%s\n", p.Name, p.Version)
 	}
-	return filepath.Join(root, "toolchain-"+hex.EncodeToString(h.Sum(nil))[:12])
+	return filepath.Join(root, "toolchain-"+name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 }
 
-// CheckNodeModules reports whether dir (a node_modules) holds every pinned
-// package at its version, and says which one does not.
-func CheckNodeModules(dir string) error {
-	for _, p := range Pins {
+// CheckNodeModules reports whether dir (a node_modules) holds every one of
+// pins at its version, and says which one does not.
+func CheckNodeModules(dir string, pins []Pin) error {
+	for _, p := range pins {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p.Name), "package.json"))
 		if err != nil {
 			return fmt.Errorf("%s is not installed in %s", p.Name, dir)
@@ -90,20 +118,23 @@ func lookPath(name, what string) (string, error) {
 
 const nodeNeeded = "toolhostd build runs the npm tools componentize-qjs, componentize-js and jco with Node.js (18 or later, with npm: https://nodejs.org)"
 
-// ensureToolchain returns the toolchain under root, installing Pins with
-// npm first when it is missing (a progress line goes to progress). The
-// install goes to a temporary directory renamed into place, so an
+// ensureToolchain returns toolchain name under root, installing its pins
+// with npm first when it is missing (a progress line goes to progress).
+// The install goes to a temporary directory renamed into place, so an
 // interrupted one leaves nothing that looks installed.
-func ensureToolchain(ctx context.Context, root string, progress io.Writer) (*toolchain, error) {
+func ensureToolchain(ctx context.Context, root, name string, progress io.Writer) (*toolchain, error) {
 	node, err := lookPath("node", nodeNeeded)
 	if err != nil {
 		return nil, err
 	}
-	dir := ToolchainDir(root)
-	if CheckNodeModules(filepath.Join(dir, "node_modules")) != nil {
-		if err := install(ctx, root, dir, progress); err != nil {
+	dir, pins := ToolchainDir(root, name), ToolchainPins(name)
+	if CheckNodeModules(filepath.Join(dir, "node_modules"), pins) != nil {
+		if err := install(ctx, root, dir, name, pins, progress); err != nil {
 			return nil, err
 		}
+	}
+	if name != ToolchainGo {
+		return &toolchain{dir: dir, node: node}, nil
 	}
 	if err := writeFileIfChanged(filepath.Join(dir, "componentize-go.mjs"), scripts.ComponentizeGo); err != nil {
 		return nil, err
@@ -111,7 +142,7 @@ func ensureToolchain(ctx context.Context, root string, progress io.Writer) (*too
 	return &toolchain{dir: dir, node: node}, nil
 }
 
-func install(ctx context.Context, root, dir string, progress io.Writer) error {
+func install(ctx context.Context, root, dir, name string, pins []Pin, progress io.Writer) error {
 	npm, err := lookPath("npm", nodeNeeded)
 	if err != nil {
 		return err
@@ -125,8 +156,8 @@ func install(ctx context.Context, root, dir string, progress io.Writer) error {
 	}
 	defer os.RemoveAll(tmp) // no-op after the rename
 	deps := map[string]string{}
-	names := make([]string, len(Pins))
-	for i, p := range Pins {
+	names := make([]string, len(pins))
+	for i, p := range pins {
 		deps[p.Name] = p.Version
 		names[i] = p.Name + "@" + p.Version
 	}
@@ -141,21 +172,21 @@ func install(ctx context.Context, root, dir string, progress io.Writer) error {
 	if err := os.WriteFile(filepath.Join(tmp, "package.json"), append(pkg, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "installing the build toolchain (once) into %s: npm install %s\n", dir, strings.Join(names, " "))
+	fmt.Fprintf(progress, "installing the %s toolchain (once) into %s: npm install %s\n", name, dir, strings.Join(names, " "))
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error")
 	cmd.Dir = tmp
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("npm install of the build toolchain failed (%v):\n%s", err, tail(out.String(), 40))
+		return fmt.Errorf("npm install of the %s toolchain failed (%v):\n%s", name, err, tail(out.String(), 40))
 	}
-	if err := CheckNodeModules(filepath.Join(tmp, "node_modules")); err != nil {
-		return fmt.Errorf("npm install of the build toolchain: %w", err)
+	if err := CheckNodeModules(filepath.Join(tmp, "node_modules"), pins); err != nil {
+		return fmt.Errorf("npm install of the %s toolchain: %w", name, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another build installed it meanwhile, or an earlier install was
 		// left incomplete: keep a complete one, replace the other.
-		if CheckNodeModules(filepath.Join(dir, "node_modules")) == nil {
+		if CheckNodeModules(filepath.Join(dir, "node_modules"), pins) == nil {
 			return nil
 		}
 		if rerr := os.RemoveAll(dir); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
