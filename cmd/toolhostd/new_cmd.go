@@ -14,7 +14,7 @@ func newNewCmd() *cobra.Command {
 	var lang string
 	cmd := &cobra.Command{
 		Use:   "new NAME --lang js|go",
-		Short: "Write a new agent project into ./NAME",
+		Short: "Write a new agent project into ./NAME (. for the current directory)",
 		Long: `New writes a small agent project into the directory NAME (created; it
 must not exist or be empty), the agent named after its last element:
 
@@ -41,7 +41,10 @@ that is not an agent name or a directory that is not empty.`,
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "created %s (%s): %s\n", p.Dir, p.Lang, strings.Join(p.Files, ", "))
 			fmt.Fprintf(w, "build and run it (toolhostd.toml runs the MCP reference server with npx):\n")
-			fmt.Fprintf(w, "  cd %s\n  toolhostd build .\n  toolhostd --config toolhostd.toml run %s.wasm --input hi\n", shellQuote(p.Dir), p.Name)
+			if filepath.Clean(p.Dir) != "." {
+				fmt.Fprintf(w, "  cd %s\n", shellQuote(p.Dir))
+			}
+			fmt.Fprintf(w, "  toolhostd build .\n  toolhostd --config toolhostd.toml run %s.wasm --input hi\n", p.Name)
 			return nil
 		},
 	}

@@ -162,12 +162,24 @@ func TestNewRefuses(t *testing.T) {
 			t.Errorf("%s was written", p)
 		}
 	}
-	// An empty directory is fine.
+	// An empty directory is fine, the current one too (the agent is named
+	// after it).
 	if err := os.Mkdir("empty", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errs := runConfigCmd(t, "new", "empty", "--lang", "js"); code != 0 {
 		t.Errorf("new into an empty directory: exit %d\n%s", code, errs)
+	}
+	if err := os.Mkdir("here", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir("here")
+	code, out, errs := runConfigCmd(t, "new", ".", "--lang", "go")
+	if code != 0 || strings.Contains(out, "cd ") || !strings.Contains(out, "run here.wasm") {
+		t.Errorf("new .: exit %d\n%s%s", code, out, errs)
+	}
+	if data, err := os.ReadFile("go.mod"); err != nil || !strings.HasPrefix(string(data), "module here\n") {
+		t.Errorf("go.mod: %q, %v", data, err)
 	}
 }
 

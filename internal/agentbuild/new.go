@@ -35,7 +35,11 @@ type Project struct {
 // go.sum requiring SDKModule@SDKVersion), a config granting it a tooling,
 // a README and a .gitignore.
 func New(dir, lang string) (*Project, error) {
-	name := filepath.Base(filepath.Clean(dir))
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(abs) // new . names the agent after the directory
 	if !agentName.MatchString(name) {
 		return nil, fmt.Errorf("invalid agent name %q: use 1 to 64 letters, digits, '-' and '_', starting with a letter or digit", name)
 	}
