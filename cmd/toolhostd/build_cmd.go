@@ -28,8 +28,9 @@ this toolhostd serves (toolhost:agent@0.2.0, embedded in the binary):
     ` + agentbuild.SDKModule + ` ` + agentbuild.SDKVersion + ` is served
     from the copy toolhostd embeds, through a module proxy in its cache.
 
-The component goes to OUT (-o), by default beside PATH: hello.js makes
-hello.wasm, the directory hello makes hello/hello.wasm.
+The component goes to OUT (-o; into it when it is a directory), by default
+beside PATH: hello.js makes hello.wasm, the directory hello makes
+hello/hello.wasm.
 
 The npm packages of each toolchain (componentize-qjs; componentize-js; jco
 for Go) are installed on its first use, at the versions this toolhostd

@@ -241,7 +241,7 @@ func TestBuildErrors(t *testing.T) {
 			t.Error("good.wasm was written")
 		}
 	})
-	t.Run("syntax error", func(t *testing.T) {
+	t.Run("syntax error and -o", func(t *testing.T) {
 		seedToolchain(t)
 		code, out, errs := runConfigCmd(t, "build", "bad.js", "-o", filepath.Join("out", "bad.wasm"))
 		if code != exitFailure || out != "" || !strings.Contains(errs, "componentize-qjs bad.js: exit status") {
@@ -251,6 +251,14 @@ func TestBuildErrors(t *testing.T) {
 			t.Errorf("a failed build left %v", entries)
 		}
 		t.Logf("%s", errs)
+		// -o a directory: the component goes into it.
+		if err := os.Mkdir("outdir", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs = runConfigCmd(t, "build", "good.js", "-o", "outdir")
+		if code != 0 || !strings.HasPrefix(out, filepath.Join("outdir", "good.wasm")+": ") {
+			t.Errorf("build -o outdir: exit %d, stdout %q\n%s", code, out, errs)
+		}
 	})
 }
 

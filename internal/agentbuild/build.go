@@ -25,9 +25,9 @@ type Options struct {
 	// Path is a JS file (.js, .mjs), a directory with an agent.js, or the
 	// directory of a Go main package.
 	Path string
-	// Out is the component to write; default: beside Path, named after the
-	// JS file or the directory (hello.js -> hello.wasm, ./hello ->
-	// ./hello/hello.wasm).
+	// Out is the component to write, or a directory to write it into;
+	// default: beside Path, named after the JS file or the directory
+	// (hello.js -> hello.wasm, ./hello -> ./hello/hello.wasm).
 	Out string
 	// Toolchain builds a JS agent: "qjs" (componentize-qjs, the default) or
 	// "spidermonkey" (componentize-js). A Go agent takes "" or "go".
@@ -119,11 +119,13 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		return nil, inputErrorf("toolchain %q: %s is a Go package, built with go (--toolchain is for JS agents)", opts.Toolchain, src.path)
 	}
 	out := opts.Out
-	if out == "" {
+	switch fi, err := os.Stat(out); {
+	case out == "" && src.lang == "go":
+		out = filepath.Join(src.path, src.name+".wasm")
+	case out == "":
 		out = filepath.Join(filepath.Dir(src.path), src.name+".wasm")
-		if src.lang == "go" {
-			out = filepath.Join(src.path, src.name+".wasm")
-		}
+	case err == nil && fi.IsDir():
+		out = filepath.Join(out, src.name+".wasm")
 	}
 	if opts.CacheRoot == "" {
 		if opts.CacheRoot, err = CacheRoot(); err != nil {

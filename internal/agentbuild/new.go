@@ -69,8 +69,11 @@ func New(dir, lang string) (*Project, error) {
 		files["agent.js"] = "js/agent.js.tmpl"
 		order = []string{"agent.js"}
 		vars["__LANGNAME__"] = "JavaScript"
-		vars["__SOURCE__"] = "`agent.js`"
-		vars["__BUILDNOTE__"] = "`toolhostd build` uses componentize-qjs (QuickJS, about 1.7 MB);\n`--toolchain spidermonkey` uses componentize-js (SpiderMonkey, about 12 MB).\nBoth are npm packages it installs into its cache on first use (Node.js and npm\nmust be on PATH)."
+		vars["__SOURCE__"] = "agent.js"
+		vars["__BUILDNOTE__"] = "`toolhostd build` uses componentize-qjs (QuickJS, about 1.7 MB);\n" +
+			"`--toolchain spidermonkey` uses componentize-js (SpiderMonkey, about 12 MB).\n" +
+			"Both are npm packages it installs into its cache on first use: Node.js and\n" +
+			"npm must be on PATH."
 	case "go":
 		mod, err := sdkGoMod()
 		if err != nil {
@@ -89,8 +92,18 @@ func New(dir, lang string) (*Project, error) {
 		vars["__SDK__"] = SDKModule
 		vars["__SDKVERSION__"] = SDKVersion
 		vars["__LANGNAME__"] = "Go"
-		vars["__SOURCE__"] = "`main.go`, with the SDK " + SDKModule
-		vars["__BUILDNOTE__"] = "`toolhostd build` runs `go build` for GOOS=wasip1 GOARCH=wasm\n(-buildmode=c-shared) and componentizes the module with jco and the WASI\npreview1 reactor adapter (npm packages it installs into its cache on first\nuse: Node.js and npm must be on PATH). The SDK " + SDKVersion + " is not published:\ntoolhostd build serves the copy it embeds through a module proxy in its cache."
+		vars["__SOURCE__"] = "main.go"
+		vars["__BUILDNOTE__"] = "It uses the SDK " + SDKModule + " " + SDKVersion + ".\n" +
+			"`toolhostd build` runs `go build` for GOOS=wasip1 GOARCH=wasm\n" +
+			"(-buildmode=c-shared) and componentizes the module with jco and the WASI\n" +
+			"preview1 reactor adapter (npm packages it installs into its cache on first\n" +
+			"use: Node.js, npm and Go must be on PATH). The SDK is not published:\n" +
+			"toolhostd build serves the copy it embeds from a module proxy in its cache.\n" +
+			"For go vet, gopls or go test here, after a first build:\n\n" +
+			"```sh\n" +
+			"export GOPROXY=file://$HOME/.cache/toolhostd/goproxy,https://proxy.golang.org,direct\n" +
+			"export GONOSUMDB=" + SDKModule + "\n" +
+			"```"
 	default:
 		return nil, fmt.Errorf("language %q: want %s", lang, strings.Join(Langs, " or "))
 	}
