@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +47,11 @@ usage error or a PATH that is not an agent's source.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
 			o.Progress = cmd.ErrOrStderr()
-			res, err := agentbuild.Build(cmd.Context(), o)
+			// SIGINT or SIGTERM stop the toolchain and remove what the
+			// build had written (its work directory, a partial install).
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := agentbuild.Build(ctx, o)
 			var ie *agentbuild.InputError
 			if errors.As(err, &ie) {
 				return withExit(exitUsage, err)

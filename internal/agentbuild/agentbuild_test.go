@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
@@ -190,8 +191,17 @@ for (const [n, v] of Object.entries(deps)) {
 	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err != nil || progress.Len() != 0 {
 		t.Errorf("second ensure: %v, progress %q", err, progress.String())
 	}
-	// A failed npm install names itself and leaves nothing behind.
+	// A failed npm install names itself and leaves nothing behind, and
+	// removes what an install killed over an hour ago left.
 	other := t.TempDir()
+	stale := filepath.Join(other, filepath.Base(ToolchainDir(other, ToolchainQJS))+".tmp-123")
+	if err := os.MkdirAll(filepath.Join(stale, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ensureToolchain(context.Background(), other, ToolchainQJS, &progress); err == nil || !strings.Contains(err.Error(), "npm install of the qjs toolchain failed") {
 		t.Errorf("err = %v", err)
 	}

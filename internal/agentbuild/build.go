@@ -162,10 +162,12 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		err = buildGo(ctx, opts, src, work, witFile, partial)
 	default:
 		var tc *toolchain
-		if tc, err = ensureToolchain(ctx, opts.CacheRoot, opts.Toolchain, opts.Progress); err != nil {
-			return nil, err
+		if tc, err = ensureToolchain(ctx, opts.CacheRoot, opts.Toolchain, opts.Progress); err == nil {
+			res.Toolchain, err = buildJS(ctx, tc, opts.Toolchain, src.path, witDir, partial)
 		}
-		res.Toolchain, err = buildJS(ctx, tc, opts.Toolchain, src.path, witDir, partial)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("build of %s interrupted (%v)", opts.Path, ctx.Err())
 	}
 	if err != nil {
 		return nil, err

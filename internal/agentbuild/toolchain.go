@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/toolhostd/toolhostd/scripts"
 )
@@ -149,6 +150,15 @@ func install(ctx context.Context, root, dir, name string, pins []Pin, progress i
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
+	}
+	// An install killed before it could clean up left its temporary
+	// directory: remove those over an hour old (not a running install).
+	if stale, _ := filepath.Glob(filepath.Join(root, filepath.Base(dir)+".tmp-*")); len(stale) > 0 {
+		for _, d := range stale {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+		}
 	}
 	tmp, err := os.MkdirTemp(root, filepath.Base(dir)+".tmp-")
 	if err != nil {
