@@ -58,6 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newConfigCmd(),
 		newToolsCmd(), newCallCmd(), newResourcesCmd(), newReadCmd(),
 		newProvidersCmd(opts), newChatCmd(opts),
+		newNewCmd(), newBuildCmd(),
 		newRunCmd(opts), newCompileCmd(opts),
 		newServeCmd(opts),
 		newWatchCmd(opts),
