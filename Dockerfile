@@ -35,6 +35,7 @@ COPY internal ./internal
 # toolhostd build embeds the WIT (wit/) and componentize-go.mjs (scripts/).
 COPY wit ./wit
 COPY scripts ./scripts
+COPY sdk/js ./sdk/js
 ARG VERSION=dev
 # -tags grpcnotrace: see GOTAGS in the Makefile (9 MB less).
 RUN CGO_ENABLED=1 go build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/toolhostd ./cmd/toolhostd

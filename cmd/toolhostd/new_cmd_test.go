@@ -94,6 +94,16 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 func TestNewJSBuildRun(t *testing.T) {
 	seedToolchain(t)
 	newBuildRun(t, "js")
+	// The agent imports sdk/js's toolhost.js, written next to it with the
+	// declarations editors complete from.
+	for _, f := range []string{"toolhost.js", "toolhost.d.ts", "types/agent.d.ts", "types/interfaces/toolhost-agent-tooling.d.ts"} {
+		if _, err := os.Stat(filepath.Join("my-agent", f)); err != nil {
+			t.Errorf("the project lacks %s: %v", f, err)
+		}
+	}
+	if src, err := os.ReadFile(filepath.Join("my-agent", "agent.js")); err != nil || !strings.Contains(string(src), "from './toolhost.js'") {
+		t.Errorf("agent.js does not import ./toolhost.js (%v)", err)
+	}
 }
 
 func TestNewGoBuildRun(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	sdkjs "github.com/toolhostd/toolhostd/sdk/js"
 )
 
 //go:embed templates
@@ -33,7 +35,8 @@ type Project struct {
 // which must not exist or be empty: the agent (the hello shape: list the
 // tools of a tooling, call one), its build setup (for Go a go.mod and
 // go.sum requiring SDKModule@SDKVersion), a config granting it a tooling,
-// a README and a .gitignore.
+// a README and a .gitignore; for JS also sdk/js (toolhost.js, which the
+// agent imports, and the TypeScript declarations editors complete from).
 func New(dir, lang string) (*Project, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -64,10 +67,24 @@ func New(dir, lang string) (*Project, error) {
 		".gitignore":     "gitignore.tmpl",
 	}
 	var order []string
+	contents := map[string][]byte{}
 	switch lang {
 	case "js":
 		files["agent.js"] = "js/agent.js.tmpl"
 		order = []string{"agent.js"}
+		// The helper module the agent imports, as this toolhostd has it.
+		err := fs.WalkDir(sdkjs.Files, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := sdkjs.Files.ReadFile(path)
+			contents[path] = b
+			order = append(order, path)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 		vars["__LANGNAME__"] = "JavaScript"
 		vars["__SOURCE__"] = "agent.js"
 		vars["__BUILDNOTE__"] = "`toolhostd build` uses componentize-qjs (QuickJS, about 1.7 MB);\n" +
@@ -108,8 +125,10 @@ func New(dir, lang string) (*Project, error) {
 		return nil, fmt.Errorf("language %q: want %s", lang, strings.Join(Langs, " or "))
 	}
 	order = append(order, "toolhostd.toml", "README.md", ".gitignore")
-	contents := map[string][]byte{}
 	for _, f := range order {
+		if contents[f] != nil {
+			continue
+		}
 		if f == "go.sum" {
 			sums, err := SDKSums()
 			if err != nil {
@@ -132,6 +151,9 @@ func New(dir, lang string) (*Project, error) {
 		return nil, err
 	}
 	for _, f := range order {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			return nil, err
+		}
 		if err := writeNew(filepath.Join(dir, f), contents[f]); err != nil {
 			return nil, err
 		}
