@@ -32,7 +32,8 @@ RUN --mount=type=secret,id=ca \
     go mod download
 COPY cmd ./cmd
 COPY internal ./internal
-# toolhostd build embeds the WIT (wit/) and componentize-go.mjs (scripts/).
+# toolhostd build embeds the WIT (wit/) and componentize-go.mjs (scripts/),
+# toolhostd new the JS helper (sdk/js).
 COPY wit ./wit
 COPY scripts ./scripts
 COPY sdk/js ./sdk/js
