@@ -134,11 +134,10 @@ func ensureToolchain(ctx context.Context, root, name string, progress io.Writer)
 			return nil, err
 		}
 	}
-	if name != ToolchainGo {
-		return &toolchain{dir: dir, node: node}, nil
-	}
-	if err := writeFileIfChanged(filepath.Join(dir, "componentize-go.mjs"), scripts.ComponentizeGo); err != nil {
-		return nil, err
+	if name == ToolchainGo {
+		if err := writeFileIfChanged(filepath.Join(dir, "componentize-go.mjs"), scripts.ComponentizeGo); err != nil {
+			return nil, err
+		}
 	}
 	return &toolchain{dir: dir, node: node}, nil
 }

@@ -197,7 +197,7 @@ func (ph *ProviderHandle) admit(op string, req provider.Request, raw []byte) err
 // Chat sends req and waits for the whole response: cancelled when ctx
 // ends, the agent closes or its inbox shuts down.
 func (ph *ProviderHandle) Chat(ctx context.Context, req provider.Request) (provider.Response, error) {
-	raw := provider.AuditJSON(req)
+	raw := ph.auditJSON(req)
 	if err := ph.admit(audit.OpChat, req, raw); err != nil {
 		return provider.Response{}, err
 	}
@@ -231,7 +231,7 @@ type stream struct {
 // follow, then exactly one chat-done or error envelope, unless the stream
 // is cancelled first. busy when the inbox has no room.
 func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
-	raw := provider.AuditJSON(req)
+	raw := ph.auditJSON(req)
 	if err := ph.admit(audit.OpChatStream, req, raw); err != nil {
 		return "", err
 	}

@@ -14,7 +14,7 @@ type chatEnd struct {
 	op    string
 	id    string // chat-stream only
 	req   provider.Request
-	raw   []byte // provider.AuditJSON(req)
+	raw   []byte // ph.auditJSON(req)
 	start time.Time
 	first time.Time // the first delta; zero: none
 	resp  provider.Response
@@ -55,6 +55,16 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 		observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
 			Duration: d, FirstToken: ft, HasFirstToken: !e.first.IsZero(), Usage: e.resp.Usage})
 	}
+}
+
+// auditJSON is req as its audit line records it (provider.AuditJSON), nil
+// without an audit log: a chat does not marshal its whole conversation for
+// nobody.
+func (ph *ProviderHandle) auditJSON(req provider.Request) []byte {
+	if ph.a.hub.audit == nil {
+		return nil
+	}
+	return provider.AuditJSON(req)
 }
 
 func (ph *ProviderHandle) auditMessages() bool {

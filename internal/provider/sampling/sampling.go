@@ -126,10 +126,12 @@ func (s *Sampler) report(start time.Time, req provider.Request, sent bool, resp 
 		Outcome: oc, Message: msg, Duration: d,
 		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, HasUsage: err == nil,
 	}
-	if sent {
-		r.Request, r.HasRequest = provider.AuditJSON(req), true
+	if s.audit != nil {
+		if sent {
+			r.Request, r.HasRequest = provider.AuditJSON(req), true
+		}
+		s.audit.Write(r)
 	}
-	s.audit.Write(r)
 	if s.observe != nil {
 		s.observe(metrics.Chat{Agent: Agent(s.tooling), Provider: s.cfg.Provider, Model: model, Outcome: oc, Duration: d,
 			InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
