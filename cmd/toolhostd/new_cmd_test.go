@@ -206,7 +206,9 @@ func TestBuildErrors(t *testing.T) {
 		"bad.js":      "export function run( {",
 		"good.js":     "export function run(input) { return input; }",
 	} {
-		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
