@@ -68,7 +68,7 @@ type Inbox struct {
 	results   map[string]*entry   // undelivered call results
 	reserved  map[string]struct{} // open calls
 	streams   map[string]*entry   // open subscriptions: their undelivered update or nil
-	chats     map[string]struct{} // reserved calls that are chat streams
+	chats     map[string]bool     // reserved calls that are chat streams: true once a delta came
 	deltas    map[string]*entry   // undelivered delta of a chat stream
 	deltaLive int                 // undelivered deltas (not counted against the capacity)
 	free      []*entry            // recycled entries
@@ -94,7 +94,7 @@ func New(capacity int) *Inbox {
 		results:  make(map[string]*entry),
 		reserved: make(map[string]struct{}),
 		streams:  make(map[string]*entry),
-		chats:    make(map[string]struct{}),
+		chats:    make(map[string]bool),
 		deltas:   make(map[string]*entry),
 	}
 }
