@@ -121,12 +121,14 @@ func directEcho(cs *mcp.ClientSession) error {
 	return err
 }
 
-// benchAgent runs the bench agent (testdata/agents/bench.js) for n rounds
-// and returns the guest's own timing of each round (performance.now()).
-func benchAgent(b *testing.B, n, batch int) []time.Duration {
+// benchAgent runs the bench agent of the toolchain whose build directory
+// is dir (testdata/agents/bench.js, testdata/agents-go/bench) for n rounds
+// and returns the guest's own timing of each round (performance.now(),
+// time.Now()).
+func benchAgent(b *testing.B, dir string, n, batch int) []time.Duration {
 	b.Helper()
 	s := env(b)
-	p := s.program(b, "test-agents", "bench")
+	p := s.program(b, dir, "bench")
 	in := map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n, "batch": batch}
 	return runBenchAgent(b, s, p, AgentConfig{Name: "bench", InboxCapacity: 4 * max(batch, 1)}, in, n)
 }
@@ -159,8 +161,8 @@ func runBenchAgent(b *testing.B, s *suite, p *Program, cfg AgentConfig, in map[s
 // call through the host's layers below WebAssembly (pump.Handle, the mcp
 // tooling); pump-locked is pump from a thread-locked goroutine; guest is a
 // JS guest's call-tool-blocking, timed inside the guest with
-// performance.now() (ns/op also counts the agent's start, amortized over
-// b.N calls).
+// performance.now(), guest-go a Go guest's (sdk/go), timed with time.Now()
+// (ns/op also counts the agent's start, amortized over b.N calls).
 func BenchmarkGuestCallEcho(b *testing.B) {
 	s := env(b)
 	b.Run("baseline", func(b *testing.B) {
@@ -220,17 +222,20 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 		}()
 		reportPercentiles(b, <-done)
 	})
-	b.Run("guest", func(b *testing.B) {
-		// One agent makes all b.N calls.
-		s.program(b, "test-agents", "bench")
-		b.ResetTimer()
-		reportPercentiles(b, benchAgent(b, b.N, 0))
-	})
+	for _, g := range []struct{ name, dir string }{{"guest", "test-agents"}, {"guest-go", "test-agents-go"}} {
+		b.Run(g.name, func(b *testing.B) {
+			// One agent makes all b.N calls.
+			s.program(b, g.dir, "bench")
+			b.ResetTimer()
+			reportPercentiles(b, benchAgent(b, g.dir, b.N, 0))
+		})
+	}
 }
 
 // BenchmarkGuestFanout100: 100 echo calls in flight at once, per op.
 // baseline is 100 goroutines calling go-sdk's CallTool; guest is a JS
-// guest's 100 call-tool calls followed by recv until all 100 results are in.
+// guest's 100 call-tool calls followed by recv until all 100 results are
+// in, guest-go the same from a Go guest.
 func BenchmarkGuestFanout100(b *testing.B) {
 	s := env(b)
 	const fan = 100
@@ -252,9 +257,11 @@ func BenchmarkGuestFanout100(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
-	b.Run("guest", func(b *testing.B) {
-		s.program(b, "test-agents", "bench")
-		b.ResetTimer()
-		reportPercentiles(b, benchAgent(b, b.N, fan))
-	})
+	for _, g := range []struct{ name, dir string }{{"guest", "test-agents"}, {"guest-go", "test-agents-go"}} {
+		b.Run(g.name, func(b *testing.B) {
+			s.program(b, g.dir, "bench")
+			b.ResetTimer()
+			reportPercentiles(b, benchAgent(b, g.dir, b.N, fan))
+		})
+	}
 }
