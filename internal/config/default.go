@@ -87,8 +87,9 @@ elicitation = "decline"         # decline | accept-defaults (accept, each field 
 # kind = "openai"                 # openai (Chat Completions: OpenAI and any compatible server,
 #                                 # e.g. vLLM, llama.cpp, Ollama, LM Studio, OpenRouter) | anthropic (Messages API)
 # base_url = "http://127.0.0.1:11434/v1"   # default: the API's public endpoint
-# api_key = "${env:OPENAI_API_KEY}"        # a ${env:...} or ${file:...} reference, resolved at each
-#                                 # request; never a literal key. Leave it out for a server without keys
+# api_key = "${env:OPENAI_API_KEY}"        # a ${env:...} or ${file:...} reference, resolved at use
+#                                 # (again after a second, or after a 401): never a literal key.
+#                                 # Leave it out for a server without keys
 # model = "gpt-4o-mini"           # required: the model of a request that names none
 # headers = { "OpenAI-Organization" = "org-123" }   # added to every request
 # timeout = "10m"                 # one attempt, a whole stream included

@@ -89,6 +89,7 @@ func (b *base) statusError(api *apiFailure) *tooling.Error {
 	}
 	switch {
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		b.forgetKey() // the key file may have been rotated meanwhile
 		key := fmt.Sprintf("check provider.%s.api_key", name)
 		if b.src.APIKey == "" {
 			key = fmt.Sprintf("provider.%s.api_key is not set", name)
