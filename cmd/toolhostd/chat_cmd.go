@@ -162,7 +162,7 @@ type toolbox struct {
 func openToolbox(ctx context.Context, c *config.Config, grants []string, log *zap.Logger) (*toolbox, error) {
 	serveCtx, cancel := context.WithCancel(context.Background())
 	box := &toolbox{owner: map[string]tooling.Tooling{}, views: map[string]*policy.View{}, cancel: cancel}
-	pol, err := grantPolicy("chat", grants)
+	pol, err := grantPolicy("chat", "--tools", grants)
 	if err != nil {
 		cancel()
 		return nil, withExit(exitUsage, err)

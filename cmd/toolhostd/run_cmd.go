@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -47,7 +46,8 @@ to stderr); 2 for a trap, a load or a host failure; 64 for a usage or config
 error. Without a config the agent runs with no toolings; without --grant it
 is granted every configured tooling. Likewise without --provider it may get
 every configured [provider.*]; with it, only those named (the others are
-denied). SIGINT or SIGTERM give the agent its
+denied), and PROVIDER=MODEL,... allows only the models matching a glob, as
+an [agent.A.grants.PROVIDER] models list does. SIGINT or SIGTERM give the agent its
 shutdown envelope and the grace period, then stop it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,7 +58,7 @@ shutdown envelope and the grace period, then stop it.`,
 	f.StringVar(&o.input, "input", "", "the agent's input string")
 	f.StringVar(&o.inputFile, "input-file", "", "read the agent's input from a file (- for stdin)")
 	f.StringArrayVar(&o.grants, "grant", nil, "grant only this tooling, TOOLING or TOOLING=PATTERN,... to allow only the tools matching a glob (repeatable; default: all configured)")
-	f.StringArrayVar(&o.providers, "provider", nil, "grant only this provider (repeatable; default: all configured)")
+	f.StringArrayVar(&o.providers, "provider", nil, "grant only this provider, PROVIDER or PROVIDER=MODEL,... to allow only the models matching a glob (repeatable; default: all configured)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
 	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
 	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
@@ -75,7 +75,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	pol, err := grantPolicy(agentName(path), o.grants)
+	pol, err := grantPolicy(agentName(path), "--grant", o.grants)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -150,7 +150,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	agent := h.Start(prog, host.AgentConfig{
 		Name:       agentName(path),
 		Grants:     grants,
-		Providers:  pump.ProviderAccess{Granted: providerGrant(o.providers)},
+		Providers:  providerAccess(agentName(path), o.providers),
 		Policy:     pol,
 		Env:        env,
 		RunTimeout: o.timeout,
@@ -228,21 +228,47 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 		}
 		grants = func(n string) bool { return set[n] }
 	}
-	for _, n := range o.providers {
+	for _, v := range o.providers {
+		n, _, err := splitGrant(v)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("--provider %w", err)
+		}
 		if _, ok := cfg.Provider[n]; !ok {
-			return "", nil, nil, fmt.Errorf("--provider %q: no [provider.%s] in the config%s", n, n, definedNames("providers", cfg.Provider))
+			return "", nil, nil, fmt.Errorf("--provider %q: no [provider.%s] in the config%s", v, n, definedNames("providers", cfg.Provider))
 		}
 	}
 	return input, env, grants, nil
 }
 
-// providerGrant is what --provider grants: the providers named, or all
-// when none is.
-func providerGrant(names []string) func(string) bool {
-	if len(names) == 0 {
-		return nil
+// providerAccess is what --provider values grant agent: the providers
+// named, or all when none is. PROVIDER=MODEL,... narrows the models of
+// PROVIDER to those globs (several such values add up; a bare PROVIDER
+// allows every model). The values were checked by runInput.
+func providerAccess(agent string, values []string) pump.ProviderAccess {
+	if len(values) == 0 {
+		return pump.ProviderAccess{}
 	}
-	return func(n string) bool { return slices.Contains(names, n) }
+	every := map[string]bool{}
+	models := map[string][]string{}
+	for _, v := range values {
+		n, globs, _ := splitGrant(v)
+		if globs == nil {
+			every[n] = true
+		} else {
+			models[n] = append(models[n], globs...)
+		}
+	}
+	return pump.ProviderAccess{
+		Granted: func(n string) bool { return every[n] || models[n] != nil },
+		Wrap: func(n string, p provider.Provider) (provider.Provider, error) {
+			if every[n] {
+				return p, nil
+			}
+			globs := models[n]
+			return provider.NewLimited(p, agent, &config.ProviderGrant{Models: globs},
+				provider.LimitOptions{ModelsFrom: "--provider " + n + "=" + strings.Join(globs, ",")})
+		},
+	}
 }
 
 // agentName is the file name without its extension.

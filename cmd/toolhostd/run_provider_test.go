@@ -99,6 +99,43 @@ func TestRunProviderGrant(t *testing.T) {
 	}
 }
 
+// TestRunProviderModels: --provider PROVIDER=MODEL,... allows only the
+// models matching a glob: the assistant asking for the provider's default
+// model outside them is denied before anything is sent, naming the flag; a
+// bare --provider PROVIDER beside it allows every model again.
+func TestRunProviderModels(t *testing.T) {
+	gpt := providertest.New(t, providertest.OpenAI)
+	cfg := runProviderConfig(t, gpt, nil)
+	assistant := testenv.Agent(t, "agents", "assistant")
+	input := `{"provider":"gpt","toolings":[],"prompt":"hi"}`
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		code  int
+		out   string
+		errs  string
+		sent  int // requests the fake saw
+	}{
+		{name: "model granted", flags: []string{"--provider", "gpt=gpt-4o*,fake-model-*"}, out: "Hello from the fake.\n", sent: 1},
+		{name: "model not granted", flags: []string{"--provider", "gpt=gpt-4o*"}, code: 1,
+			errs: `model "fake-model-1" is not granted to agent "assistant" on provider "gpt": --provider gpt=gpt-4o* has no match`},
+		{name: "bare name allows every model", flags: []string{"--provider", "gpt=gpt-4o*", "--provider", "gpt"}, out: "Hello from the fake.\n", sent: 1},
+		{name: "empty pattern", flags: []string{"--provider", "gpt="}, code: 64, errs: `--provider "gpt=": an empty pattern after =`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(gpt.Requests())
+			args := append([]string{"--config", cfg, "run", assistant, "--input", input}, tc.flags...)
+			code, out, errs := runConfigCmd(t, args...)
+			if code != tc.code || out != tc.out || !strings.Contains(errs, tc.errs) {
+				t.Errorf("exit %d (want %d), stdout %q (want %q), stderr (want %q):\n%s", code, tc.code, out, tc.out, tc.errs, errs)
+			}
+			if n := len(gpt.Requests()) - before; n != tc.sent {
+				t.Errorf("the fake saw %d requests, want %d", n, tc.sent)
+			}
+		})
+	}
+}
+
 // TestRunSampling: under `toolhostd run` a tooling whose sampling names a
 // provider gets its server's sampling requests answered by that provider,
 // as under serve: the probe's call of server-everything's

@@ -33,6 +33,10 @@ type LimitOptions struct {
 	Recorder policy.Recorder
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// ModelsFrom, if set, is how a denied model's message names where the
+	// grant's models come from (`run`'s --provider flag); by default the
+	// table and its list, agent.A.grants.P.models [...].
+	ModelsFrom string
 }
 
 // Limited is a Provider under one agent's grant on it
@@ -152,8 +156,12 @@ func (l *Limited) admit(req *Request) error {
 		if r := l.opts.Recorder; r != nil {
 			r.PolicyDenied(l.agent, l.p.Name(), OpChat)
 		}
-		return tooling.Errorf(tooling.CodeDenied, "model %q is not granted to agent %q on provider %q: %s.models [%s] has no match",
-			model, l.agent, l.p.Name(), st.name, quoted(g.Models))
+		from := l.opts.ModelsFrom
+		if from == "" {
+			from = fmt.Sprintf("%s.models [%s]", st.name, quoted(g.Models))
+		}
+		return tooling.Errorf(tooling.CodeDenied, "model %q is not granted to agent %q on provider %q: %s has no match",
+			model, l.agent, l.p.Name(), from)
 	}
 	n := l.inflight.Add(1)
 	refuse := func(limit, format string, args ...any) error {
