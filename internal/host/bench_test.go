@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -233,9 +234,12 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 }
 
 // BenchmarkGuestFanout100: 100 echo calls in flight at once, per op.
-// baseline is 100 goroutines calling go-sdk's CallTool; guest is a JS
-// guest's 100 call-tool calls followed by recv until all 100 results are
-// in, guest-go the same from a Go guest.
+// baseline is 100 goroutines calling go-sdk's CallTool; pump is one
+// goroutine's 100 pump.Handle.CallTool calls followed by inbox Recv until
+// all 100 results are in (the host's layers below WebAssembly),
+// pump-locked the same on a goroutine locked to its OS thread, as a guest
+// runs; guest is a JS guest's 100 call-tool calls followed by recv,
+// guest-go the same from a Go guest.
 func BenchmarkGuestFanout100(b *testing.B) {
 	s := env(b)
 	const fan = 100
@@ -257,6 +261,26 @@ func BenchmarkGuestFanout100(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
+	for _, locked := range []bool{false, true} {
+		name := map[bool]string{false: "pump", true: "pump-locked"}[locked]
+		b.Run(name, func(b *testing.B) {
+			a := s.hub.NewAgent("bench-fan-"+name, inbox.New(4*fan), nil)
+			defer a.Close()
+			h, err := a.Get("mem")
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan []time.Duration)
+			go func() {
+				if locked {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+				}
+				done <- pumpFanout(b, h, a.Inbox(), fan)
+			}()
+			reportPercentiles(b, <-done)
+		})
+	}
 	for _, g := range []struct{ name, dir string }{{"guest", "test-agents"}, {"guest-go", "test-agents-go"}} {
 		b.Run(g.name, func(b *testing.B) {
 			s.program(b, g.dir, "bench")
@@ -264,4 +288,33 @@ func BenchmarkGuestFanout100(b *testing.B) {
 			reportPercentiles(b, benchAgent(b, g.dir, b.N, fan))
 		})
 	}
+}
+
+// pumpFanout makes b.N rounds of fan calls of echo on h, each followed by
+// Recv on in until all their results are in, and returns each round's time.
+func pumpFanout(b *testing.B, h *pump.Handle, in *inbox.Inbox, fan int) []time.Duration {
+	ds := make([]time.Duration, 0, b.N)
+	args := string(echoArgs)
+	for range b.N {
+		start := time.Now()
+		for range fan {
+			if _, err := h.CallTool("echo", args); err != nil {
+				b.Error(err)
+				return ds
+			}
+		}
+		for range fan {
+			e, ok := in.Recv(context.Background(), nil)
+			if !ok {
+				b.Error("inbox closed")
+				return ds
+			}
+			if _, ok := e.Event.(inbox.ToolResult); !ok {
+				b.Errorf("event %+v", e.Event)
+				return ds
+			}
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return ds
 }
