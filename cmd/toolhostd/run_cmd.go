@@ -47,8 +47,8 @@ error. Without a config the agent runs with no toolings; without --grant it
 is granted every configured tooling. Likewise without --provider it may get
 every configured [provider.*]; with it, only those named (the others are
 denied), and PROVIDER=MODEL,... allows only the models matching a glob, as
-an [agent.A.grants.PROVIDER] models list does. SIGINT or SIGTERM give the agent its
-shutdown envelope and the grace period, then stop it.`,
+an [agent.A.grants.PROVIDER] models list does. SIGINT or SIGTERM give the
+agent its shutdown envelope and the grace period, then stop it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAgent(cmd, g, o, args[0])
@@ -243,7 +243,7 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 // providerAccess is what --provider values grant agent: the providers
 // named, or all when none is. PROVIDER=MODEL,... narrows the models of
 // PROVIDER to those globs (several such values add up; a bare PROVIDER
-// allows every model). The values were checked by runInput.
+// allows every model). The values were checked by resolve.
 func providerAccess(agent string, values []string) pump.ProviderAccess {
 	if len(values) == 0 {
 		return pump.ProviderAccess{}
