@@ -111,16 +111,13 @@ func TestGoProxyLayout(t *testing.T) {
 	}
 }
 
-// binDir is a directory for PATH holding links to the named programs.
+// binDir is a directory for PATH holding links to the given programs
+// (their paths).
 func binDir(t *testing.T, progs ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, p := range progs {
-		path, err := exec.LookPath(p)
-		if err != nil {
-			t.Skipf("%s is not on PATH", p)
-		}
-		if err := os.Symlink(path, filepath.Join(dir, p)); err != nil {
+		if err := os.Symlink(p, filepath.Join(dir, filepath.Base(p))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,18 +130,23 @@ func binDir(t *testing.T, progs ...string) string {
 func TestToolchainInstall(t *testing.T) {
 	root := t.TempDir()
 	var progress bytes.Buffer
+	// Looked up before PATH changes (the test suite needs Node.js anyway).
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Setenv("PATH", binDir(t))
 	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err == nil || !strings.Contains(err.Error(), "node is not on PATH") {
 		t.Fatalf("err = %v, want node is not on PATH", err)
 	}
-	t.Setenv("PATH", binDir(t, "node"))
+	t.Setenv("PATH", binDir(t, node))
 	if _, err := ensureToolchain(context.Background(), root, ToolchainGo, &progress); err == nil || !strings.Contains(err.Error(), "npm is not on PATH") {
 		t.Fatalf("err = %v, want npm is not on PATH", err)
 	}
 
 	// A fake npm: writes each dependency of ./package.json at its version.
-	bin := binDir(t, "node")
+	bin := binDir(t, node)
 	fake := `#!/bin/sh
 [ "$1" = install ] || exit 2
 exec node -e '
