@@ -132,6 +132,23 @@ func TestNewGoBuildRun(t *testing.T) {
 	if !strings.Contains(string(mod), "require "+agentbuild.SDKModule+" "+agentbuild.SDKVersion+"\n") || strings.Contains(string(mod), "replace") {
 		t.Errorf("go.mod:\n%s", mod)
 	}
+	// The README's GOPROXY line for editors names the module proxy the
+	// build wrote (under XDG_CACHE_HOME, which TestMain sets).
+	root, err := agentbuild.CacheRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := filepath.Join(root, "goproxy")
+	readme, err := os.ReadFile(filepath.Join("my-agent", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "export GOPROXY=file://"+proxy+",") {
+		t.Errorf("README.md does not point GOPROXY at %s:\n%s", proxy, readme)
+	}
+	if _, err := os.Stat(filepath.Join(proxy, "github.com", "toolhostd", "toolhostd", "sdk", "go", "@v", agentbuild.SDKVersion+".zip")); err != nil {
+		t.Errorf("the build's module proxy: %v", err)
+	}
 }
 
 // TestNewRefuses: new writes into a new or empty directory only, and

@@ -238,7 +238,7 @@ func buildGo(ctx context.Context, opts Options, src source, work, witFile, out s
 // embedded SDK served by a file proxy in front of the user's GOPROXY (the
 // module is not published, and not in the checksum database).
 func goEnv(ctx context.Context, gobin, root string) ([]string, error) {
-	proxy := filepath.Join(root, "goproxy")
+	proxy := goProxyDir(root)
 	if err := writeGoProxy(proxy); err != nil {
 		return nil, fmt.Errorf("the go sdk's module proxy: %w", err)
 	}
@@ -266,6 +266,9 @@ func goEnv(ctx context.Context, gobin, root string) ([]string, error) {
 		"GOFLAGS=" + goflags,
 	}, nil
 }
+
+// goProxyDir is the module proxy directory under the cache root.
+func goProxyDir(root string) string { return filepath.Join(root, "goproxy") }
 
 func fileURL(dir string) string {
 	p := filepath.ToSlash(dir)

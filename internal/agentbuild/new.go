@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/mod/modfile"
+
 	sdkjs "github.com/toolhostd/toolhostd/sdk/js"
 )
 
@@ -96,16 +98,25 @@ func New(dir, lang string) (*Project, error) {
 		if err != nil {
 			return nil, err
 		}
-		goVersion := "1.26.0"
-		for _, line := range strings.Split(string(mod), "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go "); ok {
-				goVersion = strings.TrimSpace(v)
-			}
+		f, err := modfile.ParseLax("go.mod", mod, nil)
+		if err != nil || f.Go == nil {
+			return nil, fmt.Errorf("the embedded go sdk's go.mod has no go line (%v)", err)
+		}
+		sums, err := SDKSums()
+		if err != nil {
+			return nil, err
+		}
+		contents["go.sum"] = []byte(sums)
+		// Where toolhostd build serves the SDK from, for the README's
+		// GOPROXY line (as build's goEnv puts it).
+		proxy := "file://$HOME/.cache/toolhostd/goproxy"
+		if root, err := CacheRoot(); err == nil {
+			proxy = fileURL(goProxyDir(root))
 		}
 		files["main.go"] = "go/main.go.tmpl"
 		files["go.mod"] = "go/go.mod.tmpl"
 		order = []string{"main.go", "go.mod", "go.sum"}
-		vars["__GO__"] = goVersion
+		vars["__GO__"] = f.Go.Version
 		vars["__SDK__"] = SDKModule
 		vars["__SDKVERSION__"] = SDKVersion
 		vars["__LANGNAME__"] = "Go"
@@ -118,7 +129,7 @@ func New(dir, lang string) (*Project, error) {
 			"toolhostd build serves the copy it embeds from a module proxy in its cache.\n" +
 			"For go vet, gopls or go test here, after a first build:\n\n" +
 			"```sh\n" +
-			"export GOPROXY=file://$HOME/.cache/toolhostd/goproxy,https://proxy.golang.org,direct\n" +
+			"export GOPROXY=" + proxy + ",https://proxy.golang.org,direct\n" +
 			"export GONOSUMDB=" + SDKModule + "\n" +
 			"```"
 	default:
@@ -127,15 +138,7 @@ func New(dir, lang string) (*Project, error) {
 	order = append(order, "toolhostd.toml", "README.md", ".gitignore")
 	for _, f := range order {
 		if contents[f] != nil {
-			continue
-		}
-		if f == "go.sum" {
-			sums, err := SDKSums()
-			if err != nil {
-				return nil, err
-			}
-			contents[f] = []byte(sums)
-			continue
+			continue // sdk/js, go.sum
 		}
 		t, err := templates.ReadFile("templates/" + files[f])
 		if err != nil {

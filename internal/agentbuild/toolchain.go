@@ -1,7 +1,6 @@
 package agentbuild
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -152,11 +151,10 @@ func install(ctx context.Context, root, dir, name string, pins []Pin, progress i
 	}
 	// An install killed before it could clean up left its temporary
 	// directory: remove those over an hour old (not a running install).
-	if stale, _ := filepath.Glob(filepath.Join(root, filepath.Base(dir)+".tmp-*")); len(stale) > 0 {
-		for _, d := range stale {
-			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.RemoveAll(d)
-			}
+	stale, _ := filepath.Glob(filepath.Join(root, filepath.Base(dir)+".tmp-*"))
+	for _, d := range stale {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.RemoveAll(d)
 		}
 	}
 	tmp, err := os.MkdirTemp(root, filepath.Base(dir)+".tmp-")
@@ -182,12 +180,8 @@ func install(ctx context.Context, root, dir, name string, pins []Pin, progress i
 		return err
 	}
 	fmt.Fprintf(progress, "installing the %s toolchain (once) into %s: npm install %s\n", name, dir, strings.Join(names, " "))
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error")
-	cmd.Dir = tmp
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("npm install of the %s toolchain failed (%v):\n%s", name, err, tail(out.String(), 40))
+	if err := run(ctx, tmp, nil, npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"); err != nil {
+		return fmt.Errorf("npm install of the %s toolchain failed: %w", name, err)
 	}
 	if err := CheckNodeModules(filepath.Join(tmp, "node_modules"), pins); err != nil {
 		return fmt.Errorf("npm install of the %s toolchain: %w", name, err)
