@@ -122,6 +122,12 @@ func directEcho(cs *mcp.ClientSession) error {
 	return err
 }
 
+// callGuests are the guests of the call benchmarks, by sub-benchmark name.
+var callGuests = []struct {
+	name string
+	g    guest
+}{{"guest", guestJS}, {"guest-go", guestGo}}
+
 // benchAgent runs the bench agent of the toolchain whose build directory
 // is dir (testdata/agents/bench.js, testdata/agents-go/bench) for n rounds
 // and returns the guest's own timing of each round (performance.now(),
@@ -223,12 +229,12 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 		}()
 		reportPercentiles(b, <-done)
 	})
-	for _, g := range []struct{ name, dir string }{{"guest", "test-agents"}, {"guest-go", "test-agents-go"}} {
+	for _, g := range callGuests {
 		b.Run(g.name, func(b *testing.B) {
 			// One agent makes all b.N calls.
-			s.program(b, g.dir, "bench")
+			s.program(b, g.g.dir(), "bench")
 			b.ResetTimer()
-			reportPercentiles(b, benchAgent(b, g.dir, b.N, 0))
+			reportPercentiles(b, benchAgent(b, g.g.dir(), b.N, 0))
 		})
 	}
 }
@@ -281,11 +287,11 @@ func BenchmarkGuestFanout100(b *testing.B) {
 			reportPercentiles(b, <-done)
 		})
 	}
-	for _, g := range []struct{ name, dir string }{{"guest", "test-agents"}, {"guest-go", "test-agents-go"}} {
+	for _, g := range callGuests {
 		b.Run(g.name, func(b *testing.B) {
-			s.program(b, g.dir, "bench")
+			s.program(b, g.g.dir(), "bench")
 			b.ResetTimer()
-			reportPercentiles(b, benchAgent(b, g.dir, b.N, fan))
+			reportPercentiles(b, benchAgent(b, g.g.dir(), b.N, fan))
 		})
 	}
 }
