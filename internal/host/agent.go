@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
@@ -242,7 +243,11 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	if err != nil {
 		return "", fmt.Errorf("create store: %w", err)
 	}
-	defer store.Close()
+	var mapping *prefault.Mapping // the instance's memory image, once it exists
+	defer func() {
+		store.Close()
+		mapping.Close() // after the store: it unmapped the memory
+	}()
 	if err := store.EnableInterrupt(); err != nil {
 		return "", err
 	}
@@ -258,10 +263,11 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		defer t.Stop()
 	}
 	instStart := time.Now()
-	inst, err := p.linker.Instantiate(store, p.comp)
+	inst, m, err := p.instantiate(store)
 	if err != nil {
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
+	mapping, st.image = m, m
 	instantiated := time.Since(instStart)
 	release()
 	a.log.Info("agent started", zap.Duration("instantiate", instantiated))
@@ -288,6 +294,23 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		return "", &RunError{Message: string(s)}
 	}
 	return string(s), nil
+}
+
+// instantiate instantiates p in store; with p's Image, under it (package
+// prefault), returning the instance's mapping of the memory image (nil when
+// none was found).
+func (p *Program) instantiate(store *wt.Store) (*wt.Instance, *prefault.Mapping, error) {
+	if p.image == nil {
+		inst, err := p.linker.Instantiate(store, p.comp)
+		return inst, nil, err
+	}
+	var inst *wt.Instance
+	m, err := p.image.Instantiate(func() error {
+		var err error
+		inst, err = p.linker.Instantiate(store, p.comp)
+		return err
+	})
+	return inst, m, err
 }
 
 // explain attaches the host's reason to a failure it caused (an interrupt);

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/pump"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	StartConcurrency int
 	// Pooling, if set, makes the engine use wasmtime's pooling allocator.
 	Pooling *wt.PoolingConfig
+	// NoPrefault turns off making the pages an agent writes while it starts
+	// present before it runs (package prefault): for comparisons.
+	NoPrefault bool
 }
 
 // Host runs agents on one wasmtime engine against one pump hub.
@@ -44,9 +48,10 @@ type Host struct {
 	log    *zap.Logger
 	fp     string
 
-	programs programTable
-	live     atomic.Int64  // Programs loaded and not released
-	starts   chan struct{} // a slot per instantiation in progress
+	programs   programTable
+	live       atomic.Int64 // Programs loaded and not released
+	noPrefault bool
+	starts     chan struct{} // a slot per instantiation in progress
 
 	stopTicker context.CancelFunc
 	ticker     sync.WaitGroup
@@ -72,12 +77,13 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{
-		engine:   eng,
-		hub:      hub,
-		log:      opts.Log.Named("host"),
-		starts:   make(chan struct{}, opts.StartConcurrency),
-		released: make(chan struct{}),
-		fp:       fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
+		engine:     eng,
+		hub:        hub,
+		log:        opts.Log.Named("host"),
+		starts:     make(chan struct{}, opts.StartConcurrency),
+		released:   make(chan struct{}),
+		noPrefault: opts.NoPrefault,
+		fp:         fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
 	}
 	if opts.CacheDir != "" {
 		if h.cache, err = OpenCompileCache(opts.CacheDir); err != nil {
@@ -148,9 +154,10 @@ type Program struct {
 	Name   string
 	comp   *wt.Component
 	linker *wt.Linker
-	share  *sharing      // set for a Program of Open
-	live   *atomic.Int64 // the host's count of live Programs
-	gone   atomic.Bool   // released
+	image  *prefault.Image // set when comp is mapped from a cache file
+	share  *sharing        // set for a Program of Open
+	live   *atomic.Int64   // the host's count of live Programs
+	gone   atomic.Bool     // released
 }
 
 // Close releases the program; one of Open is released by the last of its
@@ -171,6 +178,9 @@ func (p *Program) release() error {
 		return nil
 	}
 	p.live.Add(-1)
+	if p.image != nil {
+		p.image.Close()
+	}
 	return errors.Join(p.linker.Close(), p.comp.Close())
 }
 
@@ -193,10 +203,11 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	start := time.Now()
-	comp, cached, err := h.compile(name, component)
+	c, err := h.compile(name, component)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
+	comp := c.comp
 	if err := errors.Join(checkExports(comp), checkImports(comp)); err != nil {
 		comp.Close()
 		return nil, fmt.Errorf("load %s: %w", name, err)
@@ -206,9 +217,15 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 		comp.Close()
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
-	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", cached), zap.Duration("duration", time.Since(start)))
+	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", c.cached), zap.Duration("duration", time.Since(start)))
+	p := &Program{Name: name, comp: comp, linker: l, live: &h.live}
+	if c.mapped != "" && !h.noPrefault {
+		if p.image, err = prefault.Open(c.mapped); err != nil {
+			h.log.Debug("no prefault", zap.String("component", name), zap.Error(err))
+		}
+	}
 	h.live.Add(1)
-	return &Program{Name: name, comp: comp, linker: l, live: &h.live}, nil
+	return p, nil
 }
 
 // Precompile fills the compile cache with the component at path, as Open
@@ -225,10 +242,11 @@ func (h *Host) Precompile(path string) (cached bool, err error) {
 	if err := checkComponentBytes(b); err != nil {
 		return false, fmt.Errorf("precompile %s: %w", path, err)
 	}
-	comp, cached, putErr, err := h.compileCached(path, b)
+	c, putErr, err := h.compileCached(path, b)
 	if err != nil {
 		return false, fmt.Errorf("precompile %s: %w", path, err)
 	}
+	cached, comp := c.cached, c.comp
 	defer comp.Close()
 	if putErr != nil {
 		return false, fmt.Errorf("precompile %s: %w", path, putErr)
@@ -239,23 +257,32 @@ func (h *Host) Precompile(path string) (cached bool, err error) {
 	return cached, nil
 }
 
+// compiled is a compiled component and where it came from.
+type compiled struct {
+	comp *wt.Component
+	// mapped is the cache file wasmtime maps comp from ("": comp is in
+	// memory, the cache is off or could not be written).
+	mapped string
+	cached bool // the cache held it before
+}
+
 // compile returns the compiled component, from the cache when it has a
 // sound entry; a refused entry is dropped and recompiled. A cache entry
 // that cannot be written is logged: the component still runs.
-func (h *Host) compile(name string, component []byte) (*wt.Component, bool, error) {
-	c, cached, putErr, err := h.compileCached(name, component)
+func (h *Host) compile(name string, component []byte) (compiled, error) {
+	c, putErr, err := h.compileCached(name, component)
 	if putErr != nil {
 		h.log.Warn("compile cache not written", zap.Error(putErr))
 	}
-	return c, cached, err
+	return c, err
 }
 
 // compileCached is compile, returning the failure to write the cache entry
 // (putErr) apart.
-func (h *Host) compileCached(name string, component []byte) (c *wt.Component, cached bool, putErr, err error) {
+func (h *Host) compileCached(name string, component []byte) (c compiled, putErr, err error) {
 	if h.cache == nil {
-		c, err := h.compileLogged(name, component)
-		return c, false, nil, err
+		c.comp, err = h.compileLogged(name, component)
+		return c, nil, err
 	}
 	key := h.cache.Key(component, h.fp)
 	if path, ok := h.cache.Lookup(key); ok {
@@ -263,22 +290,31 @@ func (h *Host) compileCached(name string, component []byte) (c *wt.Component, ca
 		// itself (it ignores the trailer): for a componentize-js agent
 		// that takes milliseconds, where deserializing the same 50 MB from
 		// a buffer takes about half a second.
-		c, err := wt.DeserializeComponentFile(h.engine, path)
+		comp, err := wt.DeserializeComponentFile(h.engine, path)
 		if err == nil {
-			return c, true, nil, nil
+			return compiled{comp: comp, mapped: path, cached: true}, nil, nil
 		}
 		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
 		h.cache.Invalidate(key)
 	}
-	c, err = h.compileLogged(name, component)
-	if err != nil {
-		return nil, false, nil, err
+	if c.comp, err = h.compileLogged(name, component); err != nil {
+		return c, nil, err
 	}
-	art, err := c.Serialize()
+	art, err := c.comp.Serialize()
 	if err == nil {
 		err = h.cache.Put(key, art)
 	}
-	return c, false, err, nil
+	if err != nil {
+		return c, err, nil
+	}
+	// Run from the entry just written, as later starts will: its memory
+	// image is then the file's pages (shared by every instance, and what
+	// package prefault works on) instead of a copy in memory.
+	if comp, err := wt.DeserializeComponentFile(h.engine, h.cache.path(key)); err == nil {
+		c.comp.Close()
+		c.comp, c.mapped = comp, h.cache.path(key)
+	}
+	return c, nil, nil
 }
 
 // checkExports refuses a component without the contract's run export.

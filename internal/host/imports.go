@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/pump"
@@ -61,6 +62,21 @@ type agentState struct {
 	handles map[uint32]*pump.Handle
 	provs   map[uint32]*pump.ProviderHandle
 	next    uint32
+
+	// image is the instance's mapping of its memory image; the first recv
+	// teaches its write set (package prefault), then it is cleared.
+	image *prefault.Mapping
+}
+
+// started is called at the guest's first wait for input: its start is over.
+func (st *agentState) started() {
+	m := st.image
+	st.image = nil
+	if n, err := m.Learn(); err != nil {
+		st.log.Debug("start write set not learnt", zap.Error(err))
+	} else if n > 0 {
+		st.log.Debug("start write set learnt", zap.Int("pages", n))
+	}
 }
 
 // closeHandles drops every handle the guest still holds.
@@ -323,6 +339,9 @@ func defineInbox(root *wt.LinkerInstance, iface string) error {
 				}
 				d := time.Duration(ms) * time.Millisecond
 				timeout = &d
+			}
+			if st.image != nil {
+				st.started()
 			}
 			env, got := st.in.Recv(st.killed, timeout)
 			v, err := envelopeOption(env, got)

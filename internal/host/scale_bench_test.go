@@ -3,14 +3,19 @@ package host
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/testenv"
@@ -32,13 +37,24 @@ func benchAgents(b *testing.B) int {
 // idleInput makes the probe wait in recv until its shutdown envelope.
 const idleInput = `{"steps": [{"op": "recv"}]}`
 
+// ranLine is the log line of ranInput's first step; ranInput then waits in
+// recv as idleInput does.
+const (
+	ranLine  = "probe-ran"
+	ranInput = `{"steps": [{"op": "log", "level": "warn", "message": "` + ranLine + `"}, {"op": "recv"}]}`
+)
+
 // BenchmarkIdleAgents: start N idle JS agents (the probe waiting in recv)
 // of one component at once, as a starting daemon does, until every one is
-// instantiated and in run; then stop them. baseline loads the component
-// for every agent (LoadFile: read, hash, check the cache entry, map it,
-// link), as the daemon did before Open; shared opens it once for all
-// (Open). Per op: the N agents. Reported: ns/agent (start, per agent) and
-// the idle memory per agent (PSS and its parts, see memParts).
+// instantiated and in run, and until every one's first step ran; then stop
+// them. baseline loads the component for every agent (LoadFile: read, hash,
+// check the cache entry, map it, link), as the daemon did before Open;
+// shared opens it once for all (Open); shared-noprefault is shared without
+// package prefault (each agent takes its copy-on-write faults and their TLB
+// shootdowns itself); pooled is shared on wasmtime's pooling allocator.
+// Per op: the N agents. Reported: ns/agent (instantiated, per agent),
+// ran-ns/agent (its first step ran: the guest's own start included) and the
+// idle memory per agent (PSS and its parts, see memParts).
 func BenchmarkIdleAgents(b *testing.B) {
 	s := env(b)
 	n := benchAgents(b)
@@ -47,29 +63,56 @@ func BenchmarkIdleAgents(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.program(b, "test-agents", "probe") // the compile cache has the entry
+	slots := uint32(n + 16)
+	pooling := &wt.PoolingConfig{ComponentInstances: slots, CoreInstances: 32 * slots, Memories: 4 * slots, Tables: 8 * slots}
 	b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-		b.Run("baseline", func(b *testing.B) { idleAgents(b, s.host, n, s.host.LoadFile, path) })
-		b.Run("shared", func(b *testing.B) { idleAgents(b, s.host, n, s.host.Open, path) })
-		b.Run("pooled", func(b *testing.B) {
-			// shared, on an engine with wasmtime's pooling allocator.
-			slots := uint32(n + 16)
-			h, err := New(Options{CacheDir: s.host.Cache().Dir(), Log: s.log, Pooling: &wt.PoolingConfig{
-				ComponentInstances: slots, CoreInstances: 32 * slots, Memories: 4 * slots, Tables: 8 * slots,
-			}}, s.hub)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
-			idleAgents(b, h, n, h.Open, path)
-		})
+		for _, v := range []struct {
+			name   string
+			opts   Options
+			shared bool
+		}{
+			{"baseline", Options{}, false},
+			{"shared", Options{}, true},
+			{"shared-noprefault", Options{NoPrefault: true}, true},
+			{"pooled", Options{Pooling: pooling}, true},
+		} {
+			b.Run(v.name, func(b *testing.B) {
+				var ran atomic.Int64
+				opts := v.opts
+				opts.CacheDir = s.host.Cache().Dir()
+				opts.Log = ranCounter(&ran)
+				h, err := New(opts, s.hub)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				open := h.LoadFile
+				if v.shared {
+					open = h.Open
+				}
+				idleAgents(b, h, n, open, path, &ran)
+			})
+		}
 	})
 }
 
-func idleAgents(b *testing.B, h *Host, n int, open func(string) (*Program, error), path string) {
+// ranCounter is a logger that counts the ranLine lines it is given.
+func ranCounter(n *atomic.Int64) *zap.Logger {
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.WarnLevel)
+	return zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if e.Message == ranLine {
+			n.Add(1)
+		}
+		return nil
+	}))
+}
+
+func idleAgents(b *testing.B, h *Host, n int, open func(string) (*Program, error), path string, ran *atomic.Int64) {
 	var startNS, mem memParts
 	for b.Loop() {
 		debug.FreeOSMemory()
 		before := readMem(b)
+		ran.Store(0)
 		var started sync.WaitGroup
 		started.Add(n)
 		agents := make([]*Agent, n)
@@ -85,12 +128,16 @@ func idleAgents(b *testing.B, h *Host, n int, open func(string) (*Program, error
 					return
 				}
 				progs[i] = p
-				agents[i] = h.Start(p, AgentConfig{Name: fmt.Sprintf("idle-%d", i), StopGrace: 30 * time.Second, OnStarted: func(time.Duration) { started.Done() }}, idleInput)
+				agents[i] = h.Start(p, AgentConfig{Name: fmt.Sprintf("idle-%d", i), StopGrace: 30 * time.Second, OnStarted: func(time.Duration) { started.Done() }}, ranInput)
 			})
 		}
 		loads.Wait()
 		started.Wait()
 		took := time.Since(t0)
+		for ran.Load() < int64(n) && !b.Failed() {
+			time.Sleep(100 * time.Microsecond)
+		}
+		tookRan := time.Since(t0)
 		b.StopTimer()
 		debug.FreeOSMemory() // garbage of the loads is not an agent's
 		after := readMem(b)
@@ -110,6 +157,7 @@ func idleAgents(b *testing.B, h *Host, n int, open func(string) (*Program, error
 		}
 		b.StartTimer()
 		startNS.add("ns/agent", float64(took.Nanoseconds())/float64(n))
+		startNS.add("ran-ns/agent", float64(tookRan.Nanoseconds())/float64(n))
 		mem.addDiff(after, before, n)
 	}
 	startNS.report(b)

@@ -1,0 +1,81 @@
+package host
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
+)
+
+// TestPrefaultStart: on wasmtime's real mappings, the first agent of a
+// program teaches its start write set at its first recv, and the agents
+// instantiated after it get those pages made private before their guest
+// runs (package prefault). A fresh cache directory gives the program a
+// cache file of its own, so nothing else in the process has taught it; its
+// first load compiles and then runs from the entry it wrote.
+func TestPrefaultStart(t *testing.T) {
+	s := env(t)
+	path, err := testenv.AgentPath(s.root, "test-agents-qjs", "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{CacheDir: t.TempDir(), Log: s.log}, s.hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	p, err := h.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.image == nil {
+		t.Fatal("a program mapped from its cache file has no prefault image")
+	}
+	start := func(name string) *Agent {
+		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, idleInput)
+	}
+	first := start("prefault-first")
+	eventually(t, "the first agent to teach its write set", func() bool { pages, _ := p.image.Stats(); return pages > 0 })
+	pages, populated := p.image.Stats()
+	if populated != 0 {
+		t.Fatalf("%d instantiations populated before any was learnt", populated)
+	}
+	learnt := s.logs.FilterMessage("start write set learnt").FilterField(zap.String("agent", "prefault-first")).All()
+	if len(learnt) != 1 || learnt[0].ContextMap()["pages"] != int64(pages) {
+		t.Fatalf("learnt log lines %v, want one for prefault-first with pages=%d", learnt, pages)
+	}
+	agents := []*Agent{first}
+	for i := range 3 {
+		agents = append(agents, start(fmt.Sprintf("prefault-%d", i)))
+	}
+	eventually(t, "the later agents to be populated", func() bool { _, n := p.image.Stats(); return n == 3 })
+	for _, a := range agents {
+		a.Stop()
+	}
+	for _, a := range agents {
+		if _, err := waitAgent(t, a, 20*time.Second); err != nil {
+			t.Errorf("%s: %v", a.Name(), err)
+		}
+	}
+	if again, _ := p.image.Stats(); again != pages {
+		t.Errorf("write set %d pages after the later agents, was %d: learnt once", again, pages)
+	}
+
+	off, err := New(Options{CacheDir: h.Cache().Dir(), Log: s.log, NoPrefault: true}, s.hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	q, err := off.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if q.image != nil {
+		t.Fatal("NoPrefault: the program has a prefault image")
+	}
+}
