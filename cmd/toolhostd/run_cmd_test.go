@@ -225,6 +225,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// count counts sub in the whole lines written from offset from on, and
+// returns where the next count is to start: a poll reads only what is new.
+func (s *syncBuffer) count(sub string, from int) (n, next int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.b.Bytes()[from:]
+	end := bytes.LastIndexByte(b, '\n') + 1
+	return bytes.Count(b[:end], []byte(sub)), from + end
+}
+
 // TestRunStartsOnlyGrantedToolings: with --grant, the other toolings'
 // servers are never started.
 func TestRunStartsOnlyGrantedToolings(t *testing.T) {

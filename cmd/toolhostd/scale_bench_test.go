@@ -107,13 +107,16 @@ func serveIdle(b *testing.B, dir, cfg string, n int) map[string]float64 {
 	// Started: every agent's own first log line is out, and the control
 	// API reports it running.
 	var c *control.Client
+	started, scanned := 0, 0
 	for {
 		select {
 		case <-srv.exited:
 			b.Fatalf("serve exited: %v\n%s", srv.err, srv.out.String())
 		case <-time.After(10 * time.Millisecond):
 		}
-		if strings.Count(srv.out.String(), startedLine) < n {
+		k, next := srv.out.count(startedLine, scanned)
+		started, scanned = started+k, next
+		if started < n {
 			continue
 		}
 		if c == nil {
