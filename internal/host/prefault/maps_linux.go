@@ -48,31 +48,37 @@ func procFiles() error {
 // /proc/self/maps (in address order) ends after a dozen lines. Call it
 // with registry.mu held.
 func findNew(f *file) (start, size uintptr, ok bool) {
-	if noPopulate.Load() || procFiles() != nil {
+	if noPopulate.Load() || f.noImage || procFiles() != nil {
 		return 0, 0, false
 	}
 	buf := scan.maps[:]
 	var off int64 // a read at offset 0 restarts the listing
-	have := 0
-	for {
+	have, lines, mapped := 0, 0, 0
+	for lines < maxScanLines {
 		// Small reads: the kernel formats as many lines as fit.
 		n, err := unix.Pread(proc.maps, buf[have:min(have+mapsRead, len(buf))], off)
-		if err != nil || n <= 0 {
+		if err != nil {
+			return 0, 0, false
+		}
+		if n == 0 { // the end: the file's instances have no mapping of it
+			f.noImage = mapped == 0
 			return 0, 0, false
 		}
 		off += int64(n)
 		have += n
-		lines := buf[:have]
+		rest := buf[:have]
 		for {
-			i := bytes.IndexByte(lines, '\n')
+			i := bytes.IndexByte(rest, '\n')
 			if i < 0 {
 				break
 			}
-			lo, hi, perms, path, ok := parseMapsLine(string(lines[:i]))
-			lines = lines[i+1:]
+			lo, hi, perms, path, ok := parseMapsLine(string(rest[:i]))
+			rest = rest[i+1:]
+			lines++
 			if !ok || perms != "rw-p" || path != f.path {
 				continue
 			}
+			mapped++
 			if _, claimed := f.live[lo]; claimed {
 				continue
 			}
@@ -80,12 +86,18 @@ func findNew(f *file) (start, size uintptr, ok bool) {
 				return lo, hi - lo, true
 			}
 		}
-		have = copy(buf, lines) // a partial last line
+		have = copy(buf, rest) // a partial last line
 		if have == len(buf) {
 			return 0, 0, false // a line longer than buf
 		}
 	}
+	return 0, 0, false
 }
+
+// maxScanLines bounds a scan: the new mapping is nearly always among the
+// first dozen lines; one made in a hole that an ended agent left high in
+// the address space may be missed, and that agent starts unpopulated.
+const maxScanLines = 4096
 
 // mapsRead is how much of /proc/self/maps one read asks for: a few dozen
 // lines, about what a scan needs.

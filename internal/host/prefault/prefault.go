@@ -43,6 +43,9 @@ type file struct {
 	path string              // as /proc/self/maps prints it
 	refs int                 // open Images and live Mappings
 	live map[uintptr]uintptr // start → size of each claimed mapping
+	// noImage is set when a scan found no private writable mapping of the
+	// file at all: its instances do not map it (no memory image).
+	noImage bool
 	// learnt is set once an instance has taught its write set.
 	learnt bool
 	size   uintptr     // the size of the mapping it was learnt on

@@ -158,6 +158,16 @@ func TestInstantiateWithoutMapping(t *testing.T) {
 	if m, err := im.Instantiate(func() error { mapPrivate(t, other); return nil }); m != nil || err != nil {
 		t.Fatalf("create mapping another file: %v, %v; want nil, nil", m, err)
 	}
+	// The file's instances do not map it: it is no longer looked for.
+	registry.mu.Lock()
+	noImage := im.f.noImage
+	registry.mu.Unlock()
+	if !noImage {
+		t.Fatal("three instantiations without a mapping of the file, and it is still looked for")
+	}
+	if m, err := im.Instantiate(func() error { mapPrivate(t, path); return nil }); m != nil || err != nil {
+		t.Fatalf("create mapping the file after it was given up: %v, %v; want nil, nil", m, err)
+	}
 	var nilMapping *Mapping
 	if n, err := nilMapping.Learn(); n != 0 || err != nil {
 		t.Fatalf("nil Learn = %d, %v", n, err)
