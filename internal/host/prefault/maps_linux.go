@@ -22,8 +22,9 @@ const (
 var noPopulate atomic.Bool
 
 // proc holds /proc/self/maps and /proc/self/pagemap open for the life of
-// the process (opening them costs more than the few lines a scan reads);
-// reads of maps, which has a position, are under registry.mu.
+// the process (opening them costs more than the few lines a scan reads).
+// maps keeps where a listing is between reads, so scans (findNew) run under
+// registry.mu; pagemap reads are independent.
 var proc struct {
 	once          sync.Once
 	maps, pagemap int

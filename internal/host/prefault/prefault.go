@@ -123,30 +123,36 @@ func (im *Image) Instantiate(create func() error) (*Mapping, error) {
 	if !enter() {
 		return nil, create()
 	}
-	err := create()
-	if err != nil {
-		<-gate
-		return nil, err
+	m, runs, err := im.createAndClaim(create)
+	if m != nil {
+		populate(m.start, runs)
+	}
+	return m, err
+}
+
+// createAndClaim runs create and claims the mapping it made, holding the
+// gate (taken by enter) and releasing it however create ends. runs is the
+// write set to populate, if one is learnt.
+func (im *Image) createAndClaim(create func() error) (*Mapping, []pageRange, error) {
+	defer func() { <-gate }()
+	if err := create(); err != nil {
+		return nil, nil, err
 	}
 	f := im.f
 	registry.mu.Lock()
+	defer registry.mu.Unlock()
 	start, size, ok := findNew(f)
-	var runs []pageRange
-	if ok {
-		f.live[start] = size
-		f.refs++
-		if f.learnt && f.size == size && len(f.runs) > 0 {
-			runs = f.runs
-			f.populated++
-		}
-	}
-	registry.mu.Unlock()
-	<-gate
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
-	populate(start, runs)
-	return &Mapping{f: f, start: start, size: size}, nil
+	f.live[start] = size
+	f.refs++
+	var runs []pageRange
+	if f.learnt && f.size == size && len(f.runs) > 0 {
+		runs = f.runs
+		f.populated++
+	}
+	return &Mapping{f: f, start: start, size: size}, runs, nil
 }
 
 // gate is held by the instantiation whose mapping is being found: the

@@ -209,6 +209,30 @@ func TestSlowCreate(t *testing.T) {
 	m.Close()
 }
 
+// TestCreatePanics: a create that panics releases the gate: the next
+// instantiation gets its mapping.
+func TestCreatePanics(t *testing.T) {
+	path := imageFile(t)
+	im, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want the create's panic", r)
+			}
+		}()
+		im.Instantiate(func() error { panic("boom") })
+	}()
+	m, err := im.Instantiate(func() error { mapPrivate(t, path); return nil })
+	if err != nil || m == nil {
+		t.Fatalf("Instantiate after a panic = %v, %v; want a mapping (the gate released)", m, err)
+	}
+	m.Close()
+}
+
 // TestClaimsOnlyUntouched: a mapping of the file made outside Instantiate
 // and already used is not taken for the new one, and a claimed mapping is
 // not claimed twice.
