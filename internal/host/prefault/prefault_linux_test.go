@@ -29,6 +29,19 @@ func imageFile(t *testing.T) string {
 	return path
 }
 
+// openImage writes an image file and opens an Image on it, closed at the
+// end of the test.
+func openImage(t *testing.T) (string, *Image) {
+	t.Helper()
+	path := imageFile(t)
+	im, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(im.Close)
+	return path, im
+}
+
 // mapPrivate maps path privately and writably, as wasmtime maps a memory
 // image; the mapping is unmapped at the end of the test.
 func mapPrivate(t *testing.T, path string) []byte {
@@ -78,12 +91,7 @@ var sink int
 // Instantiate has exactly them present and private before anything touches
 // it, with the file's contents, and the others not present.
 func TestLearnAndPopulate(t *testing.T) {
-	path := imageFile(t)
-	im, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	path, im := openImage(t)
 	var first []byte
 	m1, err := im.Instantiate(func() error { first = mapPrivate(t, path); return nil })
 	if err != nil || m1 == nil {
@@ -179,12 +187,7 @@ func TestInstantiateWithoutMapping(t *testing.T) {
 // function), another does not wait for it beyond gateWait: its create runs
 // and it gets no mapping.
 func TestSlowCreate(t *testing.T) {
-	path := imageFile(t)
-	im, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	path, im := openImage(t)
 	entered, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -212,12 +215,7 @@ func TestSlowCreate(t *testing.T) {
 // TestCreatePanics: a create that panics releases the gate: the next
 // instantiation gets its mapping.
 func TestCreatePanics(t *testing.T) {
-	path := imageFile(t)
-	im, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	path, im := openImage(t)
 	func() {
 		defer func() {
 			if r := recover(); r != "boom" {
@@ -237,12 +235,7 @@ func TestCreatePanics(t *testing.T) {
 // and already used is not taken for the new one, and a claimed mapping is
 // not claimed twice.
 func TestClaimsOnlyUntouched(t *testing.T) {
-	path := imageFile(t)
-	im, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Close()
+	path, im := openImage(t)
 	used := mapPrivate(t, path)
 	used[0] = 1
 	var a, b []byte
