@@ -159,9 +159,11 @@ func (im *Image) createAndClaim(create func() error) (*Mapping, []pageRange, err
 // mapping an instantiation makes is the only new one while it holds it.
 var gate = make(chan struct{}, 1)
 
-// gateWait bounds the wait for the gate: instantiations take tens of
-// microseconds, so a longer wait is a guest's start function running.
-const gateWait = 20 * time.Millisecond
+// gateWait bounds the wait for the gate. An instantiation takes a few
+// milliseconds at most (the "agent started" line's instantiate: 1.8 ms for
+// a componentize-qjs agent, 3.9 ms for a componentize-js one, first starts
+// on a busy machine), so a longer wait is a guest's start function running.
+const gateWait = 50 * time.Millisecond
 
 // enter takes the gate, or gives up after gateWait.
 func enter() bool {
