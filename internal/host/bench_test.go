@@ -184,50 +184,18 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
-	b.Run("pump", func(b *testing.B) {
-		a := s.hub.NewAgent("bench-pump", inbox.New(16), nil)
-		defer a.Close()
-		h, err := a.Get("mem")
-		if err != nil {
-			b.Fatal(err)
-		}
+	pumpVariants(b, s, "echo", 16, func(b *testing.B, h *pump.Handle, _ *inbox.Inbox) []time.Duration {
 		args := string(echoArgs)
 		ds := make([]time.Duration, 0, b.N)
-		for b.Loop() {
+		for range b.N {
 			start := time.Now()
 			if _, err := h.CallToolBlocking(context.Background(), "echo", args); err != nil {
-				b.Fatal(err)
+				b.Error(err)
+				break
 			}
 			ds = append(ds, time.Since(start))
 		}
-		reportPercentiles(b, ds)
-	})
-	b.Run("pump-locked", func(b *testing.B) {
-		// The pump variant on a goroutine locked to its OS thread, as a
-		// host function runs (a cgo callback on the agent's thread): its
-		// wake-up after the result costs a thread hand-off.
-		a := s.hub.NewAgent("bench-pump-locked", inbox.New(16), nil)
-		defer a.Close()
-		h, err := a.Get("mem")
-		if err != nil {
-			b.Fatal(err)
-		}
-		done := make(chan []time.Duration)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			ds := make([]time.Duration, 0, b.N)
-			for range b.N {
-				start := time.Now()
-				if _, err := h.CallToolBlocking(context.Background(), "echo", string(echoArgs)); err != nil {
-					b.Error(err)
-					break
-				}
-				ds = append(ds, time.Since(start))
-			}
-			done <- ds
-		}()
-		reportPercentiles(b, <-done)
+		return ds
 	})
 	for _, g := range callGuests {
 		b.Run(g.name, func(b *testing.B) {
@@ -267,26 +235,9 @@ func BenchmarkGuestFanout100(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
-	for _, locked := range []bool{false, true} {
-		name := map[bool]string{false: "pump", true: "pump-locked"}[locked]
-		b.Run(name, func(b *testing.B) {
-			a := s.hub.NewAgent("bench-fan-"+name, inbox.New(4*fan), nil)
-			defer a.Close()
-			h, err := a.Get("mem")
-			if err != nil {
-				b.Fatal(err)
-			}
-			done := make(chan []time.Duration)
-			go func() {
-				if locked {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-				}
-				done <- pumpFanout(b, h, a.Inbox(), fan)
-			}()
-			reportPercentiles(b, <-done)
-		})
-	}
+	pumpVariants(b, s, "fan", 4*fan, func(b *testing.B, h *pump.Handle, in *inbox.Inbox) []time.Duration {
+		return pumpFanout(b, h, in, fan)
+	})
 	for _, g := range callGuests {
 		b.Run(g.name, func(b *testing.B) {
 			s.program(b, g.g.dir(), "bench")
@@ -298,6 +249,37 @@ func BenchmarkGuestFanout100(b *testing.B) {
 
 // pumpFanout makes b.N rounds of fan calls of echo on h, each followed by
 // Recv on in until all their results are in, and returns each round's time.
+// pumpVariants runs body as the variants pump and pump-locked: with a
+// fresh hub agent's handle on "mem" and its inbox, from a goroutine that
+// pump-locked locks to its OS thread, as a host function runs (a cgo
+// callback on the agent's thread: its wake-up after a result costs a thread
+// hand-off). body reports each op's duration.
+func pumpVariants(b *testing.B, s *suite, name string, capacity int, body func(b *testing.B, h *pump.Handle, in *inbox.Inbox) []time.Duration) {
+	for _, locked := range []bool{false, true} {
+		variant := "pump"
+		if locked {
+			variant = "pump-locked"
+		}
+		b.Run(variant, func(b *testing.B) {
+			a := s.hub.NewAgent("bench-"+name+"-"+variant, inbox.New(capacity), nil)
+			defer a.Close()
+			h, err := a.Get("mem")
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan []time.Duration)
+			go func() {
+				if locked {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+				}
+				done <- body(b, h, a.Inbox())
+			}()
+			reportPercentiles(b, <-done)
+		})
+	}
+}
+
 func pumpFanout(b *testing.B, h *pump.Handle, in *inbox.Inbox, fan int) []time.Duration {
 	ds := make([]time.Duration, 0, b.N)
 	args := string(echoArgs)
