@@ -22,16 +22,22 @@ func TestPrefaultStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{CacheDir: t.TempDir(), Log: s.log}, s.hub)
-	if err != nil {
-		t.Fatal(err)
+	// load loads path on a new Host with opts; both closed at the end.
+	load := func(opts Options) (*Host, *Program) {
+		opts.Log = s.log
+		h, err := New(opts, s.hub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		p, err := h.LoadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return h, p
 	}
-	defer h.Close()
-	p, err := h.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	h, p := load(Options{CacheDir: t.TempDir()})
 	if p.image == nil {
 		t.Fatal("a program mapped from its cache file has no prefault image")
 	}
@@ -65,17 +71,7 @@ func TestPrefaultStart(t *testing.T) {
 		t.Errorf("write set %d pages after the later agents, was %d: learnt once", again, pages)
 	}
 
-	off, err := New(Options{CacheDir: h.Cache().Dir(), Log: s.log, NoPrefault: true}, s.hub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer off.Close()
-	q, err := off.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	if q.image != nil {
+	if _, q := load(Options{CacheDir: h.Cache().Dir(), NoPrefault: true}); q.image != nil {
 		t.Fatal("NoPrefault: the program has a prefault image")
 	}
 }
