@@ -73,9 +73,13 @@ func findNew(f *file) (start, size uintptr, ok bool) {
 			if i < 0 {
 				break
 			}
-			lo, hi, perms, path, ok := parseMapsLine(string(rest[:i]))
+			line := rest[:i]
 			rest = rest[i+1:]
 			lines++
+			if !bytes.HasSuffix(line, f.suffix) { // most lines: no string made
+				continue
+			}
+			lo, hi, perms, path, ok := parseMapsLine(string(line))
 			if !ok || perms != "rw-p" || path != f.path {
 				continue
 			}

@@ -40,9 +40,10 @@ var registry = struct {
 
 // file is one mapped file's state.
 type file struct {
-	path string              // as /proc/self/maps prints it
-	refs int                 // open Images and live Mappings
-	live map[uintptr]uintptr // start → size of each claimed mapping
+	path   string              // as /proc/self/maps prints it
+	suffix []byte              // " " + path: a line's end when it maps the file
+	refs   int                 // open Images and live Mappings
+	live   map[uintptr]uintptr // start → size of each claimed mapping
 	// noImage is set when a scan found no private writable mapping of the
 	// file at all: its instances do not map it (no memory image).
 	noImage bool
@@ -77,7 +78,7 @@ func Open(path string) (*Image, error) {
 	defer registry.mu.Unlock()
 	f := registry.files[abs]
 	if f == nil {
-		f = &file{path: abs, live: map[uintptr]uintptr{}}
+		f = &file{path: abs, suffix: []byte(" " + abs), live: map[uintptr]uintptr{}}
 		registry.files[abs] = f
 	}
 	f.refs++
