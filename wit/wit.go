@@ -5,7 +5,7 @@ package wit
 
 import _ "embed"
 
-// Agent is wit/agent.wit: the package toolhost:agent@0.2.0 and its world
+// Agent is wit/agent.wit: the package toolhost:agent@0.3.0 and its world
 // agent.
 //
 //go:embed agent.wit
