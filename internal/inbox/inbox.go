@@ -47,9 +47,9 @@ const (
 )
 
 type entry struct {
-	env  Envelope
-	kind entryKind
-	dead bool   // dropped by Cancel or CloseStream; skipped by recv
+	env   Envelope
+	kind  entryKind
+	dead  bool   // dropped by Cancel or CloseStream; skipped by recv
 	buf   []byte // kindDelta: the merged text, lifted into a ChatDelta (or ReplyDelta) at delivery
 	chat  bool   // kindCall: the terminal envelope of a chat stream (or a reply)
 	reply bool   // kindDelta: of a reply stream, lifted into a ReplyDelta

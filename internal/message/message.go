@@ -321,11 +321,11 @@ func (m *Message) onFinish(f func(*Message)) {
 
 // View is a message's state, as the control API shows it.
 type View struct {
-	ID       string `json:"id"`
-	Agent    string `json:"agent"`
-	Session  string `json:"session,omitempty"`
-	Sender   string `json:"sender"`
-	Status   Status `json:"status"`
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session,omitempty"`
+	Sender   string    `json:"sender"`
+	Status   Status    `json:"status"`
 	Accepted time.Time `json:"accepted"`
 	// Reply is the reply's text: the deltas so far while it is open, the
 	// whole reply once done.

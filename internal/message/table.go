@@ -1,8 +1,8 @@
 package message
 
 import (
-	"github.com/toolhostd/toolhostd/internal/tooling"
 	"container/list"
+	"github.com/toolhostd/toolhostd/internal/tooling"
 	"sync"
 	"time"
 )
