@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolhostd/toolhostd/internal/message"
 )
@@ -98,6 +99,14 @@ func (c *Client) Send(ctx context.Context, agent, content string, o SendOptions)
 func (c *Client) Message(ctx context.Context, agent, id string) (MessageStatus, error) {
 	var st MessageStatus
 	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/messages/"+url.PathEscape(id), &st)
+	return st, err
+}
+
+// WaitMessage is the state of agent's message id once its reply has ended
+// or wait has passed (at most MaxMessageWait).
+func (c *Client) WaitMessage(ctx context.Context, agent, id string, wait time.Duration) (MessageStatus, error) {
+	var st MessageStatus
+	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/messages/"+url.PathEscape(id)+"?wait="+wait.String(), &st)
 	return st, err
 }
 
