@@ -43,6 +43,7 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			s, _ := d.asPlainString(p, v)
 			h.StateDir = d.resolvePath(s)
 		},
+		"message_retention": func(p []string, v any) { h.MessageRetention, _ = d.asDuration(p, v, true) },
 		"max_threads": func(p []string, v any) {
 			n, ok := d.asInt(p, v, MinMaxThreads)
 			if ok && n > MaxMaxThreads {

@@ -291,6 +291,7 @@ func (d *decoder) config(doc map[string]any) *Config {
 	if c.Host.MaxThreads == 0 {
 		c.Host.MaxThreads = DefaultMaxThreads
 	}
+	setDefaultDuration(&c.Host.MessageRetention, DefaultRetention)
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {
 			t.OAuth.StateDir = c.Host.StateDir

@@ -48,6 +48,9 @@ type Host struct {
 	// SetMaxThreads): every agent waiting in recv or a blocking host call
 	// holds one, so it bounds the agents one host can run.
 	MaxThreads int `toml:"max_threads"`
+	// MessageRetention is how long a message's reply is kept after it
+	// ended, for GET and resumption by id and for idempotency keys.
+	MessageRetention Duration `toml:"message_retention"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -114,6 +117,9 @@ type Agent struct {
 	// provider name: the [agent.X.grants.P] tables whose P is a provider
 	// (toolings and providers share one namespace).
 	ProviderGrants map[string]*ProviderGrant `toml:"-" json:",omitempty"`
+	// Messaging is who may talk to the agent and how its instances are
+	// made (messages.go).
+	Messaging
 }
 
 // Backoff is an initial and a maximum delay.
