@@ -43,6 +43,12 @@ type refusal struct {
 func (r *refusal) Error() string   { return r.herr.Error() }
 func (r *refusal) Unwrap() []error { return []error{r.herr, r.sentinel} }
 
+// Refuse builds an error with the contract's code that also matches
+// sentinel (one of the above), for the Agents that deliver.
+func Refuse(sentinel error, code tooling.ErrorCode, format string, args ...any) error {
+	return refuse(sentinel, code, format, args...)
+}
+
 // refuse builds an error with the contract's code and a sentinel.
 func refuse(sentinel error, code tooling.ErrorCode, format string, args ...any) error {
 	return &refusal{herr: tooling.Errorf(code, format, args...), sentinel: sentinel}
