@@ -239,3 +239,15 @@ func TestLiftMessageEnvelopes(t *testing.T) {
 		}
 	}
 }
+
+func TestToolResultText(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{`{"content":[{"type":"text","text":"a"},{"type":"image","data":"x"},{"type":"text","text":"b"}]}`, "a b"},
+		{`{"content":[{"type":"text","text":"nope"}],"isError":true}`, "error: nope"},
+		{`not json`, "not json"},
+	} {
+		if got := resultText(&ToolResult{Value: tc.value}); got != tc.want {
+			t.Errorf("resultText(%s) = %q, want %q", tc.value, got, tc.want)
+		}
+	}
+}
