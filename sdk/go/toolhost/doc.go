@@ -45,8 +45,8 @@
 // envelopes: Serve answers messages (a handler gets each message and a
 // Replier that streams its reply), Replier.StreamChat streams a model's
 // answer into a reply as it arrives, StreamChat follows a chat-stream and
-// ReplyOf the reply to a sent message. An agent that only answers
-// messages:
+// ReplyOf the reply to a sent message; a Toolbox answers a model's tool
+// calls with tool messages. An agent that only answers messages:
 //
 //	func init() {
 //		toolhost.Run(func(string) (string, error) {
