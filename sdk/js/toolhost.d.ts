@@ -78,8 +78,9 @@ export class Inbox {
   /**
    * Answers messages until shutdown: handler gets each message and a Reply.
    * A reply it did not end is ended with what it returned (a string, or
-   * JSON; undefined: ""), or failed with what it threw. Returns how many
-   * messages it handled.
+   * JSON; undefined: ""), or failed with what it threw. Messages held when
+   * the shutdown envelope arrives during a handler are failed ("the agent
+   * is stopping"). Returns how many messages it handled.
    */
   serve(handler: (msg: IncomingMessage, reply: Reply) => unknown): number;
 }

@@ -179,8 +179,9 @@ export class Inbox {
   // reply.fail(errorText(e)); a failure to end it (a message its sender
   // cancelled) is not serve's: it goes on. Other envelopes the handler did
   // not wait for are dropped; messages that arrive while it waits are
-  // held and served next, in order. It returns how many messages it
-  // handled.
+  // held and served next, in order, unless the shutdown envelope arrived
+  // meanwhile: then they are failed with "the agent is stopping" and serve
+  // returns. It returns how many messages it handled.
   serve(handler) {
     let handled = 0;
     for (;;) {
@@ -193,11 +194,16 @@ export class Inbox {
       let out;
       try {
         out = handler({ id: env.id, sender: m.sender, session: m.session ?? null, content: m.content }, r);
+        if (!r.done) ignoreHostError(() => r.end(out === undefined ? '' : typeof out === 'string' ? out : JSON.stringify(out)));
       } catch (e) {
         if (!r.done) ignoreHostError(() => r.fail(errorText(e)));
-        continue;
       }
-      if (!r.done) ignoreHostError(() => r.end(out === undefined ? '' : typeof out === 'string' ? out : JSON.stringify(out)));
+      if (this.shutdown) {
+        for (const held of this.#held.splice(0)) {
+          if (held.event.tag === 'message') ignoreHostError(() => this.#messages.replyError(held.id, 'the agent is stopping'));
+        }
+        return handled;
+      }
     }
   }
 }

@@ -96,7 +96,10 @@ func (in *Inbox) follow(id string, timeout time.Duration, delta func(Event) (str
 	left := budget(timeout)
 	for {
 		env, ok := in.WaitFor(id, left())
-		if !ok {
+		switch {
+		case !ok && in.shutdown:
+			return nil, ErrShutdown
+		case !ok:
 			return nil, &HostError{Code: Timeout, Message: "toolhost: nothing of " + id + " arrived in time"}
 		}
 		if text, isDelta := delta(env.Event); isDelta {
@@ -234,7 +237,9 @@ func (r *Replier) StreamChat(p *Provider, req *ChatRequest) (*ChatResponse, erro
 // end it, such as a message its sender cancelled, is not Serve's: it goes
 // on). Envelopes of other kinds that h did not wait for are dropped. h
 // may use the Replier's StreamChat and the Inbox's waits: messages that
-// arrive meanwhile are held and served next, in order.
+// arrive meanwhile are held and served next, in order, unless the
+// shutdown envelope arrived during h: then they are failed with "the agent
+// is stopping" and Serve returns.
 func (in *Inbox) Serve(h func(msg Incoming, r *Replier) error) error {
 	for {
 		env, ok := in.Recv(Forever)
@@ -254,8 +259,24 @@ func (in *Inbox) Serve(h func(msg Incoming, r *Replier) error) error {
 			default:
 				_ = r.End("")
 			}
+			if in.shutdown {
+				in.failHeld("the agent is stopping")
+				return nil
+			}
 		}
 	}
+}
+
+// failHeld fails the held messages with message and drops every held
+// envelope.
+func (in *Inbox) failHeld(message string) {
+	for _, env := range in.held {
+		if _, ok := env.Event.(MessageEvent); ok {
+			r := &Replier{id: env.ID, inbox: in}
+			_ = r.Fail(message)
+		}
+	}
+	in.held = nil
 }
 
 // Serve answers messages with h until shutdown, on an Inbox of its own:

@@ -14,15 +14,18 @@ type fakeInbox struct {
 	waits   []time.Duration
 	replies []string // "delta id text", "reply id text", "error id text"
 	failOn  string   // a reply call for this id returns Cancelled
+	shut    bool     // the shutdown envelope was delivered
 }
 
+// recv is the host's recv: none after the shutdown envelope was delivered.
 func (f *fakeInbox) recv(d time.Duration) (Envelope, bool) {
 	f.waits = append(f.waits, d)
-	if len(f.queue) == 0 {
+	if len(f.queue) == 0 || f.shut {
 		return Envelope{}, false
 	}
 	env := f.queue[0]
 	f.queue = f.queue[1:]
+	_, f.shut = env.Event.(ShutdownEvent)
 	return env, true
 }
 
@@ -93,6 +96,7 @@ func TestInboxFollow(t *testing.T) {
 			false, []string{"x"}, "", Internal},
 		{"reply shutdown", []Envelope{shutdown}, false, nil, "", ErrShutdown},
 		{"reply timeout", nil, false, nil, "", Timeout},
+		{"reply after shutdown", []Envelope{msg("m", "held"), shutdown}, false, nil, "", ErrShutdown},
 		{"chat", []Envelope{{ID: "s", Event: ChatDeltaEvent{Text: "hel"}}, {ID: "s", Event: ChatDeltaEvent{Text: "lo"}}, {ID: "s", Event: ChatDoneEvent{Response: resp}}},
 			true, []string{"hel", "lo"}, "hello", nil},
 		{"chat error", []Envelope{{ID: "s", Event: ErrorEvent{Err: &HostError{Code: Unavailable, Message: "down"}}}}, true, nil, "", Unavailable},
@@ -191,6 +195,28 @@ func TestServe(t *testing.T) {
 	}
 	if len(f.queue) != 1 {
 		t.Errorf("Serve received past the shutdown envelope: %d left", len(f.queue))
+	}
+}
+
+// TestServeShutdownInHandler: a shutdown envelope that arrives while a
+// handler waits ends Serve after it; the messages held meanwhile are
+// failed, not left without a reply.
+func TestServeShutdownInHandler(t *testing.T) {
+	f := &fakeInbox{queue: []Envelope{msg("m1", "wait"), msg("m2", "held"), {ID: "t", Event: ToolResultEvent{}}, shutdown, msg("m3", "never")}}
+	in := f.inbox()
+	err := in.Serve(func(m Incoming, r *Replier) error {
+		if _, err := in.StreamChat("c", Forever, nil); !errors.Is(err, ErrShutdown) {
+			t.Errorf("StreamChat at shutdown: %v", err)
+		}
+		// After the shutdown envelope nothing more is received.
+		if _, ok := in.WaitFor("c", Forever); ok {
+			t.Error("WaitFor after shutdown returned an envelope")
+		}
+		return errors.New("stopping")
+	})
+	want := []string{"error m1 stopping", "error m2 the agent is stopping"}
+	if err != nil || !reflect.DeepEqual(f.replies, want) || in.Held() != 0 || len(f.queue) != 1 {
+		t.Errorf("Serve = %v, replies %q (want %q), held %d, %d left", err, f.replies, want, in.Held(), len(f.queue))
 	}
 }
 
