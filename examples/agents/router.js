@@ -25,14 +25,20 @@ function merge(inbox, asked, reply, timeoutMs) {
   asked.forEach((a, i) => {
     reply.delta(`${i > 0 ? '\n' : ''}[${a.name}] `);
     if (a.error === undefined) {
+      let streamed = 0;
       try {
-        const whole = inbox.replyOf(a.id, (d) => reply.delta(d), timeoutMs);
+        const whole = inbox.replyOf(a.id, (d) => {
+          streamed += d.length;
+          reply.delta(d);
+        }, timeoutMs);
         if (whole === null) a.error = inbox.shutdown ? 'the router is stopping' : 'no reply in time';
+        else if (whole.length > streamed) reply.delta(whole.slice(streamed)); // the reply's own text, after its deltas
+        a.done = whole !== null;
       } catch (e) {
         if (!(e instanceof HostError)) throw e; // not the agent's error: reply.delta's (the router's own message)
         a.error = errorText(e);
+        a.done = true;
       }
-      a.done = a.error === undefined;
     }
     if (a.error !== undefined) {
       failed++;
