@@ -1,6 +1,6 @@
 // js-types.mjs: writes the TypeScript declarations of toolhost:agent's
 // imports for guest code (the modules an agent imports, such as
-// 'toolhost:agent/tooling@0.2.0') into sdk/js/types, generated from
+// 'toolhost:agent/tooling@0.3.0') into sdk/js/types, generated from
 // wit/agent.wit by jco's bindings generator. With --check it writes
 // nothing and exits 1 when the files there differ from what it would
 // write. Usage: node scripts/js-types.mjs [--check] [WIT] [OUT_DIR]
