@@ -55,6 +55,8 @@ func TestOAuthTooling(t *testing.T) {
 	if st := r.tooling(t, "saas"); st.State == toolingConnected || r.d.Ready() {
 		t.Errorf("a tooling without a token: state %s, ready %v", st.State, r.d.Ready())
 	}
+	// No event says "did not reconnect": the window is the check, three
+	// max_backoff periods in which a retrying tooling would reconnect.
 	time.Sleep(300 * time.Millisecond)
 	if n := r.tooling(t, "saas").Restarts; n != 0 {
 		t.Errorf("%d reconnections while waiting for a login", n)
