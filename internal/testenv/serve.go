@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stopWithin bounds how long Serve's cleanup waits for run to return.
@@ -31,17 +29,4 @@ func Serve(t testing.TB, what string, run func(context.Context) error) {
 			t.Errorf("%s did not return within %v of its context's end", what, stopWithin)
 		}
 	})
-}
-
-// InMemoryDialer connects each attempt to srv over a fresh pair of go-sdk
-// in-memory transports: an mcpclient.Dialer for a tooling served
-// in-process.
-func InMemoryDialer(srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
 }
