@@ -189,7 +189,7 @@ func (l *Limited) charge(resp Response, err error) error {
 		return nil
 	}
 	if serr := l.count.add(l.opts.Now(), n); serr != nil {
-		return tooling.Errorf(tooling.CodeInternal, "provider %q: keeping agent %q's token budget: %v", l.p.Name(), l.agent, serr)
+		return tooling.Errorf(tooling.CodeInternal, "provider %q: keeping agent %q's token budget: %w", l.p.Name(), l.agent, serr)
 	}
 	return nil
 }
