@@ -303,9 +303,11 @@ func (v *View) Release() {
 	}
 }
 
-func (v *View) limited(limit, msg string) *tooling.Error {
+// limited counts a refusal over the limit called name and returns its
+// busy error.
+func (v *View) limited(name, msg string) *tooling.Error {
 	if v.a.rec != nil {
-		v.a.rec.AgentLimited(v.a.name, v.tooling, limit)
+		v.a.rec.AgentLimited(v.a.name, v.tooling, name)
 	}
 	return tooling.Errorf(tooling.CodeBusy, "%s", msg)
 }
