@@ -15,9 +15,10 @@
 # and (from another shell) their state, which the HEALTHCHECK asks too:
 #   docker run --rm --name toolhostd toolhostd
 #   docker exec toolhostd toolhostd ps
-# Your own config (paths as the container sees them, see README.md) and
-# agents, the compile cache in a named volume (a first start compiles each
-# agent for 5-15 s, later starts load it in milliseconds):
+# Your own config (paths as the container sees them, see
+# docs/deploying.md) and agents, the compile cache in a named volume (a
+# first start compiles each agent for 5-15 s, later starts load it in
+# milliseconds):
 #   docker run --rm -v toolhostd-cache:/var/cache/toolhostd -v "$PWD/my.toml:/etc/toolhostd/toolhostd.toml:ro" -v "$PWD/build/agents:/srv/agents:ro" toolhostd
 # The control API on TCP: /healthz and /readyz open, the rest behind the token:
 #   TOKEN=$(openssl rand -hex 32)
@@ -81,8 +82,8 @@ RUN groupadd --system --gid 10001 toolhostd \
 COPY --from=certs /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 # toolhostd, the agents (precompiled into the compile cache), the MCP
 # servers, the config, and the writable directories owned by the daemon's
-# user. Only what the layout needs is mounted: editing README.md reruns
-# nothing.
+# user. Only what the layout needs is mounted: editing README.md or docs/
+# reruns nothing.
 RUN --mount=type=bind,source=deploy/container,target=/src/deploy/container \
     --mount=type=bind,source=examples/files,target=/src/examples/files \
     --mount=type=bind,source=package.json,target=/src/package.json \
@@ -107,9 +108,9 @@ VOLUME ["/var/cache/toolhostd", "/var/lib/toolhostd"]
 # [host] control_listen in a mounted config.
 EXPOSE 7070
 # Healthy means the daemon is alive and answers on its control socket
-# (README.md, "The container"): ps answers as soon as the socket listens,
-# so no start period is needed. Agents and toolings that fail are the
-# daemon's to restart; ps and /readyz tell their state.
+# (docs/deploying.md, "The container"): ps answers as soon as the socket
+# listens, so no start period is needed. Agents and toolings that fail are
+# the daemon's to restart; ps and /readyz tell their state.
 HEALTHCHECK --interval=30s --timeout=5s CMD ["toolhostd", "ps"]
 ENTRYPOINT ["toolhostd"]
 CMD ["serve"]

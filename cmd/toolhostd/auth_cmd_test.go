@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,21 +13,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
 )
-
-type echoArgs struct {
-	Text string `json:"text"`
-}
 
 // protectedEcho is an MCP server with an echo tool behind oauthtest's
 // bearer checks (scope mcp) and its authorization server; both stop with t.
 func protectedEcho(t *testing.T) (*oauthtest.Server, *oauthtest.Resource) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
+	testenv.AddEcho(srv)
 	as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: "tok-"})
 	res := oauthtest.NewResource(as, srv, []string{"mcp"})
 	t.Cleanup(func() { res.Close(); as.Close() })

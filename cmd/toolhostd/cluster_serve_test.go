@@ -40,9 +40,15 @@ func newSampler(hosts map[string]*clusterHost) *sampler {
 	s := &sampler{hosts: hosts, stop: cancel, done: make(chan struct{}), last: map[string][]string{}}
 	go func() {
 		defer close(s.done)
-		for ctx.Err() == nil {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			s.round(ctx)
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	return s
@@ -123,17 +129,13 @@ func (s *sampler) onEach(n int) (map[string]int, bool) {
 // settle waits until the placement did not change for d (at most 60s).
 func (s *sampler) settle(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	last, since := fmt.Sprint(s.placement()), time.Now()
-	for time.Since(since) < d {
-		if time.Now().After(deadline) {
-			t.Fatal("the placement still changes after 60s")
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("the placement to stay the same for %v", d), func() bool {
 		if cur := fmt.Sprint(s.placement()); cur != last {
 			last, since = cur, time.Now()
 		}
-	}
+		return time.Since(since) >= d
+	})
 }
 
 func (s *sampler) finish(t *testing.T) {

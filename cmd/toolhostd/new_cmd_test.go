@@ -291,26 +291,30 @@ func TestBuildErrors(t *testing.T) {
 	})
 }
 
-// TestREADMEWritingAgents: the README's sections on writing an agent in
-// each language start from toolhostd new and toolhostd build, with the
-// commands the tests above run.
-func TestREADMEWritingAgents(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(testenv.Root(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for lang, heading := range map[string]string{"js": "## Writing an agent in JavaScript", "go": "## Writing an agent in Go"} {
-		_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+// TestDocWritingAgents: the docs on writing an agent in each language
+// (docs/agents-js.md, docs/agents-go.md) start from toolhostd new and
+// toolhostd build, with the commands the tests above run.
+func TestDocWritingAgents(t *testing.T) {
+	for _, d := range []struct{ lang, name, heading string }{
+		{"js", "docs/agents-js.md", "# Writing an agent in JavaScript"},
+		{"go", "docs/agents-go.md", "# Writing an agent in Go"},
+	} {
+		lang, name, heading := d.lang, d.name, d.heading
+		text, err := os.ReadFile(filepath.Join(testenv.Root(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		section, ok := strings.CutPrefix(string(text), heading+"\n")
 		section = strings.TrimLeft(section, "\n")
 		block, ok2 := strings.CutPrefix(section, "```sh\n")
 		block, _, ok3 := strings.Cut(block, "```\n")
 		if !ok || !ok2 || !ok3 {
-			t.Errorf("README.md: %q does not start with a sh block", heading)
+			t.Errorf("%s: %q does not start with a sh block", name, heading)
 			continue
 		}
 		for _, want := range []string{"toolhostd new my-agent --lang " + lang + " ", "cd my-agent\n", "toolhostd build .", "toolhostd --config toolhostd.toml run my-agent.wasm --input hi"} {
 			if !strings.Contains(block, want) {
-				t.Errorf("README.md %q: its first block lacks %q:\n%s", heading, want, block)
+				t.Errorf("%s %q: its first block lacks %q:\n%s", name, heading, want, block)
 			}
 		}
 	}

@@ -97,10 +97,14 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 
 	// The control socket first: Serve announces READY=1 only once it
 	// listens (and every agent was started).
+	// Every return from here on stops the control server and waits for
+	// its goroutine (the deferred calls run in reverse order).
 	ctlCtx, stopCtl := context.WithCancel(context.Background())
+	var ctl sync.WaitGroup
+	defer ctl.Wait()
 	defer stopCtl()
-	ctlDone := make(chan error, 1)
-	go func() { ctlDone <- srv.Serve(ctlCtx) }()
+	ctlDone := make(chan error, 1) // never blocks the goroutine
+	ctl.Go(func() { ctlDone <- srv.Serve(ctlCtx) })
 	select {
 	case <-srv.Listening():
 		close(listening)

@@ -84,13 +84,7 @@ func TestWatch(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 		})
 	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := srv.Connect(ctx, st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
-		}))
+		mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,13 +237,7 @@ func TestWatchListUnsupported(t *testing.T) {
 	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
 	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := srv.Connect(ctx, st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
-		}))
+		mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
 	if err != nil {
 		t.Fatal(err)
 	}

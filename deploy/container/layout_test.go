@@ -275,30 +275,30 @@ func (d *daemon) exited(t *testing.T) {
 // running, and no other agent is.
 func (d *daemon) waitAgentsRunning(t *testing.T, want []string, list func(context.Context) ([]control.AgentStatus, error)) {
 	t.Helper()
-	deadline := time.Now().Add(runningWithin)
 	var last []control.AgentStatus
 	var lastErr error
-	for time.Now().Before(deadline) {
+	err := testenv.Poll(runningWithin, func() bool {
 		d.exited(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		last, lastErr = list(ctx)
 		cancel()
-		if lastErr == nil {
-			var names []string
-			running := true
-			for _, a := range last {
-				if a.State == "failed" || a.State == "exited" {
-					t.Fatalf("agent %s %s: %s\n%s", a.Name, a.State, a.LastError, d.stderr.String())
-				}
-				names = append(names, a.Name)
-				running = running && a.State == "running"
-			}
-			slices.Sort(names)
-			if slices.Equal(names, want) && running {
-				return
-			}
+		if lastErr != nil {
+			return false
 		}
-		time.Sleep(250 * time.Millisecond)
+		var names []string
+		running := true
+		for _, a := range last {
+			if a.State == "failed" || a.State == "exited" {
+				t.Fatalf("agent %s %s: %s\n%s", a.Name, a.State, a.LastError, d.stderr.String())
+			}
+			names = append(names, a.Name)
+			running = running && a.State == "running"
+		}
+		slices.Sort(names)
+		return slices.Equal(names, want) && running
+	})
+	if err == nil {
+		return
 	}
 	t.Fatalf("agents not all running within %v (want %v): %+v %v\n%s", runningWithin, want, last, lastErr, d.stderr.String())
 }
@@ -410,15 +410,14 @@ func httpStatus(addr, path, bearer string) (int, error) {
 // waitHTTP polls GET addr/path until it answers 200.
 func (d *daemon) waitHTTP(t *testing.T, addr, path string) {
 	t.Helper()
-	deadline := time.Now().Add(runningWithin)
 	var code int
 	var err error
-	for time.Now().Before(deadline) {
+	if testenv.Poll(runningWithin, func() bool {
 		d.exited(t)
-		if code, err = httpStatus(addr, path, ""); err == nil && code == http.StatusOK {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+		code, err = httpStatus(addr, path, "")
+		return err == nil && code == http.StatusOK
+	}) == nil {
+		return
 	}
 	t.Fatalf("GET %s%s: %d %v\n%s", addr, path, code, err, d.stderr.String())
 }
@@ -471,33 +470,29 @@ func envValue(t *testing.T, im image, key string) string {
 // waitSocket waits for the control socket to answer.
 func waitSocket(t *testing.T, d *daemon, socket string) *control.Client {
 	t.Helper()
-	deadline := time.Now().Add(runningWithin)
-	for {
+	var c *control.Client
+	var err error
+	if testenv.Poll(runningWithin, func() bool {
 		d.exited(t)
-		c, err := control.Dial(socket)
-		if err == nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("control socket %s: %v\n%s", socket, err, d.stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		c, err = control.Dial(socket)
+		return err == nil
+	}) != nil {
+		t.Fatalf("control socket %s: %v\n%s", socket, err, d.stderr.String())
 	}
+	return c
 }
 
+// waitReady waits for the daemon's /readyz to answer ready.
 func waitReady(t *testing.T, d *daemon, c *control.Client) {
 	t.Helper()
-	deadline := time.Now().Add(runningWithin)
-	for {
+	var ok bool
+	var err error
+	if testenv.Poll(runningWithin, func() bool {
 		d.exited(t)
-		ok, err := c.Ready(context.Background())
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz: %v %v\n%s", ok, err, d.stderr.String())
-		}
-		time.Sleep(250 * time.Millisecond)
+		ok, err = c.Ready(context.Background())
+		return ok
+	}) != nil {
+		t.Fatalf("/readyz: %v %v\n%s", ok, err, d.stderr.String())
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
-// readme is the README's container section: its shell lines and its TOML
-// example (the my.toml the commands mount).
+// readme is the container section of docs/deploying.md: its shell lines
+// and its TOML example (the my.toml the commands mount).
 type readme struct {
 	sh   []string
 	toml string
@@ -25,13 +25,13 @@ type readme struct {
 
 func readContainerSection(t *testing.T, repo string) readme {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repo, "docs", "deploying.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, sec, ok := strings.Cut(string(b), "\n## The container\n")
 	if !ok {
-		t.Fatal("README.md has no section ## The container")
+		t.Fatal("docs/deploying.md has no section ## The container")
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
 	var r readme
@@ -47,7 +47,7 @@ func readContainerSection(t *testing.T, repo string) readme {
 				r.sh = append(r.sh, block...)
 			case "toml":
 				if r.toml != "" {
-					t.Fatal("README's container section has more than one TOML example")
+					t.Fatal("the container section of docs/deploying.md has more than one TOML example")
 				}
 				r.toml = strings.Join(block, "\n") + "\n"
 			}
@@ -59,12 +59,12 @@ func readContainerSection(t *testing.T, repo string) readme {
 		}
 	}
 	if len(r.sh) == 0 || r.toml == "" {
-		t.Fatalf("README's container section needs sh commands and a TOML example: %+v", r)
+		t.Fatalf("the container section of docs/deploying.md needs sh commands and a TOML example: %+v", r)
 	}
 	return r
 }
 
-// shellFields splits a command line as sh would for the README's simple
+// shellFields splits a command line as sh would for the docs' simple
 // lines: double quotes, $NAME expanded from vars, a trailing # comment.
 func shellFields(t *testing.T, line string, vars map[string]string) []string {
 	t.Helper()
@@ -83,7 +83,7 @@ func shellFields(t *testing.T, line string, vars map[string]string) []string {
 			}
 			v, ok := vars[line[i+1:j]]
 			if !ok {
-				t.Fatalf("README: %q: $%s is not set by the section's commands", line, line[i+1:j])
+				t.Fatalf("docs/deploying.md: %q: $%s is not set by the section's commands", line, line[i+1:j])
 			}
 			cur.WriteString(v)
 			i, inWord = j-1, true
@@ -101,7 +101,7 @@ func shellFields(t *testing.T, line string, vars map[string]string) []string {
 		}
 	}
 	if inQuote {
-		t.Fatalf("README: %q: unterminated quote", line)
+		t.Fatalf("docs/deploying.md: %q: unterminated quote", line)
 	}
 	if inWord {
 		out = append(out, cur.String())
@@ -126,7 +126,7 @@ type container struct {
 
 // parseRun reads `docker run [flags] toolhostd [args]` the way Docker
 // would apply it to the layout. Flags the emulation does not know fail t:
-// the README may show only what this test runs.
+// the docs may show only what this test runs.
 func parseRun(t *testing.T, l *layout, im image, line string, f []string, pwdMounts map[string]bool) *container {
 	t.Helper()
 	c := &container{line: line, m: mapping{}, ports: map[string]string{}}
@@ -139,7 +139,7 @@ func parseRun(t *testing.T, l *layout, im image, line string, f []string, pwdMou
 			continue
 		}
 		if i+1 >= len(f) {
-			t.Fatalf("README: %q: %s needs a value", line, flag)
+			t.Fatalf("docs/deploying.md: %q: %s needs a value", line, flag)
 		}
 		i++
 		v := f[i]
@@ -148,25 +148,25 @@ func parseRun(t *testing.T, l *layout, im image, line string, f []string, pwdMou
 			c.name = v
 		case "-e":
 			if !strings.Contains(v, "=") {
-				t.Fatalf("README: %q: -e %s: want KEY=VALUE", line, v)
+				t.Fatalf("docs/deploying.md: %q: -e %s: want KEY=VALUE", line, v)
 			}
 			extra = append(extra, v)
 		case "-p":
 			host, ctr, ok := strings.Cut(v, ":")
 			if !ok || !slices.Contains(im.expose, ctr) {
-				t.Fatalf("README: %q: -p %s: want HOST:PORT with a port the image EXPOSEs (%v)", line, v, im.expose)
+				t.Fatalf("docs/deploying.md: %q: -p %s: want HOST:PORT with a port the image EXPOSEs (%v)", line, v, im.expose)
 			}
 			published[ctr] = host
 		case "-v":
 			parts := strings.Split(v, ":")
 			if len(parts) < 2 || len(parts) > 3 || len(parts) == 3 && parts[2] != "ro" || !filepath.IsAbs(parts[1]) {
-				t.Fatalf("README: %q: -v %s: want SRC:DST[:ro]", line, v)
+				t.Fatalf("docs/deploying.md: %q: -v %s: want SRC:DST[:ro]", line, v)
 			}
 			src, dst := parts[0], parts[1]
 			switch {
 			case filepath.IsAbs(src):
 				if _, err := os.Stat(src); err != nil {
-					t.Fatalf("README: %q: -v %s: %v", line, v, err)
+					t.Fatalf("docs/deploying.md: %q: -v %s: %v", line, v, err)
 				}
 				pwdMounts[src] = true
 				c.m[dst] = src
@@ -175,14 +175,14 @@ func parseRun(t *testing.T, l *layout, im image, line string, f []string, pwdMou
 				// layout's cache, as a later container would find it.
 				c.m[dst] = l.imagePath(dst)
 			default:
-				t.Fatalf("README: %q: -v %s: a named volume the test does not emulate", line, v)
+				t.Fatalf("docs/deploying.md: %q: -v %s: a named volume the test does not emulate", line, v)
 			}
 		default:
-			t.Fatalf("README: %q: the layout test does not emulate docker run %s", line, flag)
+			t.Fatalf("docs/deploying.md: %q: the layout test does not emulate docker run %s", line, flag)
 		}
 	}
 	if i >= len(f) || f[i] != "toolhostd" {
-		t.Fatalf("README: %q: want the image toolhostd (docker build -t toolhostd .)", line)
+		t.Fatalf("docs/deploying.md: %q: want the image toolhostd (docker build -t toolhostd .)", line)
 	}
 	args := f[i+1:]
 	if len(args) == 0 {
@@ -269,7 +269,7 @@ func (c *container) start(t *testing.T, l *layout, im image) {
 func (c *container) exec(t *testing.T, l *layout, im image, line string, f []string) {
 	t.Helper()
 	if len(f) < 4 || f[2] != c.name {
-		t.Fatalf("README: %q: docker exec NAME CMD..., NAME the running container's --name (%q)", line, c.name)
+		t.Fatalf("docs/deploying.md: %q: docker exec NAME CMD..., NAME the running container's --name (%q)", line, c.name)
 	}
 	cmd := l.command(t, im, c.m, c.env, f[3:]...)
 	out, err := cmd.CombinedOutput()
@@ -298,14 +298,14 @@ func (c *container) curl(t *testing.T, line string, f []string) {
 		case strings.HasPrefix(f[i], "http://") && url == "":
 			url = f[i]
 		default:
-			t.Fatalf("README: %q: the layout test does not emulate curl %s", line, f[i])
+			t.Fatalf("docs/deploying.md: %q: the layout test does not emulate curl %s", line, f[i])
 		}
 	}
 	rest, ok := strings.CutPrefix(url, "http://localhost:")
 	port, path, _ := strings.Cut(rest, "/")
 	addr := c.ports[port]
 	if !ok || addr == "" {
-		t.Fatalf("README: %q: want http://localhost:PORT/... with a port the last docker run published", line)
+		t.Fatalf("docs/deploying.md: %q: want http://localhost:PORT/... with a port the last docker run published", line)
 	}
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+addr+"/"+path, nil)
 	if err != nil {
@@ -338,7 +338,7 @@ func (c *container) stop(t *testing.T, l *layout, im image) {
 }
 
 // TestLayout lays the image out in a temporary root with install-layout.sh
-// and runs there, as the container would, every command of the README's
+// and runs there, as the container would, every command of docs/deploying.md's
 // container section (each docker run with the exec and curl lines after
 // it), then deploy/k8s's Deployment against the same layout.
 func TestLayout(t *testing.T) {
@@ -362,7 +362,7 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("toolhostd config validate %s: %v\n%s", cfgPath, err, out)
 	}
 
-	// The user's working directory: the README's my.toml and the agents of
+	// The user's working directory: the docs' my.toml and the agents of
 	// make agents in build/agents.
 	pwd := filepath.Join(filepath.Dir(l.root), "pwd")
 	agentsDir := filepath.Join(pwd, "build", "agents")
@@ -385,7 +385,7 @@ func TestLayout(t *testing.T) {
 	for _, line := range doc.sh {
 		if name, v, ok := strings.Cut(line, "="); ok && !strings.Contains(name, " ") {
 			if v != "$(openssl rand -hex 32)" {
-				t.Fatalf("README: %q: the test makes up only $(openssl rand -hex 32)", line)
+				t.Fatalf("docs/deploying.md: %q: the test makes up only $(openssl rand -hex 32)", line)
 			}
 			vars[name] = token(t)
 		}
@@ -399,12 +399,12 @@ func TestLayout(t *testing.T) {
 			groups = append(groups, []string{line})
 		case strings.HasPrefix(line, "docker exec "), strings.HasPrefix(line, "curl "):
 			if len(groups) == 0 {
-				t.Fatalf("README: %q before any docker run", line)
+				t.Fatalf("docs/deploying.md: %q before any docker run", line)
 			}
 			groups[len(groups)-1] = append(groups[len(groups)-1], line)
 		case strings.Contains(line, "="):
 		default:
-			t.Fatalf("README: %q: the layout test does not emulate this command", line)
+			t.Fatalf("docs/deploying.md: %q: the layout test does not emulate this command", line)
 		}
 	}
 	pwdMounts := map[string]bool{}
@@ -433,14 +433,14 @@ func TestLayout(t *testing.T) {
 	}
 	for _, want := range []string{filepath.Join(pwd, "my.toml"), agentsDir} {
 		if !pwdMounts[want] {
-			t.Errorf("README: no docker run mounts %s (your own config and agents)", want)
+			t.Errorf("docs/deploying.md: no docker run mounts %s (your own config and agents)", want)
 		}
 	}
 
 	t.Run("kubernetes", func(t *testing.T) { runKubernetes(t, l, im) })
 }
 
-// checkDockerfileComments: the Dockerfile's comments show the README's
+// checkDockerfileComments: the Dockerfile's comments show docs/deploying.md's
 // commands, word for word.
 func checkDockerfileComments(t *testing.T, repo string, doc readme) {
 	t.Helper()
@@ -455,6 +455,6 @@ func checkDockerfileComments(t *testing.T, repo string, doc readme) {
 		}
 	}
 	if !slices.Equal(shown, doc.sh) {
-		t.Errorf("the Dockerfile's comments show\n  %s\nthe README's container section\n  %s", strings.Join(shown, "\n  "), strings.Join(doc.sh, "\n  "))
+		t.Errorf("the Dockerfile's comments show\n  %s\nthe container section of docs/deploying.md\n  %s", strings.Join(shown, "\n  "), strings.Join(doc.sh, "\n  "))
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // converged reports whether every agent runs exactly once, on the host
@@ -59,7 +60,7 @@ func BenchmarkConverge(b *testing.B) {
 			members = append(members, name)
 		}
 		start := time.Now()
-		waitFor(b, 5*time.Minute, "initial placement", func() bool { return converged(w, agents, members) })
+		testenv.Eventually(b, 5*time.Minute, "initial placement", func() bool { return converged(w, agents, members) })
 		for _, h := range hosts {
 			if f := h.node.Status().Counts.Fences; f > 0 {
 				b.Fatalf("host %s fenced %d times", h.name, f)
@@ -72,7 +73,7 @@ func BenchmarkConverge(b *testing.B) {
 		joined := time.Now()
 		extra := startHost(b, w, cli, "h10", agents, fast)
 		all := append(append([]string(nil), members...), "h10")
-		waitFor(b, 5*time.Minute, "convergence after a join", func() bool { return converged(w, agents, all) })
+		testenv.Eventually(b, 5*time.Minute, "convergence after a join", func() bool { return converged(w, agents, all) })
 		join := time.Since(joined) - 500*time.Millisecond // the settle time is not the cost
 		evs, _ := w.eventsSince(mark)
 		moved := len(evs) / 2
@@ -80,7 +81,7 @@ func BenchmarkConverge(b *testing.B) {
 
 		left := time.Now()
 		extra.stopNow()
-		waitFor(b, 5*time.Minute, "convergence after a leave", func() bool { return converged(w, agents, members) })
+		testenv.Eventually(b, 5*time.Minute, "convergence after a leave", func() bool { return converged(w, agents, members) })
 		leave := time.Since(left)
 
 		b.ReportMetric(initial.Seconds(), "initial_s")

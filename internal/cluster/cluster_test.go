@@ -2,11 +2,16 @@ package cluster_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // TestEveryAgentRunsOnce: three hosts share 300 agents, each running on
@@ -21,8 +26,8 @@ func TestEveryAgentRunsOnce(t *testing.T) {
 		startHost(t, w, cli, "b", agents),
 		startHost(t, w, cli, "c", agents),
 	}
-	waitFor(t, 15*time.Second, "every agent on exactly one host", func() bool { return w.exactlyOnce(agents) })
-	waitFor(t, 10*time.Second, "every host ready", func() bool {
+	testenv.Eventually(t, 15*time.Second, "every agent on exactly one host", func() bool { return w.exactlyOnce(agents) })
+	testenv.Eventually(t, 10*time.Second, "every host ready", func() bool {
 		for _, h := range hosts {
 			if !h.node.Ready() {
 				return false
@@ -30,7 +35,9 @@ func TestEveryAgentRunsOnce(t *testing.T) {
 		}
 		return true
 	})
-	// Settled: after a while nothing moved any more and the share is fair.
+	// Settled: after a while nothing moved any more and the share is fair
+	// (the window is the check: no event announces a move that does not
+	// come).
 	_, mark := w.eventsSince(0)
 	time.Sleep(time.Second)
 	if evs, _ := w.eventsSince(mark); len(evs) != 0 {
@@ -60,13 +67,13 @@ func TestJoinTakesFairSharePaced(t *testing.T) {
 	paced := func(o *cluster.Options) { o.MovesPerSecond = rate }
 	a := startHost(t, w, cli, "a", agents, paced)
 	b := startHost(t, w, cli, "b", agents, paced)
-	waitFor(t, 15*time.Second, "240 agents on a and b", func() bool { return w.exactlyOnce(agents) })
+	testenv.Eventually(t, 15*time.Second, "240 agents on a and b", func() bool { return w.exactlyOnce(agents) })
 	w.waitQuiet(t, 500*time.Millisecond) // a and b started together: their own moves first
 	_, mark := w.eventsSince(0)
 	movesBefore := a.node.Status().Counts.Moves + b.node.Status().Counts.Moves
 	joined := time.Now()
 	c := startHost(t, w, cli, "c", agents, paced)
-	waitFor(t, 20*time.Second, "c has its share and every agent runs once", func() bool {
+	testenv.Eventually(t, 20*time.Second, "c has its share and every agent runs once", func() bool {
 		return w.onHost("c") >= 60 && w.exactlyOnce(agents) && c.node.Ready()
 	})
 	took := time.Since(joined)
@@ -119,13 +126,13 @@ func TestLeaveHandsOver(t *testing.T) {
 	agents := agentNames(90)
 	startHost(t, w, cli, "a", agents)
 	b := startHost(t, w, cli, "b", agents)
-	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	testenv.Eventually(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
 	left := time.Now()
 	b.stopNow()
 	if n := w.onHost("b"); n != 0 {
 		t.Fatalf("b left with %d agents running", n)
 	}
-	waitFor(t, testTTL, "every agent on a", func() bool { return w.onHost("a") == len(agents) })
+	testenv.Eventually(t, testTTL, "every agent on a", func() bool { return w.onHost("a") == len(agents) })
 	t.Logf("a runs every agent %s after b left", time.Since(left).Round(time.Millisecond))
 	w.checkNoOverlap(t)
 }
@@ -139,9 +146,11 @@ func TestFlappingMemberGetsNothing(t *testing.T) {
 	agents := agentNames(60)
 	settle := func(o *cluster.Options) { o.Settle = 1500 * time.Millisecond }
 	startHost(t, w, cli, "a", agents, settle)
-	waitFor(t, 15*time.Second, "agents on a", func() bool { return w.onHost("a") == len(agents) })
+	testenv.Eventually(t, 15*time.Second, "agents on a", func() bool { return w.onHost("a") == len(agents) })
 	_, mark := w.eventsSince(0)
 	for range 4 {
+		// The flapping is the scenario: up for less than the settle
+		// time, down briefly, again.
 		f := startHost(t, w, cli, "flapper", agents, settle)
 		time.Sleep(700 * time.Millisecond)
 		f.stopNow()
@@ -164,13 +173,13 @@ func TestFenceWhenCutOff(t *testing.T) {
 	agents := agentNames(60)
 	a := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "a", agents)
 	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agents)
-	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	testenv.Eventually(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
 	w.waitQuiet(t, 500*time.Millisecond)
 	mine := b.node.Status().Owned
 	_, mark := w.eventsSince(0)
 	lastRenew := b.node.Status().LastRenew
 	proxy.Cut()
-	waitFor(t, 3*testTTL, "b's agents on a", func() bool { return w.onHost("a") == len(agents) })
+	testenv.Eventually(t, 3*testTTL, "b's agents on a", func() bool { return w.onHost("a") == len(agents) })
 	evs, _ := w.eventsSince(mark)
 	stopped := map[string]time.Time{}
 	var lastStop time.Time
@@ -204,7 +213,7 @@ func TestFenceWhenCutOff(t *testing.T) {
 	t.Logf("b fenced %d agents, the last %s after its last renewal; a ran them all %s after it",
 		len(stopped), lastStop.Sub(lastRenew).Round(time.Millisecond), time.Since(lastRenew).Round(time.Millisecond))
 	proxy.Restore()
-	waitFor(t, 20*time.Second, "b back with a share", func() bool { return w.onHost("b") > 0 && w.exactlyOnce(agents) })
+	testenv.Eventually(t, 20*time.Second, "b back with a share", func() bool { return w.onHost("b") > 0 && w.exactlyOnce(agents) })
 	_ = a
 	w.checkNoOverlap(t)
 }
@@ -218,11 +227,11 @@ func TestOneEtcdMemberOfThreeLost(t *testing.T) {
 	agents := agentNames(60)
 	a := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "a", agents)
 	b := startHost(t, w, etcdtest.Client(t, e.Endpoints()...), "b", agents)
-	waitFor(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
+	testenv.Eventually(t, 15*time.Second, "agents on a and b", func() bool { return w.exactlyOnce(agents) && w.onHost("b") > 0 })
 	w.waitQuiet(t, 500*time.Millisecond)
 	_, mark := w.eventsSince(0)
 	e.Stop(0)
-	time.Sleep(2 * testTTL)
+	time.Sleep(2 * testTTL) // the window is the check: two TTLs without a fence
 	if evs, _ := w.eventsSince(mark); len(evs) != 0 {
 		t.Errorf("%d starts and stops after one etcd member of three stopped, want none", len(evs))
 	}
@@ -235,7 +244,7 @@ func TestOneEtcdMemberOfThreeLost(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { e.Stop(2); close(stopped) }()
 	e.Stop(1)
-	waitFor(t, 2*testTTL, "every host fenced", func() bool { return w.onHost("a")+w.onHost("b") == 0 })
+	testenv.Eventually(t, 2*testTTL, "every host fenced", func() bool { return w.onHost("a")+w.onHost("b") == 0 })
 	<-stopped // its ports are free again
 	evs, _ := w.eventsSince(mark)
 	for _, h := range []*host{a, b} {
@@ -255,7 +264,7 @@ func TestOneEtcdMemberOfThreeLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "agents back", func() bool { return w.exactlyOnce(agents) })
+	testenv.Eventually(t, 30*time.Second, "agents back", func() bool { return w.exactlyOnce(agents) })
 	w.checkNoOverlap(t)
 }
 
@@ -266,10 +275,19 @@ func TestNameTaken(t *testing.T) {
 	w := newWorld()
 	agents := agentNames(10)
 	startHost(t, w, cli, "a", agents)
-	waitFor(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 10 })
+	testenv.Eventually(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 10 })
 	w2 := newWorld()
-	dup := startHost(t, w2, cli, "a", agents)
-	time.Sleep(time.Second)
+	core, logs := observer.New(zap.WarnLevel)
+	dup := startHost(t, w2, cli, "a", agents, func(o *cluster.Options) { o.Log = zap.New(core) })
+	testenv.Eventually(t, 10*time.Second, "the second \"a\" refused twice", func() bool {
+		n := 0
+		for _, e := range logs.FilterMessage("cluster session ended; joining again").All() {
+			if err, _ := e.ContextMap()["error"].(string); strings.Contains(err, cluster.ErrNameTaken.Error()) {
+				n++
+			}
+		}
+		return n >= 2
+	})
 	if n := len(w2.where()); n != 0 || dup.node.Status().Joined {
 		t.Errorf("the second \"a\" runs %d agents (joined %v), want none", n, dup.node.Status().Joined)
 	}
@@ -284,9 +302,9 @@ func TestRemovedAgentAndVanishedKey(t *testing.T) {
 	w := newWorld()
 	agents := agentNames(5)
 	a := startHost(t, w, cli, "a", agents)
-	waitFor(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 5 })
+	testenv.Eventually(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 5 })
 	a.node.SetAgents(agents[1:])
-	waitFor(t, 5*time.Second, "agent-000 stopped and its key gone", func() bool {
+	testenv.Eventually(t, 5*time.Second, "agent-000 stopped and its key gone", func() bool {
 		r, err := cli.Get(context.Background(), "/test/agents/agent-000")
 		return err == nil && len(r.Kvs) == 0 && len(w.where()["agent-000"]) == 0
 	})
@@ -294,7 +312,7 @@ func TestRemovedAgentAndVanishedKey(t *testing.T) {
 	if _, err := cli.Delete(context.Background(), "/test/agents/agent-001"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "agent-001 stopped and started again", func() bool {
+	testenv.Eventually(t, 5*time.Second, "agent-001 stopped and started again", func() bool {
 		evs, _ := w.eventsSince(mark)
 		return len(evs) == 2 && !evs[0].start && evs[1].start && evs[1].agent == "agent-001"
 	})
@@ -330,11 +348,11 @@ func TestFenceHaltsFirst(t *testing.T) {
 	agents := agentNames(20)
 	hr := &haltRunner{runner: w.runner("b")}
 	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agents, func(o *cluster.Options) { o.Runner = hr })
-	waitFor(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == len(agents) })
+	testenv.Eventually(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == len(agents) })
 	hr.setDelay(3 * testTTL) // far past the lease
 	_, mark := w.eventsSince(0)
 	proxy.Cut()
-	waitFor(t, testTTL, "b halted", func() bool { return w.onHost("b") == 0 })
+	testenv.Eventually(t, testTTL, "b halted", func() bool { return w.onHost("b") == 0 })
 	renewed := b.node.Status().LastRenew
 	evs, _ := w.eventsSince(mark)
 	for _, ev := range evs {
@@ -357,7 +375,7 @@ func TestFenceOverrun(t *testing.T) {
 	b := startHost(t, w, etcdtest.Client(t, proxy.URL()), "b", agentNames(3), func(o *cluster.Options) {
 		o.Overrun = func() { overran <- time.Now() }
 	})
-	waitFor(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == 3 })
+	testenv.Eventually(t, 10*time.Second, "agents on b", func() bool { return w.onHost("b") == 3 })
 	w.mu.Lock()
 	w.stopWait = 2 * testTTL // a Stop that takes longer than the lease
 	w.mu.Unlock()

@@ -66,11 +66,3 @@ func startHost(t testing.TB, w *world, cli *clientv3.Client, name string, agents
 	t.Cleanup(func() { once.Do(h.stopNow) })
 	return h
 }
-
-// waitFor fails t unless cond holds within d.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if !etcdtest.WaitFor(context.Background(), d, cond) {
-		t.Fatalf("not within %s: %s", d, what)
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // event is one start or stop of an agent on a host.
@@ -63,7 +65,7 @@ func (r *runner) Stop(name string) {
 	if !running {
 		return
 	}
-	time.Sleep(wait)
+	time.Sleep(wait) // a slow stop is what the tests set stopWait for
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running[name][r.host] {
@@ -161,15 +163,14 @@ func (w *world) history(agent string) []event {
 // waitQuiet waits until no agent started or stopped for d (at most 20s).
 func (w *world) waitQuiet(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		_, n := w.eventsSince(0)
-		time.Sleep(d)
-		if _, m := w.eventsSince(0); m == n {
-			return
+	_, last := w.eventsSince(0)
+	since := time.Now()
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("no agent to start or stop for %v", d), func() bool {
+		if _, n := w.eventsSince(0); n != last {
+			last, since = n, time.Now()
 		}
-	}
-	t.Fatal("agents still moving after 20s")
+		return time.Since(since) >= d
+	})
 }
 
 // haltRunner is a runner whose Stop first waits for a lock held
@@ -187,7 +188,7 @@ func (h *haltRunner) Stop(name string) {
 	h.mu.Lock()
 	d := h.stopDelay
 	h.mu.Unlock()
-	time.Sleep(d)
+	time.Sleep(d) // the lock held elsewhere, played
 	h.runner.Stop(name)
 }
 

@@ -109,7 +109,7 @@ func resolveRef(scheme, arg string) (string, error) {
 			if pe, ok := err.(*os.PathError); ok {
 				reason = pe.Err
 			}
-			return "", fmt.Errorf("${file:%s}: %v", arg, reason)
+			return "", fmt.Errorf("${file:%s}: %w", arg, reason)
 		}
 		v := strings.TrimSuffix(string(b), "\n")
 		return strings.TrimSuffix(v, "\r"), nil

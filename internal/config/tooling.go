@@ -6,6 +6,8 @@ import (
 	"net/url"
 )
 
+// tooling decodes one [tooling.<name>] table, fills the defaults of the
+// keys it leaves out and checks the keys that depend on each other.
 func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 	m, ok := d.asTable(path, v)
 	if !ok {
@@ -14,9 +16,21 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 	if !validName(name) {
 		d.errAt(path, "invalid tooling name: use 1 to 64 letters, digits, '-' and '_'")
 	}
-	t := &Tooling{Name: name}
 	n0 := len(d.errs)
-	var restartSet bool
+	t, sessionDefaults := d.toolingKeys(path, name, m)
+	given := t.Restart // the backoffs as the file gives them
+	sessionDefaults()
+	toolingDefaults(t)
+	d.checkBackoff(path, given, t.Restart)
+	d.checkTransport(path, m, t, n0)
+	d.checkOAuth(path, t)
+	return t
+}
+
+// toolingKeys decodes the keys of the table m; the function it returns
+// fills the defaults of the session keys (see toolingSession).
+func (d *decoder) toolingKeys(path []string, name string, m map[string]any) (t *Tooling, sessionDefaults func()) {
+	t = &Tooling{Name: name}
 	hs := handlers{
 		"kind": func(p []string, v any) {
 			t.Kind, _ = d.asEnum(p, v, "mcp")
@@ -71,7 +85,6 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			if !ok {
 				return
 			}
-			restartSet = true
 			d.fields(p, rm, handlers{
 				"initial_backoff": func(p []string, v any) { t.Restart.InitialBackoff, _ = d.asDuration(p, v, true) },
 				"max_backoff":     func(p []string, v any) { t.Restart.MaxBackoff, _ = d.asDuration(p, v, true) },
@@ -80,11 +93,14 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 		},
 		"oauth": func(p []string, v any) { t.OAuth = d.oauth(p, v) },
 	}
-	sessionDefaults := d.toolingSession(t, hs)
+	sessionDefaults = d.toolingSession(t, hs)
 	d.fields(path, m, hs)
-	sessionDefaults()
+	return t, sessionDefaults
+}
 
-	// Defaults.
+// toolingDefaults fills the keys of t the file left out (but the session
+// keys and transport: toolingSession, checkTransport).
+func toolingDefaults(t *Tooling) {
 	setDefault(&t.Kind, DefaultKind)
 	setDefault(&t.Elicitation, ElicitationDecline)
 	setDefaultDuration(&t.ConnectTimeout, DefaultConnectTimeout)
@@ -92,51 +108,38 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 	if t.MaxConcurrentCalls == 0 {
 		t.MaxConcurrentCalls = DefaultMaxConcurrentCalls
 	}
-	initialSet, maxSet := t.Restart.InitialBackoff.Duration != 0, t.Restart.MaxBackoff.Duration != 0
 	setDefaultDuration(&t.Restart.InitialBackoff, DefaultInitialBackoff)
 	setDefaultDuration(&t.Restart.MaxBackoff, DefaultMaxBackoff)
 	setDefaultDuration(&t.Restart.HealthyAfter, DefaultHealthyAfter)
-	if restartSet && (initialSet || maxSet) && t.Restart.MaxBackoff.Duration < t.Restart.InitialBackoff.Duration {
-		d.errAt(child(child(path, "restart"), "max_backoff"), "max_backoff (%s) is less than initial_backoff (%s)",
-			t.Restart.MaxBackoff.Duration, t.Restart.InitialBackoff.Duration)
-	}
+}
 
-	// Transport: stdio runs command; http and sse connect to url. A key
-	// that already has an error is not reported again as missing.
-	_, transportSet := m["transport"]
-	missing := func(k, msg string, args ...any) {
-		if d.erred(child(path, k), n0) {
-			return
-		}
-		if _, present := m[k]; present {
-			d.errAt(child(path, k), "must not be empty")
-			return
-		}
-		d.errAt(child(path, k), msg, args...)
+// checkBackoff: a restart table that sets a backoff must not leave
+// max_backoff below initial_backoff (the one it leaves out defaulted). given
+// is the restart table as the file gives it (only it sets the backoffs),
+// r as defaulted.
+func (d *decoder) checkBackoff(path []string, given, r Restart) {
+	if given.InitialBackoff.Duration == 0 && given.MaxBackoff.Duration == 0 {
+		return
 	}
-	switch {
-	case !transportSet && t.Command != "" && t.URL != "":
-		d.errAt(child(path, "url"), "both command and url are set: a tooling runs a command (stdio) or connects to a url (http, sse), not both")
-	case !transportSet && t.Command == "" && t.URL == "":
-		_, hasCmd := m["command"]
-		_, hasURL := m["url"]
-		switch {
-		case hasCmd:
-			missing("command", "")
-		case hasURL:
-			missing("url", "")
-		default:
-			d.errAt(path, "set command (for a stdio server) or url (for an http or sse server)")
-		}
-	case !transportSet && t.Command != "":
-		t.Transport = "stdio"
-	case !transportSet:
-		t.Transport = "http"
+	if r.MaxBackoff.Duration < r.InitialBackoff.Duration {
+		d.errAt(child(child(path, "restart"), "max_backoff"), "max_backoff (%s) is less than initial_backoff (%s)",
+			r.MaxBackoff.Duration, r.InitialBackoff.Duration)
+	}
+}
+
+// checkTransport infers a tooling's transport when the file leaves it out
+// (stdio runs command; http and sse connect to url) and checks that the
+// keys present are the transport's. A key that already has an error (since
+// the n0'th) is not reported again as missing.
+func (d *decoder) checkTransport(path []string, m map[string]any, t *Tooling, n0 int) {
+	_, transportSet := m["transport"]
+	if !transportSet {
+		d.inferTransport(path, m, t, n0)
 	}
 	switch t.Transport {
 	case "stdio":
 		if t.Command == "" {
-			missing("command", "missing (transport stdio runs a command)")
+			d.missing(path, m, n0, "command", "missing (transport stdio runs a command)")
 		}
 		if t.URL != "" && transportSet {
 			d.errAt(child(path, "url"), "not used by transport stdio")
@@ -145,13 +148,7 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			d.errAt(child(path, "headers"), "only used by transports http and sse")
 		}
 	case "http", "sse":
-		if t.URL == "" {
-			missing("url", "missing (transport %s connects to a url)", t.Transport)
-		} else if !HasRefs(t.URL) {
-			if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				d.errAt(child(path, "url"), "invalid url: want http:// or https:// and a host")
-			}
-		}
+		d.checkURL(path, m, t, n0)
 		if t.Command != "" && transportSet {
 			d.errAt(child(path, "command"), "not used by transport %s", t.Transport)
 		}
@@ -161,6 +158,54 @@ func (d *decoder) tooling(path []string, name string, v any) *Tooling {
 			}
 		}
 	}
-	d.checkOAuth(path, t)
-	return t
+}
+
+// inferTransport sets the transport of a table without one from the keys
+// it has: stdio for a command, http for a url.
+func (d *decoder) inferTransport(path []string, m map[string]any, t *Tooling, n0 int) {
+	switch {
+	case t.Command != "" && t.URL != "":
+		d.errAt(child(path, "url"), "both command and url are set: a tooling runs a command (stdio) or connects to a url (http, sse), not both")
+	case t.Command == "" && t.URL == "":
+		_, hasCmd := m["command"]
+		_, hasURL := m["url"]
+		switch {
+		case hasCmd:
+			d.missing(path, m, n0, "command", "")
+		case hasURL:
+			d.missing(path, m, n0, "url", "")
+		default:
+			d.errAt(path, "set command (for a stdio server) or url (for an http or sse server)")
+		}
+	case t.Command != "":
+		t.Transport = "stdio"
+	default:
+		t.Transport = "http"
+	}
+}
+
+// checkURL checks the url an http or sse tooling connects to.
+func (d *decoder) checkURL(path []string, m map[string]any, t *Tooling, n0 int) {
+	switch {
+	case t.URL == "":
+		d.missing(path, m, n0, "url", "missing (transport %s connects to a url)", t.Transport)
+	case !HasRefs(t.URL):
+		if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errAt(child(path, "url"), "invalid url: want http:// or https:// and a host")
+		}
+	}
+}
+
+// missing reports the key k of the table m (at path) as missing with msg,
+// or as empty when it is present; not when it already has an error since
+// the n0'th.
+func (d *decoder) missing(path []string, m map[string]any, n0 int, k, msg string, args ...any) {
+	if d.erred(child(path, k), n0) {
+		return
+	}
+	if _, present := m[k]; present {
+		d.errAt(child(path, k), "must not be empty")
+		return
+	}
+	d.errAt(child(path, k), msg, args...)
 }

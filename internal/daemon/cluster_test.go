@@ -66,7 +66,9 @@ func watchOverlaps(hosts map[string]*running) *overlapWatch {
 	w := &overlapWatch{hosts: hosts, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for ctx.Err() == nil {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			w.mu.Lock()
 			for a, hs := range where(w.hosts) {
 				if len(hs) > 1 {
@@ -74,7 +76,11 @@ func watchOverlaps(hosts map[string]*running) *overlapWatch {
 				}
 			}
 			w.mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	return w

@@ -14,15 +14,12 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/tokenstore"
 )
-
-type oauthEchoIn struct {
-	Text string `json:"text"`
-}
 
 // TestOAuthTooling: serve with an OAuth tooling nobody has logged in to
 // reports it through the control API as needing `toolhostd auth login`
@@ -32,9 +29,7 @@ type oauthEchoIn struct {
 func TestOAuthTooling(t *testing.T) {
 	const prefix = "DAEMON-TOK-"
 	srv := mcp.NewServer(&mcp.Implementation{Name: "saas", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in oauthEchoIn) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
+	testenv.AddEcho(srv)
 	as := oauthtest.NewServer(oauthtest.Config{TokenPrefix: prefix})
 	defer as.Close()
 	res := oauthtest.NewResource(as, srv, []string{"tools"})
@@ -55,6 +50,8 @@ func TestOAuthTooling(t *testing.T) {
 	if st := r.tooling(t, "saas"); st.State == toolingConnected || r.d.Ready() {
 		t.Errorf("a tooling without a token: state %s, ready %v", st.State, r.d.Ready())
 	}
+	// No event says "did not reconnect": the window is the check, three
+	// max_backoff periods in which a retrying tooling would reconnect.
 	time.Sleep(300 * time.Millisecond)
 	if n := r.tooling(t, "saas").Restarts; n != 0 {
 		t.Errorf("%d reconnections while waiting for a login", n)

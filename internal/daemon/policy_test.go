@@ -68,7 +68,9 @@ func TestRestartPolicies(t *testing.T) {
 			}
 		})
 	}
-	// The final states stay final: nothing is retried behind our back.
+	// The final states stay final: nothing is retried behind our back. The
+	// window is the check (no event announces a retry that does not come):
+	// over seven restart backoffs of at most 40ms.
 	time.Sleep(300 * time.Millisecond)
 	for _, c := range cases {
 		if got := r.agent(t, c.name); !c.restarting && (got.State != c.state || got.Restarts != 0) {

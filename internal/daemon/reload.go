@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -99,34 +100,8 @@ func (d *Daemon) Reload() error {
 	old := d.cfg
 	d.mu.Unlock()
 
-	cur, err := config.Load(d.cfgPath)
+	cur, p, made, err := d.planReload(old)
 	if err != nil {
-		d.log.Error("reload refused: the config has errors; keeping the running one", zap.String("config", d.cfgPath), zap.Error(err))
-		return fmt.Errorf("reload: %w", err)
-	}
-	// [host] applies at restart: the running thread limit bounds the agents.
-	if err := checkThreads(cur, maxThreads(old)); err != nil {
-		d.log.Error("reload refused; keeping the running config", zap.Error(err))
-		return fmt.Errorf("reload: %w", err)
-	}
-	if needsFuel(cur) && !d.fuel {
-		d.log.Error("reload refused; keeping the running config", zap.Error(ErrNeedsFuel))
-		return fmt.Errorf("reload: %w", ErrNeedsFuel)
-	}
-	p := diff(old, cur)
-	d.componentsChanged(&p, cur)
-	if p.hostChanged {
-		d.log.Warn("reload: [host] changed; those settings apply only when toolhostd restarts")
-	}
-	// Build the new toolings before touching anything: a tooling that
-	// cannot be made refuses the whole reload.
-	fresh := make(map[string]*config.Tooling)
-	for _, name := range append(append([]string(nil), p.addTooling...), p.changeTooling...) {
-		fresh[name] = cur.Tooling[name]
-	}
-	made, err := d.makeToolings(fresh)
-	if err != nil {
-		d.log.Error("reload refused; keeping the running config", zap.Error(err))
 		return fmt.Errorf("reload: %w", err)
 	}
 	if p.empty() {
@@ -150,11 +125,61 @@ func (d *Daemon) Reload() error {
 		d.applyPolicies(cur, p.policyAgent)
 		d.log.Info("reload: grants applied to the running agents without a restart", zap.Strings("agents", p.policyAgent))
 	}
+	// 1. Stop the agents that go or change (restarted in 3).
+	d.stopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...))
+	// 2. Toolings: take out the removed and changed ones, then serve the new.
+	errs := d.swapToolings(p, made)
+	// 3. Agents: forget the removed, start the added and changed afresh.
+	d.startAgents(cur, p)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("reload: applied with errors: %w", err)
+	}
+	d.log.Info("reloaded")
+	return nil
+}
 
-	// 1. Stop the agents that go or change (restarted below).
+// planReload loads and checks the config file against the running one
+// (old) and returns it with what changes and the toolings it adds or
+// changes, built before anything is touched: a tooling that cannot be made
+// refuses the whole reload. On an error the running config stays (logged).
+func (d *Daemon) planReload(old *config.Config) (*config.Config, plan, map[string]*toolingRec, error) {
+	cur, err := config.Load(d.cfgPath)
+	if err != nil {
+		d.log.Error("reload refused: the config has errors; keeping the running one", zap.String("config", d.cfgPath), zap.Error(err))
+		return nil, plan{}, nil, err
+	}
+	refuse := func(err error) (*config.Config, plan, map[string]*toolingRec, error) {
+		d.log.Error("reload refused; keeping the running config", zap.Error(err))
+		return nil, plan{}, nil, err
+	}
+	// [host] applies at restart: the running thread limit bounds the agents.
+	if err := checkThreads(cur, maxThreads(old)); err != nil {
+		return refuse(err)
+	}
+	if needsFuel(cur) && !d.fuel {
+		return refuse(ErrNeedsFuel)
+	}
+	p := diff(old, cur)
+	d.componentsChanged(&p, cur)
+	if p.hostChanged {
+		d.log.Warn("reload: [host] changed; those settings apply only when toolhostd restarts")
+	}
+	fresh := make(map[string]*config.Tooling)
+	for _, name := range append(slices.Clone(p.addTooling), p.changeTooling...) {
+		fresh[name] = cur.Tooling[name]
+	}
+	made, err := d.makeToolings(fresh)
+	if err != nil {
+		return refuse(err)
+	}
+	return cur, p, made, nil
+}
+
+// stopAgents stops the named agents, all at once, and waits for them.
+func (d *Daemon) stopAgents(names []string) {
 	d.mu.Lock()
 	var stopping []*agentRec
-	for _, name := range append(append([]string(nil), p.removeAgent...), p.changeAgent...) {
+	for _, name := range names {
 		stopping = append(stopping, d.agents[name])
 	}
 	d.mu.Unlock()
@@ -163,10 +188,14 @@ func (d *Daemon) Reload() error {
 		wg.Go(func() { d.stopRec(r, stateStopped) })
 	}
 	wg.Wait()
+}
 
-	// 2. Toolings: take out the removed and changed ones, then serve the new.
+// swapToolings takes the removed and changed toolings of p out of the hub
+// and serves the added and changed ones (made by planReload). It goes on
+// past a failure and returns every one.
+func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	var errs []error
-	for _, name := range append(append([]string(nil), p.removeTooling...), p.changeTooling...) {
+	for _, name := range append(slices.Clone(p.removeTooling), p.changeTooling...) {
 		if err := d.hub.RemoveTooling(name); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: removing a tooling", zap.String("tooling", name), zap.Error(err))
@@ -185,7 +214,7 @@ func (d *Daemon) Reload() error {
 			m.ForgetAgent(name)
 		}
 	}
-	for _, name := range append(append([]string(nil), p.addTooling...), p.changeTooling...) {
+	for _, name := range append(slices.Clone(p.addTooling), p.changeTooling...) {
 		r := made[name]
 		if err := d.hub.AddTooling(pump.Entry{Tooling: r.t, Limits: pump.LimitsFrom(r.cfg)}); err != nil {
 			errs = append(errs, err)
@@ -196,14 +225,19 @@ func (d *Daemon) Reload() error {
 		d.toolings[name] = r
 		d.mu.Unlock()
 	}
+	return errs
+}
 
-	// 3. Agents: forget the removed, start the added and changed afresh.
+// startAgents forgets the removed agents of p, starts the added and
+// changed ones afresh (those this host runs) and makes cur the running
+// config.
+func (d *Daemon) startAgents(cur *config.Config, p plan) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, name := range p.removeAgent {
 		delete(d.agents, name)
 	}
-	for _, name := range append(append([]string(nil), p.addAgent...), p.changeAgent...) {
+	for _, name := range append(slices.Clone(p.addAgent), p.changeAgent...) {
 		r := newAgentRec(name, cur.Agent[name], d.recorder())
 		d.agents[name] = r
 		if d.startsOnReload(name) {
@@ -212,11 +246,6 @@ func (d *Daemon) Reload() error {
 	}
 	d.cfg = cur
 	d.reloaded(cur)
-	if len(errs) > 0 {
-		return fmt.Errorf("reload: applied with errors: %v", errs)
-	}
-	d.log.Info("reloaded")
-	return nil
 }
 
 // componentsChanged adds to p the agents whose config is unchanged but

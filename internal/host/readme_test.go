@@ -9,21 +9,21 @@ import (
 	"time"
 )
 
-// TestREADMEGoAgent builds the complete agent of the README's "Writing an
-// agent in Go" the way the README says (its own module requiring sdk/go,
-// go build for wasip1, scripts/componentize-go.mjs) and runs it: a Go agent
-// written against the documented API compiles and works.
-func TestREADMEGoAgent(t *testing.T) {
+// TestDocGoAgent builds the complete agent of docs/agents-go.md ("Writing
+// an agent in Go") the way that page says (its own module requiring
+// sdk/go, go build for wasip1, scripts/componentize-go.mjs) and runs it: a
+// Go agent written against the documented API compiles and works.
+func TestDocGoAgent(t *testing.T) {
 	s := env(t)
-	readme, err := os.ReadFile(filepath.Join(s.root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(s.root, "docs", "agents-go.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Writing an agent in Go\n")
+	section, ok := strings.CutPrefix(string(doc), "# Writing an agent in Go\n")
 	_, code, ok2 := strings.Cut(section, "```go\n")
 	code, _, ok3 := strings.Cut(code, "```\n")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal(`README.md has no "## Writing an agent in Go" section with a go code block`)
+		t.Fatal(`docs/agents-go.md does not start with "# Writing an agent in Go" or has no go code block`)
 	}
 	dir := t.TempDir()
 	mod := "module example.com/echo\n\ngo 1.26.0\n\nrequire github.com/toolhostd/toolhostd/sdk/go v0.0.0\n\nreplace github.com/toolhostd/toolhostd/sdk/go => " + filepath.Join(s.root, "sdk", "go") + "\n"
@@ -52,7 +52,7 @@ func TestREADMEGoAgent(t *testing.T) {
 	defer p.Close()
 	out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "readme-echo"}, "hi"), 60*time.Second)
 	if err != nil || out != "Echo: hi" {
-		t.Fatalf("the README's agent said %q, %v; want \"Echo: hi\"", out, err)
+		t.Fatalf("docs/agents-go.md's agent said %q, %v; want \"Echo: hi\"", out, err)
 	}
 	denied := s.host.Start(p, AgentConfig{Name: "readme-echo", Grants: func(string) bool { return false }}, "hi")
 	if _, err := waitAgent(t, denied, 60*time.Second); err == nil || err.Error() != "this agent needs the everything tooling" {

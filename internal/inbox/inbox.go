@@ -27,10 +27,9 @@ import (
 	"context"
 	"sync"
 	"time"
-)
 
-// DefaultCapacity is the capacity New uses when given zero or less.
-const DefaultCapacity = 1024
+	"github.com/toolhostd/toolhostd/internal/config"
+)
 
 // compactAfter is the number of consumed slots at the front of the queue
 // after which the queue is compacted when they are at least half of it.
@@ -82,10 +81,10 @@ type Inbox struct {
 }
 
 // New returns an empty inbox holding at most capacity open calls plus
-// undelivered envelopes (DefaultCapacity if capacity <= 0).
+// undelivered envelopes (config.DefaultInboxCapacity if capacity <= 0).
 func New(capacity int) *Inbox {
 	if capacity <= 0 {
-		capacity = DefaultCapacity
+		capacity = config.DefaultInboxCapacity
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Inbox{

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/status"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -56,27 +56,22 @@ func BenchmarkScrape(b *testing.B) {
 	}
 }
 
-// bigBackend is a Backend with n agents and k toolings.
+// bigBackend is a Source with n agents and k toolings.
 type bigBackend struct {
-	agents   []control.AgentStatus
-	toolings []control.ToolingStatus
+	agents   []status.Agent
+	toolings []status.Tooling
 }
 
 func newBigBackend(n, k int) *bigBackend {
 	b := &bigBackend{}
 	for i := range n {
-		b.agents = append(b.agents, control.AgentStatus{Name: fmt.Sprintf("agent-%d", i), State: "running", Inbox: i})
+		b.agents = append(b.agents, status.Agent{Name: fmt.Sprintf("agent-%d", i), State: "running", Inbox: i})
 	}
 	for i := range k {
-		b.toolings = append(b.toolings, control.ToolingStatus{Name: fmt.Sprintf("tooling-%d", i), State: "connected", Tools: i})
+		b.toolings = append(b.toolings, status.Tooling{Name: fmt.Sprintf("tooling-%d", i), State: "connected", Tools: i})
 	}
 	return b
 }
 
-func (b *bigBackend) Agents() []control.AgentStatus     { return b.agents }
-func (b *bigBackend) Toolings() []control.ToolingStatus { return b.toolings }
-func (b *bigBackend) StartAgent(string) error           { return nil }
-func (b *bigBackend) StopAgent(string) error            { return nil }
-func (b *bigBackend) RestartAgent(string) error         { return nil }
-func (b *bigBackend) Reload() error                     { return nil }
-func (b *bigBackend) Ready() bool                       { return true }
+func (b *bigBackend) Agents() []status.Agent     { return b.agents }
+func (b *bigBackend) Toolings() []status.Tooling { return b.toolings }

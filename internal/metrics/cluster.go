@@ -2,12 +2,10 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/toolhostd/toolhostd/internal/control"
 )
 
-// The cluster's series, read at scrape time from a Backend that is a
-// control.ClusterBackend with [cluster] (none otherwise).
+// The cluster's series, read at scrape time from a Source that has
+// Cluster, with [cluster] (none otherwise).
 var (
 	descClusterJoined   = desc("cluster", "joined", "1 while this host holds its lease and member key.", "member")
 	descClusterFencing  = desc("cluster", "fencing", "1 while this host has stopped its agents for a lease it could not renew.", "member")
@@ -37,7 +35,7 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if box == nil {
 		return
 	}
-	cb, ok := box.b.(control.ClusterBackend)
+	cb, ok := box.b.(clusterSource)
 	if !ok {
 		return
 	}

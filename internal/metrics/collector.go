@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/status"
 )
 
 // AgentStates are the states toolhostd_agent_state reports (one series per
@@ -30,16 +30,29 @@ var (
 	descProgress       = desc("tooling", "progress_notifications_total", "Progress notifications the tooling's server sent about tool calls.", "tooling")
 )
 
-// stateCollector reads the Backend's agents and toolings, and the inboxes'
+// Source is what scrapes read the agents' and toolings' states from: the
+// daemon (a control.Backend is one). If it also has Cluster, as a
+// control.ClusterBackend does, the cluster's series come from it.
+type Source interface {
+	Agents() []status.Agent
+	Toolings() []status.Tooling
+}
+
+// clusterSource is a Source that may be a cluster host.
+type clusterSource interface {
+	Cluster() (st status.Cluster, ok bool)
+}
+
+// stateCollector reads the Source's agents and toolings, and the inboxes'
 // counters, at scrape time.
 type stateCollector struct {
 	m       *Metrics
 	backend atomic.Pointer[backendBox]
 }
 
-type backendBox struct{ b control.Backend }
+type backendBox struct{ b Source }
 
-func (c *stateCollector) set(b control.Backend) {
+func (c *stateCollector) set(b Source) {
 	if b == nil {
 		c.backend.Store(nil)
 		return

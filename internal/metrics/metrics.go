@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 )
 
@@ -123,7 +122,7 @@ func New() *Metrics {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // SetBackend makes scrapes report the agents and toolings of b (nil: none).
-func (m *Metrics) SetBackend(b control.Backend) { m.state.set(b) }
+func (m *Metrics) SetBackend(b Source) { m.state.set(b) }
 
 // AgentInstantiated records that the agent's component was instantiated,
 // taking d.

@@ -26,6 +26,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control/controltest"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -128,30 +129,9 @@ func connect(t testing.TB, s *server, name string) *mcpclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("Serve did not return")
-		}
-	})
-	eventually(t, "a session", func() bool { return m.Status().Connected })
+	testenv.Serve(t, "Serve", m.Serve)
+	testenv.Eventually(t, 30*time.Second, "a session", func() bool { return m.Status().Connected })
 	return m
-}
-
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // families gathers m's registry by name.
@@ -337,15 +317,15 @@ func TestInstrumentObserver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "3 updates", func() bool { return rec.updated.Load() == 3 })
+	testenv.Eventually(t, 30*time.Second, "3 updates", func() bool { return rec.updated.Load() == 3 })
 	s.srv.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})
-	eventually(t, "a list change", func() bool { return rec.listChanged.Load() >= 1 })
+	testenv.Eventually(t, 30*time.Second, "a list change", func() bool { return rec.listChanged.Load() >= 1 })
 	s.refuse.Store(true)
 	s.dropAll() // the tooling reconnects; re-subscribing test://refused fails
-	eventually(t, "a failed re-subscription", func() bool { return rec.resubFailed.Load() == 1 })
+	testenv.Eventually(t, 30*time.Second, "a failed re-subscription", func() bool { return rec.resubFailed.Load() == 1 })
 
 	f := families(t, m)
 	if got := value(f, "toolhostd_pump_updates_received_total", "tooling=obs"); got != 3 {
@@ -359,7 +339,7 @@ func TestInstrumentObserver(t *testing.T) {
 	}
 	// Removing the observer removes the counting one too.
 	tl.SetObserver(nil)
-	eventually(t, "a session again", func() bool { return tl.(metrics.Unwrapper).Unwrap().(*mcpclient.Client).Status().Connected })
+	testenv.Eventually(t, 30*time.Second, "a session again", func() bool { return tl.(metrics.Unwrapper).Unwrap().(*mcpclient.Client).Status().Connected })
 	if err := tl.Subscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +408,7 @@ func TestScrape(t *testing.T) {
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})
-	eventually(t, "the notifications", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the notifications", func() bool {
 		f := families(t, m)
 		return value(f, "toolhostd_pump_updates_received_total", "tooling=fs") == 1 &&
 			value(f, "toolhostd_pump_list_changes_received_total", "tooling=fs") >= 1

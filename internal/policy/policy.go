@@ -1,7 +1,7 @@
 // Package policy is least privilege for agents: what each agent may do on
 // each tooling it is granted (which tools it may call and which resource
 // uris it may read or subscribe to, by glob), how many calls it may have
-// running at once and how fast it may make them (a token bucket). The pump
+// running at once and how fast it may make them (a limit.Limiter). The pump
 // consults an agent's Agent before an operation reaches a tooling; the
 // policy can be replaced while the agent runs (Update), its next
 // operations see the new one.
@@ -12,17 +12,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/time/rate"
+	"time"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/limit"
 	"github.com/toolhostd/toolhostd/internal/tooling"
-)
-
-// The limits named in busy errors and in toolhostd_agent_limited_total.
-const (
-	LimitConcurrent = "max_concurrent_calls"
-	LimitRate       = "calls_per_second"
 )
 
 // Rules are one grant's narrowing, as configured.
@@ -69,9 +63,14 @@ func compileAll(ss []string) []Pattern {
 	return ps
 }
 
+// grantName is the table of agent's grant on tooling, as messages name it.
+func grantName(agent, tooling string) string {
+	return fmt.Sprintf("agent.%s.grants.%s", agent, tooling)
+}
+
 func newGrant(agent, tooling string, r Rules) *Grant {
 	return &Grant{
-		name:      fmt.Sprintf("agent.%s.grants.%s", agent, tooling),
+		name:      grantName(agent, tooling),
 		tools:     compileAll(r.Tools),
 		allTools:  r.Tools == nil,
 		deny:      compileAll(r.DenyTools),
@@ -128,6 +127,7 @@ type Recorder interface {
 type Agent struct {
 	name string
 	rec  Recorder
+	now  func() time.Time // the limits' clock; nil: time.Now
 
 	grants atomic.Pointer[map[string]*Grant]
 
@@ -135,11 +135,21 @@ type Agent struct {
 	views map[string]*View
 }
 
+// Option is an optional setting of New.
+type Option func(*Agent)
+
+// WithClock makes the calls_per_second buckets read now instead of
+// time.Now.
+func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
+
 // New makes an agent's policy from its grants by tooling (a tooling
 // without a narrowing needs no entry: it is allowed everything). rec may
 // be nil.
-func New(agent string, grants map[string]Rules, rec Recorder) *Agent {
+func New(agent string, grants map[string]Rules, rec Recorder, opts ...Option) *Agent {
 	a := &Agent{name: agent, rec: rec, views: make(map[string]*View)}
+	for _, o := range opts {
+		o(a)
+	}
 	a.Update(grants)
 	return a
 }
@@ -196,7 +206,7 @@ func (a *Agent) View(tooling string) *View {
 	defer a.mu.Unlock()
 	v := a.views[tooling]
 	if v == nil {
-		v = &View{a: a, tooling: tooling}
+		v = &View{a: a, tooling: tooling, name: grantName(a.name, tooling), lim: limit.New(limit.Limits{}, a.now)}
 		v.apply((*a.grants.Load())[tooling])
 		a.views[tooling] = v
 	}
@@ -207,26 +217,20 @@ func (a *Agent) View(tooling string) *View {
 type View struct {
 	a       *Agent
 	tooling string
+	name    string // the grant's table, "agent.<agent>.grants.<tooling>"
 
-	grant    atomic.Pointer[Grant]
-	bucket   atomic.Pointer[rate.Limiter] // nil: no rate limit
-	inflight atomic.Int64
+	grant atomic.Pointer[Grant]
+	lim   *limit.Limiter // the grant's limits; its state outlives grants
 }
 
 // apply installs g (under a.mu).
 func (v *View) apply(g *Grant) {
+	var l limit.Limits
+	if g != nil {
+		l = limit.Limits{MaxConcurrent: g.maxConc, N: g.rate, Per: time.Second}
+	}
+	v.lim.Set(l)
 	v.grant.Store(g)
-	if g == nil || g.rate <= 0 {
-		v.bucket.Store(nil)
-		return
-	}
-	burst := max(1, int(g.rate))
-	if b := v.bucket.Load(); b != nil {
-		b.SetLimit(rate.Limit(g.rate))
-		b.SetBurst(burst)
-		return
-	}
-	v.bucket.Store(rate.NewLimiter(rate.Limit(g.rate), burst))
 }
 
 // Grant is the current grant (nil: everything allowed).
@@ -280,20 +284,14 @@ func (v *View) Acquire() *tooling.Error {
 	if v == nil {
 		return nil
 	}
-	n := v.inflight.Add(1)
-	g := v.grant.Load()
-	if g == nil {
-		return nil
+	if n, ok := v.lim.Enter(); !ok {
+		return v.limited(limit.Concurrent, fmt.Sprintf("agent %q already has %d calls running on tooling %q: %s.max_concurrent_calls = %d",
+			v.a.name, n, v.tooling, v.name, v.lim.Limits().MaxConcurrent))
 	}
-	if g.maxConc > 0 && n > int64(g.maxConc) {
-		v.inflight.Add(-1)
-		return v.limited(LimitConcurrent, fmt.Sprintf("agent %q already has %d calls running on tooling %q: %s.max_concurrent_calls = %d",
-			v.a.name, n-1, v.tooling, g.name, g.maxConc))
-	}
-	if b := v.bucket.Load(); b != nil && !b.Allow() {
-		v.inflight.Add(-1)
-		return v.limited(LimitRate, fmt.Sprintf("agent %q is over its call rate on tooling %q: %s.calls_per_second = %g",
-			v.a.name, v.tooling, g.name, g.rate))
+	if !v.lim.Take() {
+		v.lim.Release()
+		return v.limited(limit.CallsPerSecond, fmt.Sprintf("agent %q is over its call rate on tooling %q: %s.calls_per_second = %g",
+			v.a.name, v.tooling, v.name, v.lim.Limits().N))
 	}
 	return nil
 }
@@ -301,13 +299,15 @@ func (v *View) Acquire() *tooling.Error {
 // Release ends a call Acquire admitted.
 func (v *View) Release() {
 	if v != nil {
-		v.inflight.Add(-1)
+		v.lim.Release()
 	}
 }
 
-func (v *View) limited(limit, msg string) *tooling.Error {
+// limited counts a refusal over the limit called name and returns its
+// busy error.
+func (v *View) limited(name, msg string) *tooling.Error {
 	if v.a.rec != nil {
-		v.a.rec.AgentLimited(v.a.name, v.tooling, limit)
+		v.a.rec.AgentLimited(v.a.name, v.tooling, name)
 	}
 	return tooling.Errorf(tooling.CodeBusy, "%s", msg)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -108,7 +109,9 @@ func TestToolsDenyResources(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	r := &rec{}
-	a := New("a", map[string]Rules{"t": {MaxConcurrentCalls: 2}, "r": {CallsPerSecond: 3}}, r)
+	now := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	a := New("a", map[string]Rules{"t": {MaxConcurrentCalls: 2}, "r": {CallsPerSecond: 3}}, r,
+		WithClock(func() time.Time { return now }))
 	v := a.View("t")
 	for i := range 2 {
 		if err := v.Acquire(); err != nil {
@@ -124,8 +127,7 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("after a release: %v", err)
 	}
 	// The bucket holds calls_per_second tokens (burst = rate) and refills
-	// at that rate: far fewer than one token comes back within this test's
-	// few microseconds.
+	// at that rate; the clock stands still until the test moves it.
 	rv := a.View("r")
 	for i := range 3 {
 		if err := rv.Acquire(); err != nil {
@@ -137,7 +139,15 @@ func TestLimits(t *testing.T) {
 	if err == nil || err.Code != tooling.CodeBusy || !strings.Contains(err.Message, "calls_per_second = 3") {
 		t.Fatalf("over the rate: %v", err)
 	}
-	if want := "a/t/max_concurrent_calls a/r/calls_per_second"; strings.Join(r.limited, " ") != want {
+	now = now.Add(time.Second / 3) // one call's worth
+	if err := rv.Acquire(); err != nil {
+		t.Fatalf("after a third of a second: %v", err)
+	}
+	rv.Release()
+	if err := rv.Acquire(); err == nil {
+		t.Fatal("a second call within the third of a second")
+	}
+	if want := "a/t/max_concurrent_calls a/r/calls_per_second a/r/calls_per_second"; strings.Join(r.limited, " ") != want {
 		t.Errorf("limits recorded %v, want %v", r.limited, want)
 	}
 	// Update: the running calls carry over under the new limit.

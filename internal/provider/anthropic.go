@@ -96,7 +96,7 @@ func (p *anthropicKind) ChatStream(ctx context.Context, req Request, delta func(
 	for stream.Next() {
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
-			return Response{}, p.fail(ctx, fmt.Errorf("%w: %v", errProtocol, err), nil, rs)
+			return Response{}, p.fail(ctx, fmt.Errorf("%w: %w", errProtocol, err), nil, rs)
 		}
 		switch ev.Type {
 		case "content_block_delta":

@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -57,5 +58,17 @@ func TestAPIKeyRotation(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAPIKeyUnsetCause: a request whose api_key names an unset variable
+// fails unavailable, and the host side still finds config's sentinel in
+// the error's chain.
+func TestAPIKeyUnsetCause(t *testing.T) {
+	srv := providertest.New(t, providertest.OpenAI)
+	p := open(t, srv, func(c *config.Provider) { c.APIKey = "${env:TOOLHOSTD_TEST_UNSET_KEY}" })
+	_, _, err := chat(context.Background(), p, false, hi)
+	if err == nil || codeOf(t, err) != tooling.CodeUnavailable || !errors.Is(err, config.ErrUnsetVariable) {
+		t.Fatalf("want unavailable with config.ErrUnsetVariable in its chain, got %v", err)
 	}
 }

@@ -7,23 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/limit"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
-
-// The limits named in busy errors and in the Recorder's AgentLimited.
-const (
-	LimitConcurrent    = "max_concurrent_calls"
-	LimitRate          = "requests_per_minute"
-	LimitTokensPerHour = "tokens_per_hour"
-	LimitTokensPerDay  = "tokens_per_day"
-)
-
-// OpChat is the op a denied model is counted under (Recorder.PolicyDenied).
-const OpChat = "chat"
 
 // LimitOptions are the optional parts of a Limited.
 type LimitOptions struct {
@@ -53,10 +42,9 @@ type Limited struct {
 	agent string
 	opts  LimitOptions
 	count *counter
+	lim   *limit.Limiter // max_concurrent_calls and requests_per_minute
 
-	grant    atomic.Pointer[grantState]
-	bucket   atomic.Pointer[rate.Limiter] // nil: no rate limit
-	inflight atomic.Int64
+	grant atomic.Pointer[grantState]
 }
 
 type grantState struct {
@@ -73,7 +61,7 @@ func NewLimited(p Provider, agent string, g *config.ProviderGrant, o LimitOption
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	l := &Limited{p: p, agent: agent, opts: o}
+	l := &Limited{p: p, agent: agent, opts: o, lim: limit.New(limit.Limits{}, o.Now)}
 	var err error
 	if o.Budgets != nil {
 		l.count, err = o.Budgets.counter(agent, p.Name())
@@ -97,19 +85,8 @@ func (l *Limited) Update(g *config.ProviderGrant) {
 			st.models = append(st.models, policy.Compile(m))
 		}
 	}
+	l.lim.Set(limit.Limits{MaxConcurrent: st.g.MaxConcurrentCalls, N: st.g.RequestsPerMinute, Per: time.Minute})
 	l.grant.Store(st)
-	rpm := st.g.RequestsPerMinute
-	if rpm <= 0 {
-		l.bucket.Store(nil)
-		return
-	}
-	lim, burst := rate.Limit(rpm/60), max(1, int(rpm))
-	if b := l.bucket.Load(); b != nil {
-		b.SetLimitAt(l.opts.Now(), lim)
-		b.SetBurstAt(l.opts.Now(), burst)
-		return
-	}
-	l.bucket.Store(rate.NewLimiter(lim, burst))
 }
 
 func (l *Limited) Kind() string { return l.p.Kind() }
@@ -128,7 +105,7 @@ func (l *Limited) Chat(ctx context.Context, req Request) (Response, error) {
 	if err := l.admit(&req); err != nil {
 		return Response{}, err
 	}
-	defer l.inflight.Add(-1)
+	defer l.lim.Release()
 	resp, err := l.p.Chat(ctx, req)
 	return resp, l.charge(resp, err)
 }
@@ -137,14 +114,14 @@ func (l *Limited) ChatStream(ctx context.Context, req Request, delta func(string
 	if err := l.admit(&req); err != nil {
 		return Response{}, err
 	}
-	defer l.inflight.Add(-1)
+	defer l.lim.Release()
 	resp, err := l.p.ChatStream(ctx, req, delta)
 	return resp, l.charge(resp, err)
 }
 
 // admit checks req against the grant and caps its max_tokens; on nil the
 // request holds a slot of max_concurrent_calls until the caller's
-// inflight.Add(-1).
+// lim.Release.
 func (l *Limited) admit(req *Request) error {
 	st := l.grant.Load()
 	g := &st.g
@@ -154,7 +131,7 @@ func (l *Limited) admit(req *Request) error {
 	}
 	if g.Models != nil && !anyMatch(st.models, model) {
 		if r := l.opts.Recorder; r != nil {
-			r.PolicyDenied(l.agent, l.p.Name(), OpChat)
+			r.PolicyDenied(l.agent, l.p.Name(), audit.OpChat) // as the audit line names it
 		}
 		from := l.opts.ModelsFrom
 		if from == "" {
@@ -163,34 +140,36 @@ func (l *Limited) admit(req *Request) error {
 		return tooling.Errorf(tooling.CodeDenied, "model %q is not granted to agent %q on provider %q: %s has no match",
 			model, l.agent, l.p.Name(), from)
 	}
-	n := l.inflight.Add(1)
-	refuse := func(limit, format string, args ...any) error {
-		l.inflight.Add(-1)
+	busy := func(name, format string, args ...any) error {
 		if r := l.opts.Recorder; r != nil {
-			r.AgentLimited(l.agent, l.p.Name(), limit)
+			r.AgentLimited(l.agent, l.p.Name(), name)
 		}
 		return tooling.Errorf(tooling.CodeBusy, format, args...)
 	}
-	if g.MaxConcurrentCalls > 0 && n > int64(g.MaxConcurrentCalls) {
-		return refuse(LimitConcurrent, "agent %q already has %d requests running on provider %q: %s.max_concurrent_calls = %d",
-			l.agent, n-1, l.p.Name(), st.name, g.MaxConcurrentCalls)
+	if n, ok := l.lim.Enter(); !ok {
+		return busy(limit.Concurrent, "agent %q already has %d requests running on provider %q: %s.max_concurrent_calls = %d",
+			l.agent, n, l.p.Name(), st.name, l.lim.Limits().MaxConcurrent)
+	}
+	refuse := func(name, format string, args ...any) error {
+		l.lim.Release()
+		return busy(name, format, args...)
 	}
 	now := l.opts.Now()
 	if g.TokensPerHour > 0 {
 		if used := l.count.used(now, time.Hour); used >= g.TokensPerHour {
-			return refuse(LimitTokensPerHour, "agent %q has used %d tokens on provider %q in the last hour: over its budget %s.tokens_per_hour = %d",
+			return refuse(limit.TokensPerHour, "agent %q has used %d tokens on provider %q in the last hour: over its budget %s.tokens_per_hour = %d",
 				l.agent, used, l.p.Name(), st.name, g.TokensPerHour)
 		}
 	}
 	if g.TokensPerDay > 0 {
 		if used := l.count.used(now, 24*time.Hour); used >= g.TokensPerDay {
-			return refuse(LimitTokensPerDay, "agent %q has used %d tokens on provider %q in the last 24 hours: over its budget %s.tokens_per_day = %d",
+			return refuse(limit.TokensPerDay, "agent %q has used %d tokens on provider %q in the last 24 hours: over its budget %s.tokens_per_day = %d",
 				l.agent, used, l.p.Name(), st.name, g.TokensPerDay)
 		}
 	}
-	if b := l.bucket.Load(); b != nil && !b.AllowN(now, 1) {
-		return refuse(LimitRate, "agent %q is over its request rate on provider %q: %s.requests_per_minute = %g",
-			l.agent, l.p.Name(), st.name, g.RequestsPerMinute)
+	if !l.lim.Take() {
+		return refuse(limit.RequestsPerMinute, "agent %q is over its request rate on provider %q: %s.requests_per_minute = %g",
+			l.agent, l.p.Name(), st.name, l.lim.Limits().N)
 	}
 	if g.MaxTokens > 0 && (req.MaxTokens == nil || *req.MaxTokens > uint32(g.MaxTokens)) {
 		capped := uint32(g.MaxTokens)
@@ -210,7 +189,7 @@ func (l *Limited) charge(resp Response, err error) error {
 		return nil
 	}
 	if serr := l.count.add(l.opts.Now(), n); serr != nil {
-		return tooling.Errorf(tooling.CodeInternal, "provider %q: keeping agent %q's token budget: %v", l.p.Name(), l.agent, serr)
+		return tooling.Errorf(tooling.CodeInternal, "provider %q: keeping agent %q's token budget: %w", l.p.Name(), l.agent, serr)
 	}
 	return nil
 }

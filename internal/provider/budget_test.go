@@ -12,6 +12,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -120,9 +121,7 @@ func TestLimitConcurrent(t *testing.T) {
 	e.srv.Script(providertest.Reply{Text: []string{"slow"}, Delay: 500 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() { _, err := l.ChatStream(context.Background(), hi, func(string) {}); done <- err }()
-	for len(e.srv.Requests()) == 0 {
-		time.Sleep(2 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the request at the server", func() bool { return len(e.srv.Requests()) > 0 })
 	refused(t, e, l, hi, tooling.CodeBusy, "agent.thinker.grants.fake.max_concurrent_calls = 1")
 	if err := <-done; err != nil {
 		t.Fatal(err)

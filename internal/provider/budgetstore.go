@@ -52,7 +52,7 @@ func (b *Budgets) counter(agent, provider string) (*counter, error) {
 	default:
 		var f budgetFile
 		if err := json.Unmarshal(data, &f); err != nil {
-			return nil, fmt.Errorf("budgets: %s: %v (remove it to start agent %s's budget on provider %s from zero)", c.path, err, agent, provider)
+			return nil, fmt.Errorf("budgets: %s: %w (remove it to start agent %s's budget on provider %s from zero)", c.path, err, agent, provider)
 		}
 		c.buckets = f.Minutes
 	}

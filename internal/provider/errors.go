@@ -69,11 +69,11 @@ func (b *base) classify(ctx context.Context, err error, api *apiFailure) *toolin
 		// Both SDKs' words for a whole body they could not decode (its
 		// reading failed otherwise: "error reading response body").
 		strings.HasPrefix(err.Error(), "error parsing response json"):
-		return tooling.Errorf(tooling.CodeProtocol, "provider %q: malformed response: %v", name, err)
+		return tooling.Errorf(tooling.CodeProtocol, "provider %q: malformed response: %w", name, err)
 	case errors.Is(err, errIncomplete):
-		return tooling.Errorf(tooling.CodeUnavailable, "provider %q: %v", name, err)
+		return tooling.Errorf(tooling.CodeUnavailable, "provider %q: %w", name, err)
 	}
-	return tooling.Errorf(tooling.CodeUnavailable, "provider %q: %v", name, err)
+	return tooling.Errorf(tooling.CodeUnavailable, "provider %q: %w", name, err)
 }
 
 // statusError maps an HTTP error status the SDK gave up on.

@@ -15,6 +15,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -335,8 +336,8 @@ func TestCancelSlowFirstToken(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for len(srv.Requests()) == 0 {
-				time.Sleep(5 * time.Millisecond)
+			if err := testenv.Poll(10*time.Second, func() bool { return len(srv.Requests()) > 0 }); err != nil {
+				t.Errorf("%v waiting for the request at the server", err)
 			}
 			cancel()
 		}()

@@ -15,7 +15,7 @@ func newToolNames(provider string, req *Request) (*toolname.Map, error) {
 		dup, err := m.Add(mcp)
 		switch {
 		case err != nil:
-			return tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: %v", provider, err)
+			return tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: %w", provider, err)
 		case dup && offered:
 			return tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: the tool %q is offered twice", provider, mcp)
 		}

@@ -126,7 +126,7 @@ func (b *base) apiKey() (string, []tooling.Redaction, error) {
 	k, err := b.src.ExpandAPIKey()
 	if err != nil {
 		c.at = time.Time{}
-		return "", nil, tooling.Errorf(tooling.CodeUnavailable, "%v", err)
+		return "", nil, tooling.Errorf(tooling.CodeUnavailable, "%w", err)
 	}
 	rs := b.redact
 	if k != "" {

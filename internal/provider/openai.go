@@ -255,7 +255,7 @@ func toolSchema(provider string, t tooling.Tool) (map[string]any, error) {
 	schema := map[string]any{}
 	if t.InputSchema != "" {
 		if err := json.Unmarshal([]byte(t.InputSchema), &schema); err != nil {
-			return nil, tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: the input schema of tool %q is not a JSON object: %v", provider, t.Name, err)
+			return nil, tooling.Errorf(tooling.CodeInvalidArgument, "provider %q: the input schema of tool %q is not a JSON object: %w", provider, t.Name, err)
 		}
 	}
 	if _, ok := schema["type"]; !ok {

@@ -1,8 +1,12 @@
-// Package testenv finds, for the test suites, what `make test` prepares
-// before running them: the repository root, the agents `make agents`
-// builds into build/ (JS with componentize-js and componentize-qjs, Go),
-// and the npm MCP servers `make deps` installs. A missing piece is an error naming the make target to run: tests fail on
-// it, they never skip. Only tests import this package.
+// Package testenv is the test suites' one kit. It finds what `make test`
+// prepares before running them: the repository root, the agents `make
+// agents` builds into build/ (JS with componentize-js and
+// componentize-qjs, Go), and the npm MCP servers `make deps` installs; a
+// missing piece is an error naming the make target to run (tests fail on
+// it, they never skip). It is also the one way to wait (Eventually, Poll,
+// Recv) and holds the fixtures several suites share: Serve, an in-process
+// MCP server's dialer and echo tool, a scripted provider. Only tests
+// import this package.
 package testenv
 
 import (

@@ -47,17 +47,32 @@ func ParseErrorCode(s string) (ErrorCode, bool) {
 	return 0, false
 }
 
-// Error is the contract's host-error: a code and a message.
+// Error is the contract's host-error: a code and a message. On the host
+// side it may also keep the error that caused it (see Errorf), for
+// errors.Is and errors.As; the guest sees the code and the message only.
 type Error struct {
 	Code    ErrorCode
 	Message string
+
+	cause error // nil, or the errors Errorf's %w verbs wrapped
 }
 
 func (e *Error) Error() string { return e.Code.String() + ": " + e.Message }
 
-// Errorf builds an *Error with a formatted message.
+// Unwrap returns the cause Errorf kept, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Errorf builds an *Error with a formatted message. As with fmt.Errorf, an
+// error given to a %w verb is kept as the cause: errors.Is and errors.As
+// find it.
 func Errorf(code ErrorCode, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	e := &Error{Code: code, Message: err.Error()}
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		e.cause = err
+	}
+	return e
 }
 
 // AsError converts any error to the contract's *Error: an *Error in the chain
@@ -73,11 +88,11 @@ func AsError(err error) *Error {
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeTimeout, Message: err.Error()}
+		return &Error{Code: CodeTimeout, Message: err.Error(), cause: err}
 	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeCancelled, Message: err.Error()}
+		return &Error{Code: CodeCancelled, Message: err.Error(), cause: err}
 	}
-	return &Error{Code: CodeInternal, Message: err.Error()}
+	return &Error{Code: CodeInternal, Message: err.Error(), cause: err}
 }
 
 // CodeOf is AsError(err).Code; it must not be called with a nil error.

@@ -5,7 +5,6 @@
 package etcdtest
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -262,16 +261,4 @@ func (p *Proxy) Close() {
 	_ = p.l.Close()
 	p.Cut()
 	p.wg.Wait()
-}
-
-// WaitFor polls cond every 20ms until it holds or d passes.
-func WaitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }

@@ -144,14 +144,23 @@ func goResourceDtor(resH, storeH C.uintptr_t, ctx *C.wasmtime_context_t, rep C.u
 	return nil
 }
 
+// goWrite hands guest output to a WASI writer. A failed write is the
+// guest's error; a panic of the writer is the host's: the guest sees a
+// failed write, and the call it happened in returns the *PanicError (see
+// Func.call).
+//
 //export goWrite
 func goWrite(h C.uintptr_t, buf unsafe.Pointer, n C.size_t) (written C.ptrdiff_t) {
+	var w *writer
 	defer func() {
-		if recover() != nil {
+		if p := recover(); p != nil {
 			written = -1
+			if w != nil { // else the handle was stale: no store to tell, and no unwinding into C
+				w.store.writePanic.CompareAndSwap(nil, &PanicError{Func: w.name, Value: p, Stack: debug.Stack()})
+			}
 		}
 	}()
-	w := handles.get(uintptr(h)).(*writer)
+	w = handles.get(uintptr(h)).(*writer)
 	if n == 0 {
 		return 0
 	}

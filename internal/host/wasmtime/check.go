@@ -12,160 +12,172 @@ func checkVal(t *Type, v Val) error {
 	if v == nil {
 		return errNilVal
 	}
-	mismatch := func() error { return fmt.Errorf("type mismatch: %s for %s", v.Kind(), t) }
+	if int(t.Kind) < len(primitives) {
+		if !primitives[t.Kind](v) {
+			return mismatch(t, v)
+		}
+		return nil
+	}
 	switch t.Kind {
-	case TypeBool:
-		if _, ok := v.(Bool); !ok {
-			return mismatch()
-		}
-	case TypeS8:
-		if _, ok := v.(S8); !ok {
-			return mismatch()
-		}
-	case TypeU8:
-		if _, ok := v.(U8); !ok {
-			return mismatch()
-		}
-	case TypeS16:
-		if _, ok := v.(S16); !ok {
-			return mismatch()
-		}
-	case TypeU16:
-		if _, ok := v.(U16); !ok {
-			return mismatch()
-		}
-	case TypeS32:
-		if _, ok := v.(S32); !ok {
-			return mismatch()
-		}
-	case TypeU32:
-		if _, ok := v.(U32); !ok {
-			return mismatch()
-		}
-	case TypeS64:
-		if _, ok := v.(S64); !ok {
-			return mismatch()
-		}
-	case TypeU64:
-		if _, ok := v.(U64); !ok {
-			return mismatch()
-		}
-	case TypeF32:
-		if _, ok := v.(F32); !ok {
-			return mismatch()
-		}
-	case TypeF64:
-		if _, ok := v.(F64); !ok {
-			return mismatch()
-		}
-	case TypeChar:
-		if _, ok := v.(Char); !ok {
-			return mismatch()
-		}
-	case TypeString:
-		if _, ok := v.(String); !ok {
-			return mismatch()
-		}
 	case TypeList:
-		x, ok := v.(List)
-		if !ok {
-			return mismatch()
-		}
-		for i, e := range x {
-			if err := checkVal(t.Elem, e); err != nil {
-				return fmt.Errorf("list[%d]: %w", i, err)
-			}
-		}
+		return checkList(t, v)
 	case TypeTuple:
-		x, ok := v.(Tuple)
-		if !ok || len(x) != len(t.Types) {
-			return mismatch()
-		}
-		for i, e := range x {
-			if err := checkVal(t.Types[i], e); err != nil {
-				return fmt.Errorf("tuple[%d]: %w", i, err)
-			}
-		}
+		return checkTuple(t, v)
 	case TypeRecord:
-		x, ok := v.(Record)
-		if !ok || len(x) != len(t.Fields) {
-			return mismatch()
-		}
-		for i, f := range x {
-			if f.Name != t.Fields[i].Name {
-				return fmt.Errorf("record field %d is %q, want %q", i, f.Name, t.Fields[i].Name)
-			}
-			if err := checkVal(t.Fields[i].Type, f.Val); err != nil {
-				return fmt.Errorf("record field %s: %w", f.Name, err)
-			}
-		}
+		return checkRecord(t, v)
 	case TypeVariant:
-		x, ok := v.(Variant)
-		if !ok {
-			return mismatch()
-		}
-		i := slices.IndexFunc(t.Cases, func(c CaseType) bool { return c.Name == x.Case })
-		if i < 0 {
-			return fmt.Errorf("variant has no case %q", x.Case)
-		}
-		if err := checkPayload(t.Cases[i].Payload, x.Payload); err != nil {
-			return fmt.Errorf("variant case %s: %w", x.Case, err)
-		}
+		return checkVariant(t, v)
 	case TypeEnum:
-		x, ok := v.(Enum)
-		if !ok {
-			return mismatch()
-		}
-		if !slices.Contains(t.Names, string(x)) {
-			return fmt.Errorf("enum has no case %q", string(x))
-		}
+		return checkEnum(t, v)
 	case TypeOption:
-		x, ok := v.(Option)
-		if !ok {
-			return mismatch()
-		}
-		if x.Some != nil {
-			if err := checkVal(t.Elem, x.Some); err != nil {
-				return fmt.Errorf("option: %w", err)
-			}
-		}
+		return checkOption(t, v)
 	case TypeResult:
-		x, ok := v.(Result)
-		if !ok {
-			return mismatch()
-		}
-		want := t.Ok
-		if x.Err {
-			want = t.Err
-		}
-		if err := checkPayload(want, x.Payload); err != nil {
-			return fmt.Errorf("result: %w", err)
-		}
+		return checkResult(t, v)
 	case TypeFlags:
-		x, ok := v.(Flags)
-		if !ok {
-			return mismatch()
-		}
-		for _, n := range x {
-			if !slices.Contains(t.Names, n) {
-				return fmt.Errorf("flags have no flag %q", n)
-			}
-		}
+		return checkFlags(t, v)
 	case TypeOwn, TypeBorrow:
-		switch x := v.(type) {
-		case ResourceHost:
-			if !x.Owned {
-				return errBorrowToGuest
-			}
-			if x.Owned != (t.Kind == TypeOwn) {
-				return fmt.Errorf("resource ownership mismatch: owned=%v for %s", x.Owned, t)
-			}
-		case *ResourceAny:
-		default:
-			return mismatch()
+		return checkResource(t, v)
+	}
+	return fmt.Errorf("unsupported type %s", t)
+}
+
+func mismatch(t *Type, v Val) error { return fmt.Errorf("type mismatch: %s for %s", v.Kind(), t) }
+
+// is reports whether v is a T.
+func is[T Val](v Val) bool { _, ok := v.(T); return ok }
+
+// primitives is, by kind, the check of each primitive type's one Go type
+// (the primitive kinds come first, TypeBool to TypeString).
+var primitives = [...]func(Val) bool{
+	TypeBool: is[Bool], TypeChar: is[Char], TypeString: is[String],
+	TypeS8: is[S8], TypeU8: is[U8], TypeS16: is[S16], TypeU16: is[U16],
+	TypeS32: is[S32], TypeU32: is[U32], TypeS64: is[S64], TypeU64: is[U64],
+	TypeF32: is[F32], TypeF64: is[F64],
+}
+
+func checkList(t *Type, v Val) error {
+	x, ok := v.(List)
+	if !ok {
+		return mismatch(t, v)
+	}
+	for i, e := range x {
+		if err := checkVal(t.Elem, e); err != nil {
+			return fmt.Errorf("list[%d]: %w", i, err)
 		}
+	}
+	return nil
+}
+
+func checkTuple(t *Type, v Val) error {
+	x, ok := v.(Tuple)
+	if !ok || len(x) != len(t.Types) {
+		return mismatch(t, v)
+	}
+	for i, e := range x {
+		if err := checkVal(t.Types[i], e); err != nil {
+			return fmt.Errorf("tuple[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func checkRecord(t *Type, v Val) error {
+	x, ok := v.(Record)
+	if !ok || len(x) != len(t.Fields) {
+		return mismatch(t, v)
+	}
+	for i, f := range x {
+		if f.Name != t.Fields[i].Name {
+			return fmt.Errorf("record field %d is %q, want %q", i, f.Name, t.Fields[i].Name)
+		}
+		if err := checkVal(t.Fields[i].Type, f.Val); err != nil {
+			return fmt.Errorf("record field %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+func checkVariant(t *Type, v Val) error {
+	x, ok := v.(Variant)
+	if !ok {
+		return mismatch(t, v)
+	}
+	i := slices.IndexFunc(t.Cases, func(c CaseType) bool { return c.Name == x.Case })
+	if i < 0 {
+		return fmt.Errorf("variant has no case %q", x.Case)
+	}
+	if err := checkPayload(t.Cases[i].Payload, x.Payload); err != nil {
+		return fmt.Errorf("variant case %s: %w", x.Case, err)
+	}
+	return nil
+}
+
+func checkEnum(t *Type, v Val) error {
+	x, ok := v.(Enum)
+	if !ok {
+		return mismatch(t, v)
+	}
+	if !slices.Contains(t.Names, string(x)) {
+		return fmt.Errorf("enum has no case %q", string(x))
+	}
+	return nil
+}
+
+func checkOption(t *Type, v Val) error {
+	x, ok := v.(Option)
+	if !ok {
+		return mismatch(t, v)
+	}
+	if x.Some != nil {
+		if err := checkVal(t.Elem, x.Some); err != nil {
+			return fmt.Errorf("option: %w", err)
+		}
+	}
+	return nil
+}
+
+func checkResult(t *Type, v Val) error {
+	x, ok := v.(Result)
+	if !ok {
+		return mismatch(t, v)
+	}
+	want := t.Ok
+	if x.Err {
+		want = t.Err
+	}
+	if err := checkPayload(want, x.Payload); err != nil {
+		return fmt.Errorf("result: %w", err)
+	}
+	return nil
+}
+
+func checkFlags(t *Type, v Val) error {
+	x, ok := v.(Flags)
+	if !ok {
+		return mismatch(t, v)
+	}
+	for _, n := range x {
+		if !slices.Contains(t.Names, n) {
+			return fmt.Errorf("flags have no flag %q", n)
+		}
+	}
+	return nil
+}
+
+// checkResource checks an own<T> or borrow<T> argument: a guest resource
+// (*ResourceAny), or a host one passed owned.
+func checkResource(t *Type, v Val) error {
+	switch x := v.(type) {
+	case ResourceHost:
+		if !x.Owned {
+			return errBorrowToGuest
+		}
+		if x.Owned != (t.Kind == TypeOwn) {
+			return fmt.Errorf("resource ownership mismatch: owned=%v for %s", x.Owned, t)
+		}
+	case *ResourceAny:
 	default:
-		return fmt.Errorf("unsupported type %s", t)
+		return mismatch(t, v)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"unsafe"
 )
@@ -30,7 +29,6 @@ func NewComponent(e *Engine, wasmOrWAT []byte) (*Component, error) {
 	defer e.unlock()
 	var out *C.wasmtime_component_t
 	cerr := C.wasmtime_component_new(eng, (*C.uint8_t)(unsafe.Pointer(&wasmOrWAT[0])), C.size_t(len(wasmOrWAT)), &out)
-	runtime.KeepAlive(wasmOrWAT)
 	if cerr != nil {
 		return nil, plainError("compile component", cerr)
 	}
@@ -46,7 +44,6 @@ func WAT2Wasm(text []byte) ([]byte, error) {
 	}
 	var out C.wasm_byte_vec_t
 	cerr := C.wasmtime_wat2wasm((*C.char)(unsafe.Pointer(&text[0])), C.size_t(len(text)), &out)
-	runtime.KeepAlive(text)
 	if cerr != nil {
 		return nil, plainError("wat", cerr)
 	}
@@ -68,7 +65,6 @@ func DeserializeComponent(e *Engine, serialized []byte) (*Component, error) {
 	defer e.unlock()
 	var out *C.wasmtime_component_t
 	cerr := C.wasmtime_component_deserialize(eng, (*C.uint8_t)(unsafe.Pointer(&serialized[0])), C.size_t(len(serialized)), &out)
-	runtime.KeepAlive(serialized)
 	if cerr != nil {
 		return nil, plainError("deserialize component", cerr)
 	}

@@ -22,14 +22,18 @@
 // (wasmtime reference-counts them internally). Closing a Store invalidates
 // its Instances, Funcs and ResourceAnys. Using a closed object returns
 // ErrClosed where the method returns an error and panics with a clear
-// message otherwise; it never reaches C.
+// message otherwise; it never reaches C. No wrapper has a finalizer (Close
+// frees), so none needs runtime.KeepAlive; Go memory passed to C (a
+// component's bytes, a name) is kept alive by cgo for the call, and C
+// copies what it keeps.
 //
 // Callbacks: host functions, resource destructors and WASI output writers
 // are reached from C through an index into a handle table, never a Go
 // pointer. A host
 // function that returns an error or panics makes the guest trap; the Call
 // that was running returns a *Trap whose Cause is that error (or a
-// *PanicError).
+// *PanicError). A WASI writer that panics fails the guest's write, and the
+// Call returns its *PanicError.
 //
 // Known limits of wasmtime 39's C API, enforced here rather than left to
 // abort the process: strings, chars and case names must be valid UTF-8 /

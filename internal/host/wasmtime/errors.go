@@ -161,9 +161,10 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("wasmtime: guest exited with status %d", e.Status)
 }
 
-// PanicError is the Cause of a Trap raised because a host callback panicked.
+// PanicError is the Cause of a Trap raised because a host callback panicked,
+// or the error of a call during which a WASI output writer panicked.
 type PanicError struct {
-	Func  string // the host function (or "resource destructor", "wasi writer")
+	Func  string // the host function (or "destructor of R", "WASI stdout writer")
 	Value any    // the value passed to panic
 	Stack []byte // the goroutine stack at the panic
 }

@@ -162,11 +162,20 @@ func (f *Func) call(buf *cval, args []Val) (Val, error) {
 			spendOwned(f.typ.Params[i].Type, a)
 		}
 	}
+	wp := s.takeWritePanic()
 	if cerr != nil {
 		if *f.postFailed != 0 {
 			deleteVals(resv)
 		}
-		return nil, takeError(cerr, s.takeCause())
+		cause := s.takeCause()
+		if cause == nil && wp != nil {
+			cause = wp // the guest trapped over the write that failed
+		}
+		return nil, takeError(cerr, cause)
+	}
+	if wp != nil {
+		deleteVals(resv)
+		return nil, fmt.Errorf("wasmtime: call %s: %w", f.name, wp)
 	}
 	if f.nresults == 0 {
 		return nil, nil

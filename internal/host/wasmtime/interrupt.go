@@ -46,7 +46,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -71,7 +70,6 @@ func (s *Store) EnableInterrupt() error {
 		return nil
 	}
 	flag := C.th_interrupt_enable(s.ptr) // freed by wasmtime with the store
-	runtime.KeepAlive(s)
 	if flag == nil {
 		return errors.New("wasmtime: cannot allocate the interrupt flag")
 	}

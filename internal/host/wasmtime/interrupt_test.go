@@ -40,7 +40,9 @@ func TestInterruptStopsSpinningGuest(t *testing.T) {
 		t.Fatalf("a store with the interrupt hook must run guest code: %v", err)
 	}
 	go func() {
-		time.Sleep(30 * time.Millisecond) // let the guest spin through several ticks first
+		// A spinning guest gives no sign: the pause lets it spin through
+		// several ticks first, so that Interrupt stops code under way.
+		time.Sleep(30 * time.Millisecond)
 		s.Interrupt()
 	}()
 	_, err := call(t, inst, "spin")
@@ -60,8 +62,11 @@ func TestInterruptAfterCloseAndWithoutEnable(t *testing.T) {
 	if err := s.EnableInterrupt(); err != nil {
 		t.Fatal(err)
 	}
-	// The early Interrupt left no flag behind: guest code runs across ticks.
-	time.Sleep(20 * time.Millisecond)
+	// The early Interrupt left no flag behind: guest code runs across ticks
+	// (advanced here, besides the ticker's, so that the call meets them).
+	for range 20 {
+		te.e.IncrementEpoch()
+	}
 	if _, err := call(t, inst, "grow", U32(0)); err != nil {
 		t.Fatalf("an Interrupt before EnableInterrupt stopped later guest code: %v", err)
 	}

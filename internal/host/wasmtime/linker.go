@@ -6,7 +6,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -223,7 +222,6 @@ func (li *LinkerInstance) apply(ci *C.wasmtime_component_linker_instance_t) erro
 		case d.res != nil:
 			cerr = C.th_add_resource(ci, cname, clen, C.uint32_t(d.res.typ), newHandle(d.res))
 		}
-		runtime.KeepAlive(name)
 		if cerr != nil {
 			return plainError("define "+li.qualify(name), cerr)
 		}

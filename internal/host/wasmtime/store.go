@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -63,6 +63,11 @@ type Store struct {
 	funcs   []*Func
 	anys    map[*ResourceAny]struct{}
 	borrows []*ResourceAny // guest borrows received by the running host function
+
+	// writePanic is the first panic of a WASI output writer since a call
+	// last ended (goWrite): the guest saw a failed write; the call reports
+	// the panic (takeWritePanic).
+	writePanic atomic.Pointer[PanicError]
 
 	intrMu sync.Mutex     // guards intr against Interrupt racing Close
 	intr   unsafe.Pointer // C interrupt flag (interrupt.go), owned by wasmtime
@@ -167,11 +172,12 @@ func (s *Store) setWASI(w *WASIConfig) error {
 	for _, pair := range []struct {
 		w      io.Writer
 		stdout bool
-	}{{w.Stdout, true}, {w.Stderr, false}} {
+		name   string
+	}{{w.Stdout, true, "WASI stdout writer"}, {w.Stderr, false, "WASI stderr writer"}} {
 		if pair.w == nil {
 			continue
 		}
-		C.th_set_output(wc, C.bool(pair.stdout), newHandle(&writer{w: pair.w}))
+		C.th_set_output(wc, C.bool(pair.stdout), newHandle(&writer{w: pair.w, name: pair.name, store: s}))
 	}
 	for _, p := range w.Preopens {
 		host, guest := C.CString(p.HostPath), C.CString(p.GuestPath)
@@ -211,7 +217,12 @@ func freeCStrings(arr unsafe.Pointer, n int) {
 	C.free(arr)
 }
 
-type writer struct{ w io.Writer }
+// writer is a WASI output stream's io.Writer, reached from goWrite.
+type writer struct {
+	w     io.Writer
+	name  string // for a PanicError: "WASI stdout writer"
+	store *Store // where a panic of w is recorded
+}
 
 func (s *Store) check(what string) error {
 	if s.ptr == nil {
@@ -281,7 +292,6 @@ func (s *Store) Close() error {
 	}
 	s.funcs = nil
 	s.data = nil
-	runtime.KeepAlive(s)
 	return nil
 }
 
@@ -347,3 +357,6 @@ func (s *Store) takeCause() error {
 	s.cause = nil
 	return c
 }
+
+// takeWritePanic returns and clears the panic goWrite recorded, if any.
+func (s *Store) takeWritePanic() *PanicError { return s.writePanic.Swap(nil) }

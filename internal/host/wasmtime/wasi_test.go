@@ -2,6 +2,7 @@ package wasmtime
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -104,6 +105,20 @@ type panickingWriter struct{}
 
 func (panickingWriter) Write([]byte) (int, error) { panic("writer panic") }
 
+// panicOnce panics on its first write and keeps the others.
+type panicOnce struct {
+	bytes.Buffer
+	panicked bool
+}
+
+func (w *panicOnce) Write(p []byte) (int, error) {
+	if !w.panicked {
+		w.panicked = true
+		panic("first write")
+	}
+	return w.Buffer.Write(p)
+}
+
 func TestWASIStdioWriterFailure(t *testing.T) {
 	e := mustEngine(t, EngineConfig{})
 	c := mustComponent(t, e, stdioWAT)
@@ -122,6 +137,25 @@ func TestWASIStdioWriterFailure(t *testing.T) {
 		if err == nil && v == U32(0) {
 			t.Errorf("%s: failing stdout reported success", name)
 		}
+		// A panic is the host's fault: the call returns it, with its stack.
+		var pe *PanicError
+		if name == "panic" && (!errors.As(err, &pe) || pe.Value != "writer panic" || pe.Func != "WASI stdout writer" || len(pe.Stack) == 0) {
+			t.Errorf("panic: the call returned %v (%#v), want the writer's *PanicError", err, pe)
+		}
+	}
+	// The panic is the error of the call it happened in only: the next
+	// call, whose writes succeed, succeeds.
+	once := &panicOnce{}
+	s := mustStore(t, e, StoreConfig{WASI: &WASIConfig{Stdout: once, Stderr: &stderr}})
+	f := mustFunc(t, l, s, c, "run")
+	if _, err := f.Call(); !errors.As(err, new(*PanicError)) {
+		t.Errorf("first call: %v, want the writer's panic", err)
+	}
+	if v, err := f.Call(); err != nil || v != U32(0) {
+		t.Errorf("second call = %v, %v; want 0 (its writes succeeded)", v, err)
+	}
+	if got := once.String(); got != "hello stdout\n" {
+		t.Errorf("stdout %q after the panic", got)
 	}
 }
 

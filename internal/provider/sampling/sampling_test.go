@@ -59,22 +59,13 @@ func TestSamplingThroughProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	testenv.Serve(t, "Serve", m.Serve)
 
 	srv.Script(providertest.Reply{Text: []string{"a sampled ", "answer"}})
-	callCtx, stop := context.WithTimeout(ctx, 60*time.Second)
+	callCtx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()
-	var res tooling.ToolResult
-	for {
-		res, err = m.CallTool(callCtx, "trigger-sampling-request", json.RawMessage(`{"prompt": "say something", "maxTokens": 1000}`))
-		if err == nil || callCtx.Err() != nil || tooling.CodeOf(err) != tooling.CodeUnavailable {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // not connected yet
-	}
+	testenv.Eventually(t, 60*time.Second, "a session with server-everything", func() bool { return m.Status().Connected })
+	res, err := m.CallTool(callCtx, "trigger-sampling-request", json.RawMessage(`{"prompt": "say something", "maxTokens": 1000}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"go.uber.org/zap"
 )
@@ -59,8 +60,8 @@ func BenchmarkCallEcho(b *testing.B) {
 	})
 	b.Run("tooling", func(b *testing.B) {
 		ts := newTestServer(0)
-		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.WithDialer(inMemoryDialer(ts.srv)))
-		serve(b, m)
+		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
+		testenv.Serve(b, "Serve", m.Serve)
 		waitConnected(b, m)
 		ctx := context.Background()
 		lat := make([]time.Duration, 0, b.N)

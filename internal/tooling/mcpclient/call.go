@@ -26,7 +26,7 @@ func (m *Client) acquire(ctx context.Context, op string) (*session, error) {
 		s, ready, failed, down, lastErr, loginWait := m.cur, m.ready, m.failed, m.down, m.lastErr, m.loginWait.ch
 		m.mu.Unlock()
 		if s == nil && down && lastErr != nil {
-			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: tooling %s is not connected: %v", op, m.name, lastErr)
+			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: tooling %s is not connected: %w", op, m.name, lastErr)
 		}
 		if s != nil {
 			if s.ctx.Err() == nil {
@@ -38,7 +38,7 @@ func (m *Client) acquire(ctx context.Context, op string) (*session, error) {
 		}
 		if le := m.needsLogin(); le != nil {
 			// Waiting would not help: nobody logs in for this request.
-			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: %v", op, le)
+			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, le)
 		}
 		if timeout == nil {
 			t := time.NewTimer(m.connectTimeout)
@@ -56,7 +56,7 @@ func (m *Client) acquire(ctx context.Context, op string) (*session, error) {
 			lastErr := m.lastErr
 			m.mu.Unlock()
 			if lastErr != nil {
-				return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v; last connection error: %v", op, m.connectTimeout, lastErr)
+				return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v; last connection error: %w", op, m.connectTimeout, lastErr)
 			}
 			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v", op, m.connectTimeout)
 		}
@@ -91,7 +91,7 @@ func (m *Client) run(ctx context.Context, s *session, op string, f func(context.
 		// The server wants a token nobody here can get: the session is
 		// of no use until someone logs in.
 		m.endSession(s, le)
-		return tooling.Errorf(tooling.CodeUnavailable, "%s: %v", op, le)
+		return tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, le)
 	}
 	if tctx.Err() == nil && errors.Is(err, mcp.ErrConnectionClosed) {
 		// Either the connection is closing (the session's reader ends the
@@ -257,7 +257,7 @@ func (m *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	}
 	v, err := json.Marshal(res)
 	if err != nil {
-		return tooling.ToolResult{}, tooling.Errorf(tooling.CodeInternal, "%s: encoding the result: %v", op, err)
+		return tooling.ToolResult{}, tooling.Errorf(tooling.CodeInternal, "%s: encoding the result: %w", op, err)
 	}
 	return tooling.ToolResult{Name: name, Arguments: string(a), Value: string(v)}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -26,12 +27,12 @@ func TestEverythingClientCapabilities(t *testing.T) {
 	cfg.LogLevel = "debug"
 	core, logs := observer.New(zapcore.DebugLevel)
 	m := newMCP(t, cfg, zap.New(core))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 
 	// The conditional tools come after initialization, with list_changed.
 	var tools map[string]tooling.Tool
-	eventually(t, 20*time.Second, "server-everything's conditional tools", func() bool {
+	testenv.Eventually(t, 20*time.Second, "server-everything's conditional tools", func() bool {
 		tools = toolNames(t, m)
 		_, ok := tools["get-roots-list"]
 		return ok
@@ -69,7 +70,7 @@ func TestEverythingClientCapabilities(t *testing.T) {
 	// message comes at once, at a random level.
 	callText(t, t.Context(), m, "toggle-simulated-logging", `{}`)
 	var e observer.LoggedEntry
-	eventually(t, 20*time.Second, "a simulated server log message", func() bool {
+	testenv.Eventually(t, 20*time.Second, "a simulated server log message", func() bool {
 		for _, le := range logs.FilterLoggerName("tooling.server").All() {
 			if strings.Contains(strings.ToLower(le.Message), "level") {
 				e = le
@@ -94,10 +95,10 @@ func TestEverythingClientCapabilities(t *testing.T) {
 func TestEverythingDefaultCapabilities(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	m := newMCP(t, everythingStdio(t), zap.New(core))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	var tools map[string]tooling.Tool
-	eventually(t, 20*time.Second, "server-everything's conditional tools", func() bool {
+	testenv.Eventually(t, 20*time.Second, "server-everything's conditional tools", func() bool {
 		tools = toolNames(t, m)
 		_, ok := tools["trigger-elicitation-request"]
 		return ok

@@ -121,7 +121,7 @@ func newCapServer(t *testing.T) *capServer {
 func (cs *capServer) lastCaps(t *testing.T) *mcp.ClientCapabilities {
 	t.Helper()
 	var c *mcp.ClientCapabilities
-	eventually(t, 10*time.Second, "the initialized notification", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the initialized notification", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		if len(cs.caps) == 0 {
@@ -139,8 +139,8 @@ func startCaps(t *testing.T, cfg *config.Tooling) (*mcpclient.Client, *capServer
 	t.Helper()
 	cs := newCapServer(t)
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMCP(t, cfg, zap.New(core), mcpclient.WithDialer(inMemoryDialer(cs.srv)))
-	serve(t, m)
+	m := newMCP(t, cfg, zap.New(core), mcpclient.WithDialer(testenv.InMemoryDialer(cs.srv)))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	return m, cs, logs
 }
@@ -269,7 +269,7 @@ func TestServerLogMessages(t *testing.T) {
 	cfg := testConfig("logs")
 	cfg.LogLevel = "info"
 	m, cs, logs := startCaps(t, cfg)
-	eventually(t, 10*time.Second, "logging/setLevel", func() bool {
+	testenv.Eventually(t, 10*time.Second, "logging/setLevel", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		return slices.Equal(cs.setLevels, []mcp.LoggingLevel{"info"})
@@ -290,7 +290,7 @@ func TestServerLogMessages(t *testing.T) {
 			continue
 		}
 		var entries []observer.LoggedEntry
-		eventually(t, 10*time.Second, "the server log message "+tc.msg, func() bool {
+		testenv.Eventually(t, 10*time.Second, "the server log message "+tc.msg, func() bool {
 			entries = logs.FilterLoggerName("tooling.server").FilterMessage(tc.msg).All()
 			return len(entries) > 0
 		})
@@ -337,7 +337,7 @@ func TestProgress(t *testing.T) {
 	if token2 := callText(t, t.Context(), m, "progress", `{"steps":2}`); token2 == token {
 		t.Errorf("two calls share progress token %s", token)
 	}
-	eventually(t, 10*time.Second, "5 progress notifications counted, 3 reported", func() bool {
+	testenv.Eventually(t, 10*time.Second, "5 progress notifications counted, 3 reported", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return m.Status().ProgressNotifications == 5 && len(got) == 3
@@ -397,10 +397,10 @@ func TestFilesystemFollowsRoots(t *testing.T) {
 			cfg.Name = "fs"
 			core, logs := observer.New(zapcore.DebugLevel)
 			m := newMCP(t, cfg, zap.New(core))
-			serve(t, m)
+			testenv.Serve(t, "Serve", m.Serve)
 			waitConnected(t, m)
 			// The server asks for the roots after initialization, on its own time.
-			eventually(t, 20*time.Second, "the server's startup message "+tc.wantLog, func() bool {
+			testenv.Eventually(t, 20*time.Second, "the server's startup message "+tc.wantLog, func() bool {
 				for _, e := range logs.FilterMessage("server stderr").All() {
 					if strings.Contains(fmt.Sprint(e.ContextMap()["line"]), tc.wantLog) {
 						return true

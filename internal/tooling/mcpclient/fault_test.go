@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -41,7 +42,7 @@ func stdioConfig(t *testing.T, mode, countFile string) *config.Tooling {
 func serverPID(t *testing.T, m *mcpclient.Client) int {
 	t.Helper()
 	var pid int
-	eventually(t, 30*time.Second, "the pid tool to answer", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the pid tool to answer", func() bool {
 		res, err := m.CallTool(t.Context(), "pid", nil)
 		if err != nil {
 			return false
@@ -63,7 +64,7 @@ func stopProcess(t *testing.T, pid int) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the server to be stopped", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the server to be stopped", func() bool {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			return false
@@ -74,16 +75,19 @@ func stopProcess(t *testing.T, pid int) {
 	})
 }
 
-// blockingCall starts the "block" tool and waits until it is in flight.
-func blockingCall(t *testing.T, m *mcpclient.Client, tool string) <-chan error {
+// blockingCall starts the "block" tool and waits until the server runs it
+// (its "blocked" tool counts the calls under way).
+func blockingCall(t *testing.T, m *mcpclient.Client) <-chan error {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := m.CallTool(t.Context(), tool, nil)
+		_, err := m.CallTool(t.Context(), "block", nil)
 		errc <- err
 	}()
-	eventually(t, 10*time.Second, "the call to be in flight", func() bool { return m.Status().InFlight == 1 })
-	time.Sleep(100 * time.Millisecond) // let the request reach the server
+	testenv.Eventually(t, 10*time.Second, "the call to reach the server", func() bool {
+		res, err := m.CallTool(t.Context(), "blocked", nil)
+		return err == nil && firstText(t, res.Value) == "1"
+	})
 	return errc
 }
 
@@ -93,19 +97,19 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.WithLiveness(0, 0))
 	rec := newRecorder()
 	m.SetObserver(rec)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	pid1 := serverPID(t, m)
 	if err := m.Subscribe(t.Context(), "test://text/1"); err != nil {
 		t.Fatal(err)
 	}
 
-	errc := blockingCall(t, m, "block")
+	errc := blockingCall(t, m)
 	if err := syscall.Kill(pid1, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// The call timeout is 20s: well before it, the call fails unavailable.
-	wantCode(t, recv(t, errc, 10*time.Second, "the in-flight call to fail"), tooling.CodeUnavailable)
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the in-flight call to fail"), tooling.CodeUnavailable)
 
 	pid2 := serverPID(t, m)
 	if pid2 == pid1 {
@@ -118,7 +122,7 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 	// subscribed sessions. The new session takes calls while its
 	// re-subscription may still be on its way, so touch until an update
 	// comes (the server sends none to a session that is not subscribed).
-	eventually(t, 10*time.Second, "an update on the re-subscribed uri", func() bool {
+	testenv.Eventually(t, 10*time.Second, "an update on the re-subscribed uri", func() bool {
 		if _, err := m.CallTool(t.Context(), "touch", json.RawMessage(`{"uri":"test://text/1"}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -142,14 +146,14 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 // when it was stopped, and the error the call failed with (within d).
 func stopServerMidCall(t *testing.T, m *mcpclient.Client, d time.Duration) (pid int, stopped time.Time, err error) {
 	t.Helper()
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	pid = serverPID(t, m)
-	errc := blockingCall(t, m, "block")
+	errc := blockingCall(t, m)
 	stopProcess(t, pid)
 	stopped = time.Now()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	return pid, stopped, recv(t, errc, d, "the in-flight call to fail")
+	return pid, stopped, testenv.Recv(t, errc, d, "the in-flight call to fail")
 }
 
 func TestSubprocessStoppedFailsLiveness(t *testing.T) {
@@ -168,7 +172,7 @@ func TestSubprocessStoppedCallTimesOut(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.CallTimeout = dur(500 * time.Millisecond)
 	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	pid := serverPID(t, m)
 	stopProcess(t, pid)
@@ -178,7 +182,7 @@ func TestSubprocessStoppedCallTimesOut(t *testing.T) {
 		_, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"anyone?"}`))
 		errc <- err
 	}()
-	wantCode(t, recv(t, errc, 10*time.Second, "the call to time out"), tooling.CodeTimeout)
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the call to time out"), tooling.CodeTimeout)
 	_, err := m.ListTools(t.Context())
 	wantCode(t, err, tooling.CodeTimeout)
 }
@@ -192,7 +196,7 @@ func TestSubprocessExitAtStartBacksOff(t *testing.T) {
 	cfg.Restart.InitialBackoff = dur(100 * time.Millisecond)
 	cfg.Restart.MaxBackoff = dur(400 * time.Millisecond)
 	m := newMCP(t, cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 
 	// An operation fails unavailable with the last connection error.
 	_, err := m.ListTools(t.Context())
@@ -210,7 +214,7 @@ func TestSubprocessExitAtStartBacksOff(t *testing.T) {
 		return strings.Count(string(data), "\n")
 	}
 	before := count()
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the window is the measurement
 	starts := count() - before
 	// By now the backoff is at its 400ms maximum, jittered to 200..400ms:
 	// at most 10 starts in 2s (plus process start time, so fewer), and at

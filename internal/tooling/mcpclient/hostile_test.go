@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -29,10 +30,10 @@ func TestSubprocessOversizedAnswerFailsOneCall(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.MaxMessageBytes = 1 << 20
 	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	pid := serverPID(t, m)
-	errc := blockingCall(t, m, "block")
+	errc := blockingCall(t, m)
 
 	_, err := m.CallTool(t.Context(), "big", bigArgs(2<<20))
 	wantCode(t, err, tooling.CodeProtocol)
@@ -75,7 +76,7 @@ func TestSubprocessLargeAnswerWithinDefault(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.CallTimeout = dur(2 * time.Minute) // JSON work on 17 MiB, several times, under -race
 	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	res, err := m.CallTool(t.Context(), "big", bigArgs(17<<20))
 	if err != nil {
@@ -91,7 +92,7 @@ func TestSubprocessLargeAnswerWithinDefault(t *testing.T) {
 func TestSubprocessGarbageOnStdoutIsSkipped(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	pid1 := serverPID(t, m)
 	res, err := m.CallTool(t.Context(), "garbage", nil)
@@ -120,7 +121,7 @@ func TestSubprocessGarbageOnStdoutIsSkipped(t *testing.T) {
 // A banner printed before the first message does not stop the session.
 func TestSubprocessBannerBeforeInitialize(t *testing.T) {
 	m := newMCP(t, stdioConfig(t, "banner", ""), nil, mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	if _, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestSubprocessExitAtStartFailsFast(t *testing.T) {
 	cfg.Restart.InitialBackoff = dur(time.Second)
 	cfg.Restart.MaxBackoff = dur(time.Second)
 	m := newMCP(t, cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	for i := range 3 {
 		errc := make(chan error, 1)
 		go func() {
@@ -146,12 +147,14 @@ func TestSubprocessExitAtStartFailsFast(t *testing.T) {
 			errc <- err
 		}()
 		// Well before the one-minute connect timeout.
-		err := recv(t, errc, 20*time.Second, "the call to fail")
+		err := testenv.Recv(t, errc, 20*time.Second, "the call to fail")
 		wantCode(t, err, tooling.CodeUnavailable)
 		t.Logf("call %d: %v", i, err)
 		if !strings.Contains(err.Error(), "exit status 3") {
 			t.Errorf("call %d: error %q lacks the server's exit", i, err)
 		}
+		// The next call lands elsewhere in the 1s backoff: it must fail
+		// at once wherever it lands.
 		time.Sleep(300 * time.Millisecond)
 	}
 }
@@ -196,7 +199,7 @@ func TestSubprocessDiesWithHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	eventually(t, 30*time.Second, "the host's server to start", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the host's server to start", func() bool {
 		data, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false
@@ -209,7 +212,7 @@ func TestSubprocessDiesWithHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = host.Wait()
-	eventually(t, 10*time.Second, "the server to die with its host", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the server to die with its host", func() bool {
 		return !processAlive(pid)
 	})
 }
@@ -242,13 +245,13 @@ func TestSubprocessCancelNoticeFlushedOnStop(t *testing.T) {
 			_, err := m.CallTool(ctx, "block", nil)
 			errc <- err
 		}()
-		eventually(t, 10*time.Second, "the call to reach the server", func() bool {
+		testenv.Eventually(t, 10*time.Second, "the call to reach the server", func() bool {
 			data, _ := os.ReadFile(methods)
 			return strings.Contains(string(data), "tools/call")
 		})
 		cancel()
-		wantCode(t, recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
-		recv(t, done, 30*time.Second, "Serve to return")
+		wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
+		testenv.Recv(t, done, 30*time.Second, "Serve to return")
 		data, _ := os.ReadFile(methods)
 		if !strings.Contains(string(data), "notifications/cancelled") {
 			t.Fatalf("run %d: the server never saw notifications/cancelled; it saw:\n%s", i, data)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -79,11 +80,11 @@ func stopDuringCall(t *testing.T, m *mcpclient.Client, ts *testServer) time.Dura
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	recv(t, ts.started, 10*time.Second, "the call to reach the server")
+	testenv.Recv(t, ts.started, 10*time.Second, "the call to reach the server")
 	cancel()
 	start := time.Now()
-	wantCode(t, recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
-	recv(t, done, 30*time.Second, "Serve to return")
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
+	testenv.Recv(t, done, 30*time.Second, "Serve to return")
 	return time.Since(start)
 }
 
@@ -215,7 +216,7 @@ func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
 						_, err := m.CallTool(blockCtx, "block", nil)
 						errc <- err
 					}()
-					recv(t, ts.started, 10*time.Second, "the call to reach the server")
+					testenv.Recv(t, ts.started, 10*time.Second, "the call to reach the server")
 					_, err := m.CallTool(t.Context(), "big", bigArgs(2<<20))
 					wantCode(t, err, tooling.CodeProtocol)
 					if !strings.Contains(err.Error(), "max_message_bytes (1048576)") || !strings.Contains(err.Error(), "a message of ") {
@@ -234,7 +235,7 @@ func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
 						t.Errorf("status %+v", st)
 					}
 					unblock()
-					wantCode(t, recv(t, errc, 10*time.Second, "the blocked call to end"), tooling.CodeCancelled)
+					wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the blocked call to end"), tooling.CodeCancelled)
 				}()
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -107,19 +108,22 @@ func runTestHost() int {
 		return 1
 	}
 	go func() { _ = m.Serve(context.Background()) }()
-	for {
+	var pid string
+	if testenv.Poll(time.Minute, func() bool {
 		res, err := m.CallTool(context.Background(), "pid", nil)
-		if err == nil {
-			var v struct{ Content []struct{ Text string } }
-			if json.Unmarshal([]byte(res.Value), &v) == nil && len(v.Content) == 1 {
-				if err := os.WriteFile(os.Getenv(envPIDFile), []byte(v.Content[0].Text), 0o600); err != nil {
-					return 1
-				}
-				select {}
-			}
+		var v struct{ Content []struct{ Text string } }
+		if err != nil || json.Unmarshal([]byte(res.Value), &v) != nil || len(v.Content) != 1 {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		pid = v.Content[0].Text
+		return true
+	}) != nil {
+		return 1
 	}
+	if err := os.WriteFile(os.Getenv(envPIDFile), []byte(pid), 0o600); err != nil {
+		return 1
+	}
+	select {}
 }
 
 func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
@@ -141,17 +145,6 @@ func testConfig(name string) *config.Tooling {
 	}
 }
 
-// inMemoryDialer connects each attempt to srv over a fresh in-memory pipe.
-func inMemoryDialer(srv *mcp.Server) mcpclient.Dialer {
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
-}
-
 func newMCP(t testing.TB, cfg *config.Tooling, log *zap.Logger, opts ...mcpclient.Option) *mcpclient.Client {
 	t.Helper()
 	if log == nil {
@@ -164,37 +157,9 @@ func newMCP(t testing.TB, cfg *config.Tooling, log *zap.Logger, opts ...mcpclien
 	return m
 }
 
-// serve runs m.Serve until the test ends.
-func serve(t testing.TB, m *mcpclient.Client) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("Serve did not return after cancel")
-		}
-	})
-}
-
-// eventually polls cond every 10ms for up to d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func waitConnected(t testing.TB, m *mcpclient.Client) {
 	t.Helper()
-	eventually(t, 30*time.Second, "a session", func() bool { return m.Status().Connected })
+	testenv.Eventually(t, 30*time.Second, "a session", func() bool { return m.Status().Connected })
 }
 
 // recorder is an Observer that records into channels.
@@ -212,18 +177,6 @@ func (r *recorder) ResourceUpdated(uri string) { r.updated <- uri }
 func (r *recorder) ResourceListChanged()       { r.listChanged <- struct{}{} }
 func (r *recorder) ResubscribeFailed(uri string, _ error) {
 	r.resubFailed <- uri
-}
-
-func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("timed out after %v waiting for %s", d, what)
-	}
-	var zero T
-	return zero
 }
 
 // wantCode fails unless err is a *tooling.Error with code.

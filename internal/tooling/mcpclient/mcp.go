@@ -16,28 +16,11 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
-// Defaults for the zero values of a tooling config (config.Parse fills the
-// same ones).
-const (
-	DefaultConnectTimeout     = 10 * time.Second
-	DefaultCallTimeout        = 60 * time.Second
-	DefaultMaxConcurrentCalls = 16
-	DefaultInitialBackoff     = 250 * time.Millisecond
-	DefaultMaxBackoff         = 30 * time.Second
-	DefaultHealthyAfter       = 60 * time.Second
-
-	// DefaultPingInterval and DefaultPingTimeout are the liveness check:
-	// a ping every interval; no answer within the timeout ends the session,
-	// so a hung server is replaced within about 4s of its last answer.
-	DefaultPingInterval = config.DefaultPingInterval
-	DefaultPingTimeout  = config.DefaultPingTimeout
-	// DefaultMaxMessageBytes bounds one message from a server.
-	DefaultMaxMessageBytes = int64(config.DefaultMaxMessageBytes)
-	// DefaultTerminateDuration is how long closing a stdio server waits
-	// after closing its stdin before SIGTERM, and after SIGTERM before
-	// SIGKILL.
-	DefaultTerminateDuration = time.Second
-)
+// DefaultTerminateDuration is how long closing a stdio server waits after
+// closing its stdin before SIGTERM, and after SIGTERM before SIGKILL. The
+// zero values of a tooling config take config's defaults (config.Parse
+// fills the same ones).
+const DefaultTerminateDuration = time.Second
 
 // DefaultProtocolVersion is the MCP protocol version the client asks for.
 // go-sdk v1.8.0 would otherwise ask for 2026-07-28 (stateless, SEP-2575),
@@ -196,15 +179,15 @@ func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) 
 	m := &Client{
 		name:           c.Name,
 		cfg:            &c,
-		connectTimeout: orDefault(c.ConnectTimeout.Duration, DefaultConnectTimeout),
-		callTimeout:    orDefault(c.CallTimeout.Duration, DefaultCallTimeout),
-		initialBackoff: orDefault(c.Restart.InitialBackoff.Duration, DefaultInitialBackoff),
-		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, DefaultMaxBackoff),
-		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, DefaultHealthyAfter),
+		connectTimeout: orDefault(c.ConnectTimeout.Duration, config.DefaultConnectTimeout),
+		callTimeout:    orDefault(c.CallTimeout.Duration, config.DefaultCallTimeout),
+		initialBackoff: orDefault(c.Restart.InitialBackoff.Duration, config.DefaultInitialBackoff),
+		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, config.DefaultMaxBackoff),
+		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, config.DefaultHealthyAfter),
 		opts: options{
-			pingInterval: orDefault(c.PingInterval.Duration, DefaultPingInterval),
-			pingTimeout:  orDefault(c.PingTimeout.Duration, DefaultPingTimeout),
-			maxMessage:   DefaultMaxMessageBytes,
+			pingInterval: orDefault(c.PingInterval.Duration, config.DefaultPingInterval),
+			pingTimeout:  orDefault(c.PingTimeout.Duration, config.DefaultPingTimeout),
+			maxMessage:   int64(config.DefaultMaxMessageBytes),
 			terminate:    DefaultTerminateDuration,
 			protocol:     DefaultProtocolVersion,
 		},
@@ -227,11 +210,11 @@ func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) 
 		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))
 	}
 	if m.opts.pingTimeout <= 0 {
-		m.opts.pingTimeout = DefaultPingTimeout
+		m.opts.pingTimeout = config.DefaultPingTimeout
 	}
 	n := c.MaxConcurrentCalls
 	if n <= 0 {
-		n = DefaultMaxConcurrentCalls
+		n = config.DefaultMaxConcurrentCalls
 	}
 	m.slots = make(chan struct{}, n)
 	m.client = mcp.NewClient(clientImpl, m.clientOptions())

@@ -12,6 +12,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -19,8 +20,8 @@ import (
 // connected returns an MCP tooling served against ts in memory.
 func connected(t *testing.T, ts *testServer) *mcpclient.Client {
 	t.Helper()
-	m := newMCP(t, testConfig("mem"), nil, mcpclient.WithDialer(inMemoryDialer(ts.srv)))
-	serve(t, m)
+	m := newMCP(t, testConfig("mem"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	return m
 }
@@ -38,13 +39,13 @@ func TestListAndCallFollowPagination(t *testing.T) {
 	for _, tl := range tools {
 		names[tl.Name] = tl
 	}
-	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "pid", "touch", "garbage", "big"} {
+	for _, want := range []string{"echo", "fail", "wire-error", "invalid-params", "block", "blocked", "pid", "touch", "garbage", "big"} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("tool %q missing from %d tools (page size 2)", want, len(tools))
 		}
 	}
-	if len(tools) != 9 {
-		t.Errorf("got %d tools, want 9", len(tools))
+	if len(tools) != 10 {
+		t.Errorf("got %d tools, want 10", len(tools))
 	}
 	echo := names["echo"]
 	if echo.Description == nil || !strings.HasPrefix(*echo.Description, "Echoes its text.") {
@@ -132,7 +133,7 @@ func TestToolListCachedAndRefreshedOnListChanged(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
-	eventually(t, 10*time.Second, "the tool list to include added-later", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the tool list to include added-later", func() bool {
 		tools, err := m.ListTools(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +150,7 @@ func TestToolListCachedAndRefreshedOnListChanged(t *testing.T) {
 	}
 
 	ts.srv.RemoveTools("added-later")
-	eventually(t, 10*time.Second, "added-later to disappear", func() bool {
+	testenv.Eventually(t, 10*time.Second, "added-later to disappear", func() bool {
 		tools, _ := m.ListTools(ctx)
 		return len(tools) == len(first)
 	})
@@ -233,13 +234,13 @@ func TestCallTimeout(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("slow")
 	cfg.CallTimeout = dur(200 * time.Millisecond)
-	m := newMCP(t, cfg, nil, mcpclient.WithDialer(inMemoryDialer(ts.srv)))
-	serve(t, m)
+	m := newMCP(t, cfg, nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	_, err := m.CallTool(t.Context(), "block", nil)
 	wantCode(t, err, tooling.CodeTimeout)
 	// The server hears about it too.
-	recv(t, ts.cancelled, 10*time.Second, "the server handler to be cancelled")
+	testenv.Recv(t, ts.cancelled, 10*time.Second, "the server handler to be cancelled")
 }
 
 func TestCancelReachesServer(t *testing.T) {
@@ -251,11 +252,11 @@ func TestCancelReachesServer(t *testing.T) {
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	recv(t, ts.started, 10*time.Second, "the call to start on the server")
+	testenv.Recv(t, ts.started, 10*time.Second, "the call to start on the server")
 	cancel()
-	wantCode(t, recv(t, errc, 10*time.Second, "CallTool to return"), tooling.CodeCancelled)
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "CallTool to return"), tooling.CodeCancelled)
 	// The handler's context is cancelled only by notifications/cancelled.
-	recv(t, ts.cancelled, 10*time.Second, "notifications/cancelled to reach the server")
+	testenv.Recv(t, ts.cancelled, 10*time.Second, "notifications/cancelled to reach the server")
 	if _, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"still fine"}`)); err != nil {
 		t.Fatalf("session unusable after a cancel: %v", err)
 	}
@@ -276,20 +277,20 @@ func TestSubscriptionsAndObserver(t *testing.T) {
 	if err := ts.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/1"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, rec.updated, 10*time.Second, "resources/updated"); got != "test://text/1" {
+	if got := testenv.Recv(t, rec.updated, 10*time.Second, "resources/updated"); got != "test://text/1" {
 		t.Errorf("updated %q", got)
 	}
 	// Through a tool, as the subprocess tests do.
 	if _, err := m.CallTool(ctx, "touch", json.RawMessage(`{"uri":"test://text/1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, rec.updated, 10*time.Second, "resources/updated via touch")
+	testenv.Recv(t, rec.updated, 10*time.Second, "resources/updated via touch")
 
 	ts.srv.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})
-	recv(t, rec.listChanged, 10*time.Second, "resources/list_changed")
+	testenv.Recv(t, rec.listChanged, 10*time.Second, "resources/list_changed")
 
 	if err := m.Unsubscribe(ctx, "test://text/1"); err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestSubscriptionsAndObserver(t *testing.T) {
 	if err := ts.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/2"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, rec.updated, 10*time.Second, "the sentinel update"); got != "test://text/2" {
+	if got := testenv.Recv(t, rec.updated, 10*time.Second, "the sentinel update"); got != "test://text/2" {
 		t.Errorf("got an update for %q after unsubscribing", got)
 	}
 }
@@ -315,8 +316,8 @@ func TestSubscribeUnsupported(t *testing.T) {
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://a", Text: "a"}}}, nil
 		})
-	m := newMCP(t, testConfig("nosub"), nil, mcpclient.WithDialer(inMemoryDialer(srv)))
-	serve(t, m)
+	m := newMCP(t, testConfig("nosub"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	if m.SupportsSubscribe() {
 		t.Error("SupportsSubscribe = true for a server without subscriptions")
@@ -330,7 +331,7 @@ func TestNoSessionFailsUnavailableWithLastError(t *testing.T) {
 	m := newMCP(t, cfg, nil, mcpclient.WithDialer(func(context.Context) (mcp.Transport, error) {
 		return nil, errors.New("server room flooded")
 	}))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	_, err := m.CallTool(t.Context(), "echo", nil)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "server room flooded") {
@@ -339,7 +340,7 @@ func TestNoSessionFailsUnavailableWithLastError(t *testing.T) {
 	_, err = m.ListTools(t.Context())
 	wantCode(t, err, tooling.CodeUnavailable)
 	// The calls failed at once; the attempts go on.
-	eventually(t, 10*time.Second, "a reconnection attempt", func() bool { return m.Status().Restarts > 0 })
+	testenv.Eventually(t, 10*time.Second, "a reconnection attempt", func() bool { return m.Status().Restarts > 0 })
 	if st := m.Status(); st.Connected || !strings.Contains(st.LastError, "server room flooded") || st.Restarts == 0 {
 		t.Errorf("status = %+v", st)
 	}

@@ -45,16 +45,16 @@ func mapError(caller, opCtx context.Context, op string, err error) *tooling.Erro
 	// The caller's own context wins: it decided to stop.
 	if cerr := caller.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
-			return tooling.Errorf(tooling.CodeTimeout, "%s: %v", op, cerr)
+			return tooling.Errorf(tooling.CodeTimeout, "%s: %w", op, cerr)
 		}
-		return tooling.Errorf(tooling.CodeCancelled, "%s: %v", op, cerr)
+		return tooling.Errorf(tooling.CodeCancelled, "%s: %w", op, cerr)
 	}
 	if opCtx.Err() != nil {
 		cause := context.Cause(opCtx)
 		var sl *sessionLostError
 		switch {
 		case errors.As(cause, &sl):
-			return tooling.Errorf(tooling.CodeUnavailable, "%s: %v", op, sl)
+			return tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, sl)
 		case errors.Is(cause, errCallTimeout):
 			return tooling.Errorf(tooling.CodeTimeout, "%s: no answer within the call timeout", op)
 		}
@@ -65,17 +65,17 @@ func mapError(caller, opCtx context.Context, op string, err error) *tooling.Erro
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return tooling.Errorf(tooling.CodeTimeout, "%s: %v", op, err)
+		return tooling.Errorf(tooling.CodeTimeout, "%s: %w", op, err)
 	case errors.Is(err, context.Canceled):
-		return tooling.Errorf(tooling.CodeCancelled, "%s: %v", op, err)
+		return tooling.Errorf(tooling.CodeCancelled, "%s: %w", op, err)
 	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, mcp.ErrSessionMissing):
-		return tooling.Errorf(tooling.CodeUnavailable, "%s: %v", op, err)
+		return tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, err)
 	}
 	// What remains are transport failures: a broken pipe, an HTTP error, a
 	// stream that stopped being JSON-RPC (go-sdk reports garbage on stdout
 	// and an undecodable result alike, as a JSON error; both end up here).
-	return tooling.Errorf(tooling.CodeUnavailable, "%s: %v", op, err)
+	return tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, err)
 }
 
 // codeForWire maps a JSON-RPC error object from the server.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
@@ -131,7 +132,7 @@ func TestOAuthLoginThenServe(t *testing.T) {
 			}
 
 			m := newMCP(t, e.cfg, nil)
-			serve(t, m)
+			testenv.Serve(t, "Serve", m.Serve)
 			waitConnected(t, m)
 			callEcho(t, m, "with a stored token over "+tr)
 			if n := e.as.Count("authorize"); n != 1 {
@@ -152,7 +153,7 @@ func TestOAuthRefreshesAndStores(t *testing.T) {
 	before := e.expireToken(t)
 
 	m := newMCP(t, e.cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	callEcho(t, m, "refreshed")
 	if n := e.as.Count("refresh_token"); n != 1 {
@@ -179,7 +180,7 @@ func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
 	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.cfg.ConnectTimeout = dur(30 * time.Second)
 	m := newMCP(t, e.cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	want := "run toolhostd auth login " + e.cfg.Name
 	// A caller already waiting for the first session hears of the login at
 	// once, not after the connect timeout (30s here).
@@ -190,7 +191,7 @@ func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the first ListTools took %v", d)
 	}
-	eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m.Status().LastError, want) })
+	testenv.Eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m.Status().LastError, want) })
 	if le := m.Status().LastError; !strings.Contains(le, "no token is stored") {
 		t.Errorf("last error = %q", le)
 	}
@@ -227,8 +228,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 		e.login(t)
 		e.as.RevokeAll()
 		m := newMCP(t, e.cfg, nil)
-		serve(t, m)
-		eventually(t, 10*time.Second, "the login error", func() bool {
+		testenv.Serve(t, "Serve", m.Serve)
+		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the server refused the stored token: run toolhostd auth login "+e.cfg.Name)
 		})
 	})
@@ -236,7 +237,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		m := newMCP(t, e.cfg, nil)
-		serve(t, m)
+		testenv.Serve(t, "Serve", m.Serve)
 		waitConnected(t, m)
 		callEcho(t, m, "before")
 		e.as.RevokeAll()
@@ -245,7 +246,7 @@ func TestOAuthRefusedToken(t *testing.T) {
 		if !strings.Contains(err.Error(), "run toolhostd auth login "+e.cfg.Name) {
 			t.Errorf("error = %v", err)
 		}
-		eventually(t, 10*time.Second, "the session to end", func() bool { return !m.Status().Connected })
+		testenv.Eventually(t, 10*time.Second, "the session to end", func() bool { return !m.Status().Connected })
 		// A new login brings it back.
 		e.login(t)
 		waitConnected(t, m)
@@ -265,10 +266,12 @@ func TestOAuthRefusedToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := newMCP(t, e.cfg, nil)
-		serve(t, m)
-		eventually(t, 10*time.Second, "the login error", func() bool {
+		testenv.Serve(t, "Serve", m.Serve)
+		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the authorization server refused to refresh the stored token (invalid_client): run toolhostd auth login")
 		})
+		// The window is the check: a retrying tooling (20ms backoff)
+		// would have reconnected by now.
 		time.Sleep(300 * time.Millisecond)
 		if n := m.Status().Restarts; n != 0 {
 			t.Errorf("%d reconnections with a refused client", n)
@@ -288,8 +291,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := newMCP(t, e.cfg, nil)
-		serve(t, m)
-		eventually(t, 10*time.Second, "the login error", func() bool {
+		testenv.Serve(t, "Serve", m.Serve)
+		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the stored token expired and could not be refreshed: run toolhostd auth login")
 		})
 	})
@@ -314,7 +317,7 @@ func TestOAuthPreregisteredClientAndScopes(t *testing.T) {
 		t.Errorf("stored client %q scopes %q", rec.ClientID, rec.Scopes)
 	}
 	m := newMCP(t, e.cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	callEcho(t, m, "pre-registered")
 }
@@ -347,7 +350,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 		Clients:   map[string]oauthtest.Client{"daemon": {Secret: "cc-secret"}},
 	}, nil, &config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "daemon", ClientSecret: "${env:TOOLING_TEST_CC_SECRET}"})
 	m := newMCP(t, e.cfg, nil)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	callEcho(t, m, "as a service")
 	n := e.as.Count("client_credentials")
@@ -362,7 +365,9 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Fatalf("no new token was fetched after a refusal")
 	}
 	n = e.as.Count("client_credentials")
-	// That token expires too; the call that fetched it is long over.
+	// That token expires too; the call that fetched it is long over. The
+	// wait is the thing under test (real time against a real server, not
+	// a synctest bubble): the token source must notice the expiry itself.
 	time.Sleep(2500 * time.Millisecond)
 	callEcho(t, m, "with a new token")
 	if e.as.Count("client_credentials") <= n {
@@ -383,7 +388,7 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 	var wg sync.WaitGroup
 	ms := []*mcpclient.Client{newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil)}
 	for _, m := range ms {
-		serve(t, m)
+		testenv.Serve(t, "Serve", m.Serve)
 	}
 	for _, m := range ms {
 		wg.Go(func() { waitConnected(t, m) })
@@ -405,9 +410,9 @@ func TestOAuthHintWithoutOAuthTable(t *testing.T) {
 			e := newOAuthEnv(t, tr, oauthtest.Config{}, nil, nil)
 			e.cfg.OAuth = nil
 			m := newMCP(t, e.cfg, nil)
-			serve(t, m)
+			testenv.Serve(t, "Serve", m.Serve)
 			want := "the server asks for an OAuth token: add oauth = {} to [tooling." + e.cfg.Name + "], then run toolhostd auth login " + e.cfg.Name
-			eventually(t, 10*time.Second, "the oauth hint", func() bool { return strings.Contains(m.Status().LastError, want) })
+			testenv.Eventually(t, 10*time.Second, "the oauth hint", func() bool { return strings.Contains(m.Status().LastError, want) })
 		})
 	}
 }
@@ -451,7 +456,7 @@ func TestOAuthStepUp(t *testing.T) {
 		e.login(t)
 		e.res.RequireForCalls("write")
 		m := newMCP(t, e.cfg, nil)
-		serve(t, m)
+		testenv.Serve(t, "Serve", m.Serve)
 		waitConnected(t, m)
 		_, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"x"}`))
 		wantCode(t, err, tooling.CodeUnavailable)
@@ -473,7 +478,7 @@ func TestOAuthStepUp(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, []string{"read"}, nil)
 		e.res.RequireForCalls("write")
 		m := newMCP(t, e.cfg, nil, mcpclient.WithLogin(oauth.LoginOptions{Open: oauth.FollowRedirects}))
-		serve(t, m)
+		testenv.Serve(t, "Serve", m.Serve)
 		waitConnected(t, m)
 		callEcho(t, m, "stepped up")
 		if n := e.as.Count("authorization_code"); n != 2 {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth/oauthtest"
@@ -46,8 +47,8 @@ func TestSecretsInURLAreRedacted(t *testing.T) {
 			cfg.Restart.InitialBackoff.Duration = 50 * time.Millisecond
 			cfg.Restart.MaxBackoff.Duration = 100 * time.Millisecond
 			m := newMCP(t, cfg, zap.New(core))
-			serve(t, m)
-			eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m.Status().LastError != "" })
+			testenv.Serve(t, "Serve", m.Serve)
+			testenv.Eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m.Status().LastError != "" })
 			_, opErr := m.ListTools(context.Background())
 			if opErr == nil {
 				t.Fatal("ListTools succeeded without a server")
@@ -129,13 +130,13 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMCP(t, e.cfg, log)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	callEcho(t, m, "refreshed")
 	// Revoked: the calls are refused, the session ends.
 	e.as.RevokeAll()
 	_, err1 := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"x"}`))
-	eventually(t, 10*time.Second, "the session to end", func() bool { return !m.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "the session to end", func() bool { return !m.Status().Connected })
 	_, err2 := m.ListTools(t.Context())
 	check(m, err1, err2)
 	// An expired token whose refresh is refused.
@@ -148,8 +149,8 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2 := newMCP(t, e.cfg, log)
-	serve(t, m2)
-	eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m2.Status().LastError, "auth login") })
+	testenv.Serve(t, "Serve", m2.Serve)
+	testenv.Eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m2.Status().LastError, "auth login") })
 	_, err3 := m2.ListTools(t.Context())
 	check(m2, err3)
 
@@ -157,8 +158,8 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 	cc := newOAuthEnv(t, transport.HTTP, oauthtest.Config{TokenPrefix: prefix, Clients: map[string]oauthtest.Client{"svc": {Secret: "another"}}}, nil,
 		&config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "svc", ClientSecret: "${env:TOOLHOSTD_TEST_CLIENT_SECRET}"})
 	m3 := newMCP(t, cc.cfg, log)
-	serve(t, m3)
-	eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m3.Status().LastError != "" })
+	testenv.Serve(t, "Serve", m3.Serve)
+	testenv.Eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m3.Status().LastError != "" })
 	_, err4 := m3.ListTools(t.Context())
 	check(m3, err4)
 	if !strings.Contains(m3.Status().LastError, "invalid_client") {

@@ -23,6 +23,7 @@ type testServer struct {
 	cancelled chan string // a blocking tool saw its context end
 	toolLists atomic.Int64
 	subscribe atomic.Int64
+	blocked   atomic.Int64 // calls of "block" under way
 }
 
 type echoIn struct {
@@ -78,6 +79,8 @@ func newTestServer(pageSize int) *testServer {
 		})
 	ts.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: objectSchema},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.blocked.Add(1)
+			defer ts.blocked.Add(-1)
 			ts.started <- "block"
 			select {
 			case <-ctx.Done():
@@ -87,6 +90,10 @@ func newTestServer(pageSize int) *testServer {
 			}
 			ts.cancelled <- "block"
 			return nil, ctx.Err()
+		})
+	ts.srv.AddTool(&mcp.Tool{Name: "blocked", InputSchema: objectSchema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(ts.blocked.Load())}}}, nil
 		})
 	ts.srv.AddTool(&mcp.Tool{Name: "pid", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -107,24 +107,12 @@ func (m *Client) setLastErrLocked(err error) {
 // runSession connects once and returns when that session has ended, with
 // how long it was up and why it ended.
 func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
-	var d *dialed
 	track := transport.NewTracker(m.opts.dial == nil)
 	defer track.AbortWrites()
-	if m.opts.dial != nil {
-		t, err := m.opts.dial(ctx)
-		if err != nil {
-			err = fmt.Errorf("dialing: %w", err)
-			m.connectFailed(err)
-			return 0, err
-		}
-		d = &dialed{transport: t}
-	} else {
-		var err error
-		if d, err = m.dial(track); err != nil {
-			err = fmt.Errorf("preparing the transport: %w", err)
-			m.connectFailed(err)
-			return 0, err
-		}
+	d, err := m.prepare(ctx, track)
+	if err != nil {
+		m.connectFailed(err)
+		return 0, err
 	}
 	if d.cleanup != nil {
 		defer d.cleanup()
@@ -137,33 +125,8 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 	// the session.
 	life, endLife := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer endLife(nil)
-	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
-	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
-	m.oauthWanted.Store(false)
-	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
-	timedOut, stopped := !timer.Stop(), !unlink()
-	if (timedOut || stopped) && err == nil {
-		_ = cs.Close()
-		err = context.Cause(life)
-	}
-	if le := oauth.AsLoginRequired(err); le != nil {
-		m.setLastErr(le)
-		return 0, le
-	}
+	cs, err := m.connect(ctx, life, endLife, d)
 	if err != nil {
-		if errors.Is(context.Cause(life), errConnectTimeout) {
-			err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
-		} else {
-			err = fmt.Errorf("connecting: %w", err)
-		}
-		if m.oauthWanted.Load() {
-			err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
-		}
-		err = transport.Hint(err, m.cfg.Transport, d.status)
-		if d.kill != nil {
-			d.kill() // what the server started must not outlive the attempt
-		}
-		m.connectFailed(err)
 		return 0, err
 	}
 	m.trackers.Store(cs, track)
@@ -173,7 +136,77 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
 	defer stopOnCancel()
+	m.publish(s)
 
+	var wg sync.WaitGroup
+	m.watch(&wg, s)
+	m.resubscribe(s)
+
+	<-s.ctx.Done()
+	cause := context.Cause(s.ctx)
+	m.endSession(s, cause) // no-op unless cancelled directly
+	m.shut(ctx, s, d)
+	wg.Wait()
+	s.closeBackground()
+	return time.Since(start), cause
+}
+
+// prepare makes the transport of one connection attempt: the Dialer's, or
+// the config's.
+func (m *Client) prepare(ctx context.Context, track *transport.Tracker) (*dialed, error) {
+	if m.opts.dial != nil {
+		t, err := m.opts.dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dialing: %w", err)
+		}
+		return &dialed{transport: t}, nil
+	}
+	d, err := m.dial(track)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the transport: %w", err)
+	}
+	return d, nil
+}
+
+// connect makes the MCP session over d within the connect timeout, on
+// life (which ctx and the timeout end through endLife while Connect runs).
+// A failure is recorded (connectFailed, or the login it needs) before it
+// is returned, and what d started is killed.
+func (m *Client) connect(ctx, life context.Context, endLife context.CancelCauseFunc, d *dialed) (*mcp.ClientSession, error) {
+	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
+	m.oauthWanted.Store(false)
+	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
+	timedOut, stopped := !timer.Stop(), !unlink()
+	if (timedOut || stopped) && err == nil {
+		_ = cs.Close()
+		err = context.Cause(life)
+	}
+	if err == nil {
+		return cs, nil
+	}
+	if le := oauth.AsLoginRequired(err); le != nil {
+		m.setLastErr(le)
+		return nil, le
+	}
+	if errors.Is(context.Cause(life), errConnectTimeout) {
+		err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
+	} else {
+		err = fmt.Errorf("connecting: %w", err)
+	}
+	if m.oauthWanted.Load() {
+		err = fmt.Errorf("%w (the server asks for an OAuth token: add oauth = {} to [tooling.%s], then run toolhostd auth login %s)", err, m.name, m.name)
+	}
+	err = transport.Hint(err, m.cfg.Transport, d.status)
+	if d.kill != nil {
+		d.kill() // what the server started must not outlive the attempt
+	}
+	m.connectFailed(err)
+	return nil, err
+}
+
+// publish puts the new session s in service and logs it.
+func (m *Client) publish(s *session) {
 	m.mu.Lock()
 	m.cur = s
 	m.down = false
@@ -190,10 +223,14 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 	}
 	m.log.Info("session up", fields...)
 	m.setLogLevel(s)
+}
 
-	var wg sync.WaitGroup
+// watch starts, in wg, the goroutines of the live session s: the end of
+// its connection, the liveness pings and the refreshes of the tool list.
+// Each returns when s ends.
+func (m *Client) watch(wg *sync.WaitGroup, s *session) {
 	wg.Go(func() {
-		err := cs.Wait()
+		err := s.cs.Wait()
 		if err == nil {
 			err = errors.New("connection closed")
 		}
@@ -212,12 +249,12 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 			}
 		}
 	})
-	m.resubscribe(s)
+}
 
-	<-s.ctx.Done()
-	cause := context.Cause(s.ctx)
-	m.endSession(s, cause) // no-op unless cancelled directly
-
+// shut closes the ended session s over d. ctx is the tooling's: while it
+// lives the server is dead or unresponsive and is killed at once; once it
+// has ended, the owed cancellation notices get a grace period first.
+func (m *Client) shut(ctx context.Context, s *session, d *dialed) {
 	if ctx.Err() == nil && d.kill != nil {
 		// Dead or unresponsive: do not wait for it to exit by itself.
 		d.kill()
@@ -226,24 +263,21 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 		// The tooling stops (a one-shot command ends, a Ctrl-C): let the
 		// notifications/cancelled of the requests that cancelled go out
 		// before the close, which would refuse them.
-		if !track.Drain(transport.CloseGrace) {
-			sending, pending := track.Counts()
+		if !s.track.Drain(transport.CloseGrace) {
+			sending, pending := s.track.Counts()
 			m.log.Debug("closing without waiting longer for cancellation notices", zap.Int("in_flight", sending), zap.Int("notices_owed", pending))
 		}
 	}
 	// Closing never waits on a request it cancelled: writes still blocked
 	// (a notice the server never answers) are given up.
-	track.AbortWrites()
-	_ = cs.Close()
+	s.track.AbortWrites()
+	_ = s.cs.Close()
 	if d.kill != nil {
 		// After a graceful close too: what the server started itself (npx
 		// → node, a shell's children) shares its process group and must
 		// not outlive the session.
 		d.kill()
 	}
-	wg.Wait()
-	s.closeBackground()
-	return time.Since(start), cause
 }
 
 // liveness pings the server; a ping unanswered within the timeout tears

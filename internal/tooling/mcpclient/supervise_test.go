@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -67,7 +68,7 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 	m := newMCP(t, testConfig("resub"), nil, mcpclient.WithDialer(tr.dial))
 	rec := newRecorder()
 	m.SetObserver(rec)
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	ctx := t.Context()
 	for _, uri := range []string{"test://kept", "test://refused", "test://dropped"} {
@@ -82,7 +83,7 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 	refuse.Store(true)
 
 	tr.dropAll()
-	if got := recv(t, rec.resubFailed, 10*time.Second, "ResubscribeFailed"); got != "test://refused" {
+	if got := testenv.Recv(t, rec.resubFailed, 10*time.Second, "ResubscribeFailed"); got != "test://refused" {
 		t.Errorf("ResubscribeFailed(%q)", got)
 	}
 	waitConnected(t, m)
@@ -95,7 +96,7 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 	if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://kept"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, rec.updated, 10*time.Second, "an update after re-subscription"); got != "test://kept" {
+	if got := testenv.Recv(t, rec.updated, 10*time.Second, "an update after re-subscription"); got != "test://kept" {
 		t.Errorf("updated %q", got)
 	}
 	select {
@@ -109,16 +110,16 @@ func TestSessionDropFailsInFlightAndWaitsForNext(t *testing.T) {
 	ts := newTestServer(0)
 	tr := &sessionTracker{srv: ts.srv}
 	m := newMCP(t, testConfig("drop"), nil, mcpclient.WithDialer(tr.dial), mcpclient.WithLiveness(0, 0))
-	serve(t, m)
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := m.CallTool(t.Context(), "block", nil)
 		errc <- err
 	}()
-	recv(t, ts.started, 10*time.Second, "the call to start")
+	testenv.Recv(t, ts.started, 10*time.Second, "the call to start")
 	tr.dropAll()
-	wantCode(t, recv(t, errc, 10*time.Second, "the in-flight call to fail"), tooling.CodeUnavailable)
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the in-flight call to fail"), tooling.CodeUnavailable)
 	// The next operation waits for the new session instead of failing.
 	res, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"again"}`))
 	if err != nil {
@@ -136,8 +137,8 @@ func TestMaxConcurrentCalls(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("narrow")
 	cfg.MaxConcurrentCalls = 1
-	m := newMCP(t, cfg, nil, mcpclient.WithDialer(inMemoryDialer(ts.srv)))
-	serve(t, m)
+	m := newMCP(t, cfg, nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
@@ -145,13 +146,13 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	recv(t, ts.started, 10*time.Second, "the first call to start")
+	testenv.Recv(t, ts.started, 10*time.Second, "the first call to start")
 	short, cancelShort := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancelShort()
 	_, err := m.CallTool(short, "echo", json.RawMessage(`{"text":"queued"}`))
 	wantCode(t, err, tooling.CodeTimeout)
 	cancel()
-	wantCode(t, recv(t, errc, 10*time.Second, "the first call to end"), tooling.CodeCancelled)
+	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the first call to end"), tooling.CodeCancelled)
 	if _, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"now"}`)); err != nil {
 		t.Fatalf("slot not released: %v", err)
 	}
@@ -160,11 +161,11 @@ func TestMaxConcurrentCalls(t *testing.T) {
 func TestNewerProtocolVersion(t *testing.T) {
 	// go-sdk's default, 2026-07-28, works for list and call when asked for.
 	ts := newTestServer(2)
-	m := newMCP(t, testConfig("v2026"), nil, mcpclient.WithDialer(inMemoryDialer(ts.srv)), mcpclient.WithProtocolVersion("2026-07-28"))
-	serve(t, m)
+	m := newMCP(t, testConfig("v2026"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)), mcpclient.WithProtocolVersion("2026-07-28"))
+	testenv.Serve(t, "Serve", m.Serve)
 	waitConnected(t, m)
 	tools, err := m.ListTools(t.Context())
-	if err != nil || len(tools) != 9 {
+	if err != nil || len(tools) != 10 {
 		t.Fatalf("ListTools = %d tools, %v", len(tools), err)
 	}
 	res, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"new"}`))

@@ -150,11 +150,11 @@ func (b *sseLimitBody) step() error {
 	}
 	trimmed := bytes.TrimRight(line, "\r\n")
 	switch {
+	case isData:
+		// handled by readLine (line is empty: not the event's end)
 	case len(trimmed) == 0:
 		b.out.Write(line)
 		b.endEvent()
-	case isData:
-		// handled by readLine
 	default:
 		b.fields = append(b.fields, bytes.Clone(line))
 	}

@@ -102,6 +102,7 @@ func TestLockExcludes(t *testing.T) {
 		got.Store(true)
 		u()
 	}()
+	// No event says "still waiting": the window is the check.
 	time.Sleep(100 * time.Millisecond)
 	if got.Load() {
 		t.Fatal("the second Lock did not wait")
