@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhostd/toolhostd/internal/daemon"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 func newCompileCmd(g *globalOptions) *cobra.Command {
@@ -56,7 +56,7 @@ func compileAgents(cmd *cobra.Command, g *globalOptions, fuel bool, paths []stri
 	if cmd.Flags().Changed("fuel") {
 		opts.Fuel = fuel
 	}
-	h, err := host.New(opts, pump.NewHub(nil, log))
+	h, err := host.New(opts, gateway.NewHub(nil, log))
 	if err != nil {
 		return withExit(exitHost, err)
 	}

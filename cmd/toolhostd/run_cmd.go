@@ -15,10 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/sampling"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -94,14 +95,14 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	// Only the granted toolings start; the others stay idle (the agent is
 	// denied them by name).
 	toolings := cfg.Tooling
-	var idle []pump.Entry
+	var idle []gateway.Entry
 	if grants != nil {
 		toolings = map[string]*config.Tooling{}
 		for n, tc := range cfg.Tooling {
 			if grants(n) {
 				toolings[n] = tc
 			} else {
-				idle = append(idle, pump.Entry{Tooling: tooling.Idle(n)})
+				idle = append(idle, gateway.Entry{Tooling: tooling.Idle(n)})
 			}
 		}
 	}
@@ -128,15 +129,14 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
-	hub.SetAudit(auditLog)
-	hub.SetProviders(provs.Get)
+	hub := gateway.NewHub(append(entriesFrom(reg, toolings), idle...), log)
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	h, err := host.New(host.Options{CacheDir: cfg.CacheDir(), Log: log}, hub)
+	h, err := host.New(host.Options{CacheDir: cfg.CacheDir(), Log: log,
+		Agent: []contract.Option{contract.WithAudit(auditLog), contract.WithProviders(provs.Get)}}, hub)
 	if err != nil {
 		return withExit(exitHost, err)
 	}
@@ -244,9 +244,9 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 // named, or all when none is. PROVIDER=MODEL,... narrows the models of
 // PROVIDER to those globs (several such values add up; a bare PROVIDER
 // allows every model). The values were checked by resolve.
-func providerAccess(agent string, values []string) pump.ProviderAccess {
+func providerAccess(agent string, values []string) contract.ProviderAccess {
 	if len(values) == 0 {
-		return pump.ProviderAccess{}
+		return contract.ProviderAccess{}
 	}
 	every := map[string]bool{}
 	models := map[string][]string{}
@@ -258,7 +258,7 @@ func providerAccess(agent string, values []string) pump.ProviderAccess {
 			models[n] = append(models[n], globs...)
 		}
 	}
-	return pump.ProviderAccess{
+	return contract.ProviderAccess{
 		Granted: func(n string) bool { return every[n] || models[n] != nil },
 		Wrap: func(n string, p provider.Provider) (provider.Provider, error) {
 			if every[n] {

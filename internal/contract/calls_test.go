@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -22,7 +23,7 @@ import (
 func TestGet(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	in := inbox.New(8)
-	a := e.hub.NewAgent("granted-nothing", in, func(name string) bool { return name == "other" })
+	a := contract.NewAgent(e.hub, "granted-nothing", in, contract.WithGrants(func(name string) bool { return name == "other" }))
 	defer a.Close()
 	if _, err := a.Get("nope"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("Get(nope): %v, want not-found", err)
@@ -30,7 +31,7 @@ func TestGet(t *testing.T) {
 	if _, err := a.Get("mem"); codeOf(t, err) != tooling.CodeDenied {
 		t.Fatalf("Get(mem) without the grant: %v, want denied", err)
 	}
-	b := e.hub.NewAgent("granted", inbox.New(8), func(name string) bool { return name == "mem" })
+	b := contract.NewAgent(e.hub, "granted", inbox.New(8), contract.WithGrants(func(name string) bool { return name == "mem" }))
 	h1, err := b.Get("mem")
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 }
 
 func TestCancelCases(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 1}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1}})
 	_, h, in := e.agent(t, "a", 8)
 
 	// Undelivered: the result is in the inbox, not yet received.
@@ -252,7 +253,7 @@ func TestCancelCases(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{CallTimeout: 150 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{CallTimeout: 150 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	id, err := h.CallTool("slow", `{"tag":"t1"}`)
 	if err != nil {
@@ -271,7 +272,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestQueuedCallTimesOut(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	first, _ := h.CallTool("slow", `{"tag":"first"}`)
 	recvCh(t, e.srv.slowStarted, "the slow tool")
@@ -329,11 +330,11 @@ func TestCallToolBlocking(t *testing.T) {
 
 	tests := []struct {
 		name string
-		stop func(cancel context.CancelFunc, a *pump.Agent, in *inbox.Inbox)
+		stop func(cancel context.CancelFunc, a *contract.Agent, in *inbox.Inbox)
 	}{
-		{"ctx ends", func(cancel context.CancelFunc, _ *pump.Agent, _ *inbox.Inbox) { cancel() }},
-		{"inbox shutdown", func(_ context.CancelFunc, _ *pump.Agent, in *inbox.Inbox) { in.Shutdown() }},
-		{"agent close", func(_ context.CancelFunc, a *pump.Agent, _ *inbox.Inbox) { a.Close() }},
+		{"ctx ends", func(cancel context.CancelFunc, _ *contract.Agent, _ *inbox.Inbox) { cancel() }},
+		{"inbox shutdown", func(_ context.CancelFunc, _ *contract.Agent, in *inbox.Inbox) { in.Shutdown() }},
+		{"agent close", func(_ context.CancelFunc, a *contract.Agent, _ *inbox.Inbox) { a.Close() }},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,7 +490,7 @@ func containsText(value, text string) bool {
 }
 
 func TestMaxConcurrentCalls(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 2}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 2}})
 	_, h, in := e.agent(t, "a", 16)
 	var ids []string
 	for i := range 5 {
@@ -550,7 +551,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := pump.NewHub([]pump.Entry{{Tooling: mem}, {Tooling: broken}}, zap.NewNop())
+	hub := gateway.NewHub([]gateway.Entry{{Tooling: mem}, {Tooling: broken}}, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
@@ -558,7 +559,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 	if got := hub.Names(); len(got) != 2 || got[0] != "broken" || got[1] != "mem" {
 		t.Fatalf("names %v", got)
 	}
-	a := hub.NewAgent("a", inbox.New(8), nil)
+	a := contract.NewAgent(hub, "a", inbox.New(8))
 	defer a.Close()
 	hb, err := a.Get("broken")
 	if err != nil {

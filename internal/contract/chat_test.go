@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"bufio"
@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -25,20 +25,24 @@ func userReq(text string) provider.Request {
 
 // chatEnv is the pump env with the scripted provider "fake" configured
 // and an audit log; the agent is granted only "fake".
-func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *testenv.Scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
+func chatEnv(t *testing.T, capacity int, audited bool) (*contract.Agent, *testenv.Scripted, *inbox.Inbox, string, func() []contract.ChatRecord) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
 	p := testenv.NewScripted("fake")
-	e.hub.SetProviders(func(name string) (provider.Provider, bool) {
+	lookup := func(name string) (provider.Provider, bool) {
 		if name == "fake" || name == "other" {
 			return p, true
 		}
 		return nil, false
-	})
+	}
 	var mu sync.Mutex
-	var recs []pump.ChatRecord
-	e.hub.SetChatObserver(func(r pump.ChatRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
-	records := func() []pump.ChatRecord { mu.Lock(); defer mu.Unlock(); return append([]pump.ChatRecord(nil), recs...) }
+	var recs []contract.ChatRecord
+	observe := func(r contract.ChatRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() }
+	records := func() []contract.ChatRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]contract.ChatRecord(nil), recs...)
+	}
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := audit.Open(path, 0)
 	if err != nil {
@@ -48,10 +52,10 @@ func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *testenv.Sc
 	done := make(chan struct{})
 	go func() { defer close(done); l.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	e.hub.SetAudit(l)
 	in := inbox.New(capacity)
-	a := e.hub.NewAgent("thinker", in, nil)
-	a.SetProviderAccess(pump.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }})
+	a := contract.NewAgent(e.hub, "thinker", in,
+		contract.WithProviders(lookup), contract.WithChatObserver(observe), contract.WithAudit(l),
+		contract.WithProviderAccess(contract.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }}))
 	t.Cleanup(a.Close)
 	return a, p, in, path, records
 }

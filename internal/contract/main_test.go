@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -16,8 +16,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -165,7 +166,7 @@ type env struct {
 	srv *server
 	mcp *mcpclient.Client
 	ct  *countingTooling // what the hub serves: mcp, its subscriptions counted
-	hub *pump.Hub
+	hub *gateway.Hub
 }
 
 // countingTooling is the real tooling with its Subscribe and Unsubscribe
@@ -188,7 +189,7 @@ func (c *countingTooling) Unsubscribe(ctx context.Context, uri string) error {
 }
 
 type envOptions struct {
-	limits      pump.Limits
+	limits      gateway.Limits
 	log         *zap.Logger
 	noSubscribe bool // the server lacks resources.subscribe
 }
@@ -208,7 +209,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		lim.MaxConcurrentCalls = 64
 	}
 	ct := &countingTooling{Tooling: m}
-	hub := pump.NewHub([]pump.Entry{{Tooling: ct, Limits: lim}}, log)
+	hub := gateway.NewHub([]gateway.Entry{{Tooling: ct, Limits: lim}}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
@@ -250,10 +251,10 @@ func newMemTooling(t testing.TB, s *server, log *zap.Logger) *mcpclient.Client {
 }
 
 // agent makes an agent with its own inbox and a handle on the tooling.
-func (e *env) agent(t testing.TB, name string, capacity int) (*pump.Agent, *pump.Handle, *inbox.Inbox) {
+func (e *env) agent(t testing.TB, name string, capacity int) (*contract.Agent, *contract.Handle, *inbox.Inbox) {
 	t.Helper()
 	in := inbox.New(capacity)
-	a := e.hub.NewAgent(name, in, nil)
+	a := contract.NewAgent(e.hub, name, in)
 	t.Cleanup(a.Close)
 	h, err := a.Get("mem")
 	if err != nil {

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -19,7 +20,7 @@ func unsubscribes(e *env, uri string) int64       { return counter(&e.ct.unsubsc
 func serverSubscribes(e *env, uri string) int64   { return counter(&e.srv.subscribes, uri).Load() }
 func serverUnsubscribes(e *env, uri string) int64 { return counter(&e.srv.unsubscribes, uri).Load() }
 
-func mustSubscribe(t testing.TB, h *pump.Handle, uri string) string {
+func mustSubscribe(t testing.TB, h *contract.Handle, uri string) string {
 	t.Helper()
 	id, err := h.SubscribeResource(context.Background(), uri)
 	if err != nil {
@@ -62,7 +63,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	const n = 20
 	type member struct {
-		h  *pump.Handle
+		h  *contract.Handle
 		in *inbox.Inbox
 		id string
 	}
@@ -346,7 +347,7 @@ func TestResubscribeFailed(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{CallTimeout: 300 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 3)
 	_, h2, in2 := e.agent(t, "b", 3)
 	mustSubscribe(t, h, "test://r0")
@@ -375,14 +376,14 @@ func TestStats(t *testing.T) {
 		recv(t, in) // the update and two of the timeouts, in any order
 	}
 	recv(t, in)
-	want := pump.ToolingStats{
+	want := gateway.ToolingStats{
 		Tooling: "mem", Calls: 6, OK: 1, Cancelled: 1, TimedOut: 4, Busy: 1,
 		Subscriptions: 2, ListSubscriptions: 1, MCPSubscriptions: 1,
 		Reads: 1, Updates: 2,
 	}
 	// Running is a live gauge: the last call's goroutine leaves its slot
 	// just after its envelope is delivered.
-	var s pump.ToolingStats
+	var s gateway.ToolingStats
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got := e.hub.Stats()

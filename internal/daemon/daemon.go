@@ -1,6 +1,6 @@
 // Package daemon is `toolhostd serve`: it runs the [agent.<name>] entries of
 // the config under a suture tree (one sub-supervisor per tooling, inside the
-// pump hub, and one per agent) with each agent's restart policy, reloads
+// gateway hub, and one per agent) with each agent's restart policy, reloads
 // the config on request (starting what was added, stopping what was removed,
 // restarting only what changed), shuts down in order and bounded in time,
 // talks to systemd (readiness, reload, stop, watchdog) and is the control
@@ -22,10 +22,10 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -83,7 +83,7 @@ type Daemon struct {
 	log     *zap.Logger
 	baseLog *zap.Logger // un-named, for the toolings
 	opts    options
-	hub     *pump.Hub
+	hub     *gateway.Hub
 	host    *host.Host
 	fuel    bool // the engine meters fuel
 	notify  *notifier
@@ -141,7 +141,7 @@ func status(t tooling.Tooling) (statuser, bool) {
 }
 
 // New builds the daemon for cfg (read from cfgPath, which Reload reads
-// again): the toolings (not connected yet), the pump hub and the host with
+// again): the toolings (not connected yet), the gateway hub and the host with
 // its engine (fuel metering on when some agent has limits.fuel > 0).
 // Nothing runs until Serve; Close releases a daemon that is never served.
 func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*Daemon, error) {
@@ -183,16 +183,14 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.toolings = recs
-	var entries []pump.Entry
+	var entries []gateway.Entry
 	for _, name := range sortedKeys(recs) {
-		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
+		entries = append(entries, gateway.Entry{Tooling: recs[name].t, Limits: gateway.LimitsFrom(recs[name].cfg)})
 	}
-	d.hub = pump.NewHub(entries, log)
-	d.hub.SetAudit(d.audit)
-	d.observeChats()
-	d.serveProviders()
+	d.hub = gateway.NewHub(entries, log)
 	hopts := HostOptions(cfg, log)
 	hopts.EpochTick = d.opts.epochTick
+	hopts.Agent = d.agentOptions()
 	d.fuel = hopts.Fuel
 	d.host, err = host.New(hopts, d.hub)
 	if err != nil {
@@ -382,11 +380,11 @@ func (d *Daemon) Close() error {
 	return d.closeErr
 }
 
-// hubService runs the pump hub (its own supervisor with one sub-supervisor
+// hubService runs the gateway hub (its own supervisor with one sub-supervisor
 // per tooling) under the daemon's root. Hub.Serve runs once: should the
 // root restart the service, it does not start the hub again.
 type hubService struct {
-	hub  *pump.Hub
+	hub  *gateway.Hub
 	done chan struct{}
 	once sync.Once
 }
@@ -399,12 +397,12 @@ func (s *hubService) Serve(ctx context.Context) error {
 		_ = s.hub.Serve(ctx)
 	})
 	if !ran || ctx.Err() == nil {
-		return fmt.Errorf("the pump hub ended: %w", suture.ErrDoNotRestart)
+		return fmt.Errorf("the gateway hub ended: %w", suture.ErrDoNotRestart)
 	}
 	return ctx.Err()
 }
 
-func (s *hubService) String() string { return "pump" }
+func (s *hubService) String() string { return "gateway" }
 
 // monitor samples the toolings' sessions: whether each connected at least
 // once, and its tool count after each (re)connection.

@@ -6,10 +6,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/sampling"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -33,8 +33,21 @@ func (d *Daemon) openProviders(cfg *config.Config) error {
 	return nil
 }
 
-// serveProviders serves the providers to the agents through the hub.
-func (d *Daemon) serveProviders() { d.hub.SetProviders(d.providers.Get) }
+// agentOptions are what every agent's contract.Agent is made with: the
+// providers, the audit log and, with metrics, the chat observer.
+func (d *Daemon) agentOptions() []contract.Option {
+	opts := []contract.Option{contract.WithProviders(d.providers.Get), contract.WithAudit(d.audit)}
+	if m := d.opts.metrics; m != nil {
+		opts = append(opts, contract.WithChatObserver(func(r contract.ChatRecord) {
+			m.ObserveChat(metrics.Chat{
+				Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
+				Duration: r.Duration, FirstToken: r.FirstToken, HasFirstToken: r.HasFirstToken,
+				InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+			})
+		}))
+	}
+	return opts
+}
 
 // samplerFor is the sampler of a tooling whose sampling table names a
 // provider: its server's sampling/createMessage requests go to that
@@ -77,28 +90,13 @@ func (d *Daemon) limited(r *agentRec, name string, p provider.Provider, g *confi
 	return l, nil
 }
 
-// observeChats points the hub's model-request reports at the metrics.
-func (d *Daemon) observeChats() {
-	m := d.opts.metrics
-	if m == nil {
-		return
-	}
-	d.hub.SetChatObserver(func(r pump.ChatRecord) {
-		m.ObserveChat(metrics.Chat{
-			Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
-			Duration: r.Duration, FirstToken: r.FirstToken, HasFirstToken: r.HasFirstToken,
-			InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
-		})
-	})
-}
-
 // providerAccess is the agent's access to providers: those of its
 // providers list, each under its grant ([agent.A.grants.P]: models,
 // limits, budgets), each request audited with its text where the grant has
 // audit_arguments.
-func (s *agentService) providerAccess() pump.ProviderAccess {
+func (s *agentService) providerAccess() contract.ProviderAccess {
 	names, grants := s.cfg.Providers, s.cfg.ProviderGrants
-	return pump.ProviderAccess{
+	return contract.ProviderAccess{
 		Granted: func(name string) bool { return slices.Contains(names, name) },
 		Wrap: func(name string, p provider.Provider) (provider.Provider, error) {
 			return s.d.limited(s.r, name, p, grants[name])

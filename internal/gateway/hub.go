@@ -1,39 +1,27 @@
-// Package pump runs what sits between agents and their toolings: the calls
-// behind call-tool (queued, at most max_concurrent_calls running per
-// tooling, per-call timeouts, is-open and cancel), the resource
-// pumps behind the subscriptions (one MCP subscription per uri however many
-// agents subscribe, one read per update fanned out to every subscriber's
-// inbox), the model requests behind the provider interface (chat, and
-// chat-stream's deltas into the inbox with call-tool's is-open and cancel;
-// chat.go), the per-agent tables of calls, streams and subscriptions that
-// make handle drop and agent exit cancel everything they made, and the
-// supervisor tree that keeps each tooling's session and resource pump
-// running.
+// Package gateway is the way from agents to their toolings: one Hub serves
+// a set of toolings, each under its own suture supervisor (its session and
+// its resource pump), with its calls admitted through a gate (at most
+// max_concurrent_calls running, the rest queued in order, each bounded by
+// the call timeout) and its resource subscriptions shared (one MCP
+// subscription per uri, one read per update fanned out to every
+// subscriber). Toolings can be added and removed while the hub serves.
 //
-// Nothing here knows about WebAssembly: the host's WIT functions call the
-// methods of Agent and Handle one to one.
-package pump
+// The gateway knows no agents: package contract builds the agent's side of
+// the contract on top of it, and hands calls and subscribers in.
+package gateway
 
 import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
-)
-
-// Defaults for Limits fields left at zero (the config's defaults).
-const (
-	DefaultMaxConcurrentCalls = 16
-	DefaultCallTimeout        = 60 * time.Second
 )
 
 // unsubscribeTimeout bounds the MCP resources/unsubscribe made when the last
@@ -65,20 +53,10 @@ func LimitsFrom(c *config.Tooling) Limits {
 	return Limits{MaxConcurrentCalls: c.MaxConcurrentCalls, CallTimeout: c.CallTimeout.Duration}
 }
 
-// EntriesFrom pairs every tooling of reg with the limits of its config.
-func EntriesFrom(reg *mcpclient.Registry, cfgs map[string]*config.Tooling) []Entry {
-	var out []Entry
-	for _, name := range reg.Names() {
-		t, _ := reg.Get(name)
-		out = append(out, Entry{Tooling: t, Limits: LimitsFrom(cfgs[name])})
-	}
-	return out
-}
-
 // Hub serves a fixed set of toolings to any number of agents.
 type Hub struct {
 	log   *zap.Logger
-	rts   map[string]*runtime
+	rts   map[string]*Served
 	names []string
 	// ctx is the parent of every agent's context; it ends when Serve's
 	// context does, cancelling every call.
@@ -87,14 +65,12 @@ type Hub struct {
 	// dyn lets toolings come and go while Serve runs (dynamic.go); its
 	// mutex guards rts and names.
 	dyn dynState
-	// audit is the audit log (policy.go); nil: none.
-	audit *audit.Log
-	// prov serves the provider interface (chat.go).
-	prov providerState
+	// work is the other work Serve waits for (Go).
+	work workGroup
 }
 
-// runtime is everything the hub keeps for one tooling.
-type runtime struct {
+// Served is everything the hub keeps for one tooling it serves.
+type Served struct {
 	t      tooling.Tooling
 	name   string
 	limits Limits
@@ -106,6 +82,27 @@ type runtime struct {
 	removed removedFlag
 }
 
+// withDefaults is l with config's defaults for the fields left at zero.
+func (l Limits) withDefaults() Limits {
+	if l.MaxConcurrentCalls <= 0 {
+		l.MaxConcurrentCalls = config.DefaultMaxConcurrentCalls
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = config.DefaultCallTimeout
+	}
+	return l
+}
+
+// newServed makes the hub's state for e (its observer not yet installed).
+func newServed(e Entry, log *zap.Logger) *Served {
+	lim := e.Limits.withDefaults()
+	name := e.Tooling.Name()
+	s := &Served{t: e.Tooling, name: name, limits: lim, log: log.With(zap.String("tooling", name))}
+	s.gate = newGate(s, lim.MaxConcurrentCalls)
+	s.pump = newResPump(s)
+	return s
+}
+
 // NewHub makes the hub for entries and installs its resource pump as each
 // tooling's observer. Calls run as soon as they are made (the tooling waits
 // for its session, up to its connect timeout); sessions and resource pumps
@@ -114,25 +111,14 @@ func NewHub(entries []Entry, log *zap.Logger) *Hub {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	log = log.Named("pump")
-	h := &Hub{log: log, rts: make(map[string]*runtime, len(entries))}
+	log = log.Named("gateway")
+	h := &Hub{log: log, rts: make(map[string]*Served, len(entries))}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	for _, e := range entries {
-		lim := e.Limits
-		if lim.MaxConcurrentCalls <= 0 {
-			lim.MaxConcurrentCalls = DefaultMaxConcurrentCalls
-		}
-		if lim.CallTimeout <= 0 {
-			lim.CallTimeout = DefaultCallTimeout
-		}
-		name := e.Tooling.Name()
-		rl := log.With(zap.String("tooling", name))
-		rt := &runtime{t: e.Tooling, name: name, limits: lim, log: rl}
-		rt.gate = newGate(rt, lim.MaxConcurrentCalls)
-		rt.pump = newResPump(rt)
-		e.Tooling.SetObserver(rt.pump)
-		h.rts[name] = rt
-		h.names = append(h.names, name)
+		s := newServed(e, log)
+		e.Tooling.SetObserver(s.pump)
+		h.rts[s.name] = s
+		h.names = append(h.names, s.name)
 	}
 	sort.Strings(h.names)
 	return h
@@ -157,12 +143,12 @@ func (h *Hub) Serve(ctx context.Context) error {
 	hook := func(e suture.Event) {
 		h.log.Warn("supervisor event", zap.String("event", e.String()))
 	}
-	root := suture.New("pump", suture.Spec{EventHook: hook})
+	root := suture.New("gateway", suture.Spec{EventHook: hook})
 	h.startTree(root, hook)
 	err := root.Serve(ctx)
 	h.cancel()
 	h.waitCalls()
-	h.waitChats()
+	h.work.stopAndWait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -175,58 +161,72 @@ type sessionService struct{ t tooling.Tooling }
 func (s sessionService) Serve(ctx context.Context) error { return s.t.Serve(ctx) }
 func (s sessionService) String() string                  { return "session/" + s.t.Name() }
 
-// NewAgent registers an agent: in is its inbox (the host owns it and its
-// shutdown), grants reports the toolings it may get (nil: all).
-func (h *Hub) NewAgent(name string, in *inbox.Inbox, grants func(tooling string) bool) *Agent {
-	ctx, cancel := context.WithCancel(h.ctx)
-	a := &Agent{
-		hub:     h,
-		name:    name,
-		in:      in,
-		grants:  grants,
-		log:     h.log.With(zap.String("agent", name)),
-		ctx:     ctx,
-		cancel:  cancel,
-		calls:   make(map[string]*call),
-		subs:    make(map[string]*sub),
-		handles: make(map[*Handle]struct{}),
-		streams: make(map[string]*stream),
-		provs:   make(map[*ProviderHandle]struct{}),
-	}
-	// Once the inbox is shut down no result can be delivered: every call of
-	// the agent is cancelled.
-	a.stopWatch = context.AfterFunc(in.Context(), cancel)
-	return a
+// Context is the parent of every agent's context: it ends when Serve's
+// does.
+func (h *Hub) Context() context.Context { return h.ctx }
+
+// Lookup returns the tooling called name, if the hub serves it.
+func (h *Hub) Lookup(name string) (*Served, bool) {
+	h.dyn.mu.RLock()
+	defer h.dyn.mu.RUnlock()
+	s, ok := h.rts[name]
+	return s, ok
 }
 
-// Get returns a new handle on the tooling called name: not-found when there
-// is none, denied when the agent was not granted it, cancelled after Close.
-func (a *Agent) Get(name string) (*Handle, error) {
-	rt, ok := a.hub.lookup(name)
-	if !ok {
-		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
-	}
-	if a.grants != nil && !a.grants(name) {
-		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
-		a.deniedGet(name, err)
-		return nil, err
-	}
-	hd := &Handle{a: a, rt: rt, pol: a.pol.View(name), calls: make(map[string]*call), subs: make(map[string]*sub)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, errAgentClosed()
-	}
-	a.handles[hd] = struct{}{}
-	return hd, nil
+// Go runs f on a goroutine that Serve waits for before it returns; false
+// (f not run) once Serve is returning. Contract's chat streams run so.
+func (h *Hub) Go(f func()) bool { return h.work.goTracked(f) }
+
+// workGroup is the goroutines of Go.
+type workGroup struct {
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
 }
 
-func errAgentClosed() *tooling.Error {
-	return tooling.Errorf(tooling.CodeCancelled, "the agent is stopping")
+func (w *workGroup) goTracked(f func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return false
+	}
+	w.wg.Go(f)
+	return true
 }
 
-func errHandleClosed() *tooling.Error {
-	return tooling.Errorf(tooling.CodeCancelled, "the tooling handle was dropped")
+// stopAndWait refuses new goroutines and waits for the running ones.
+func (w *workGroup) stopAndWait() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.wg.Wait()
 }
 
-func (rt *runtime) String() string { return fmt.Sprintf("tooling %q", rt.name) }
+// Name is the tooling's configured name.
+func (s *Served) Name() string { return s.name }
+
+// Kind is the tooling's implementation, e.g. "mcp".
+func (s *Served) Kind() string { return s.t.Kind() }
+
+// Tooling is the tooling itself.
+func (s *Served) Tooling() tooling.Tooling { return s.t }
+
+// Limits are the tooling's call limits, defaults applied.
+func (s *Served) Limits() Limits { return s.limits }
+
+// Log is the tooling's logger.
+func (s *Served) Log() *zap.Logger { return s.log }
+
+// Removed is the error of every operation on a tooling RemoveTooling took
+// away (unavailable); nil while it is served.
+func (s *Served) Removed() *tooling.Error {
+	if s.removed.Load() {
+		return tooling.Errorf(tooling.CodeUnavailable, "tooling %q was removed from the configuration", s.name)
+	}
+	return nil
+}
+
+// CountBusy counts a call refused with busy (the agent's inbox was full).
+func (s *Served) CountBusy() { s.stats.busy.Add(1) }
+
+func (s *Served) String() string { return fmt.Sprintf("tooling %q", s.name) }

@@ -21,8 +21,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 
 	"github.com/toolhostd/toolhostd/internal/testenv"
@@ -30,7 +31,7 @@ import (
 
 // The package's tests share one Host (one engine, one compile cache under
 // build/test-cache, so that the 12 MB JS components compile once per
-// checkout, not once per run), one pump hub serving every tooling below, and
+// checkout, not once per run), one gateway hub serving every tooling below, and
 // the Programs loaded from build/. TestMain closes them all before goleak
 // looks for leftover goroutines.
 //
@@ -63,7 +64,7 @@ type suite struct {
 	nosub    *testServer
 	scripted *testenv.Scripted // the providers "fake" and "other"
 	fsDir    string
-	hub      *pump.Hub
+	hub      *gateway.Hub
 	host     *Host
 	logs     *observer.ObservedLogs
 	log      *zap.Logger
@@ -166,19 +167,19 @@ func (s *suite) setUp() error {
 		{fs, nil},
 	}
 	s.mcps = map[string]*mcpclient.Client{}
-	var entries []pump.Entry
+	var entries []gateway.Entry
 	for _, d := range defs {
 		m, err := mcpclient.New(d.cfg, s.log, d.opts...)
 		if err != nil {
 			return err
 		}
 		s.mcps[d.cfg.Name] = m
-		entries = append(entries, pump.Entry{Tooling: m, Limits: pump.LimitsFrom(d.cfg)})
+		entries = append(entries, gateway.Entry{Tooling: m, Limits: gateway.LimitsFrom(d.cfg)})
 	}
-	s.hub = pump.NewHub(entries, s.log)
+	s.hub = gateway.NewHub(entries, s.log)
 	s.scripted = testenv.NewScripted("fake")
 	other := testenv.NewScripted("other")
-	s.hub.SetProviders(func(name string) (provider.Provider, bool) {
+	providers := contract.WithProviders(func(name string) (provider.Provider, bool) {
 		switch name {
 		case "fake":
 			return s.scripted, true
@@ -192,7 +193,7 @@ func (s *suite) setUp() error {
 	go func() { defer close(s.hubDone); _ = s.hub.Serve(ctx) }()
 
 	cacheDir := filepath.Join(root, "build", "test-cache")
-	if s.host, err = New(Options{CacheDir: cacheDir, Log: s.log}, s.hub); err != nil {
+	if s.host, err = New(Options{CacheDir: cacheDir, Log: s.log, Agent: []contract.Option{providers}}, s.hub); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)
