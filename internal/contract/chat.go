@@ -327,12 +327,15 @@ func validRequest(req provider.Request) *tooling.Error {
 	if len(req.Messages) == 0 {
 		return bad("no messages")
 	}
-	calls := map[string]bool{}
+	calls := map[string]bool{} // the ids of the tool calls of the assistant messages so far
 	for i, m := range req.Messages {
 		switch m.Role {
 		case provider.RoleTool:
 			if m.ToolCallID == "" {
 				return bad("message %d: a tool message needs the tool-call-id it answers", i)
+			}
+			if !calls[m.ToolCallID] {
+				return bad("message %d: tool-call-id %q answers no tool call of an earlier assistant message", i, m.ToolCallID)
 			}
 		case provider.RoleSystem, provider.RoleUser, provider.RoleAssistant:
 			if m.ToolCallID != "" {
