@@ -368,7 +368,7 @@ func (h *Handle) newSub(uri string, list bool) (*sub, error) {
 	return s, nil
 }
 
-// register enters a subscription the pump accepted into the tables, or
+// register enters a subscription the gateway accepted into the tables, or
 // ends it if the handle or agent closed meanwhile.
 func (h *Handle) register(s *sub) (string, error) {
 	a := h.a

@@ -4,14 +4,14 @@
 // the config on request (starting what was added, stopping what was removed,
 // restarting only what changed), shuts down in order and bounded in time,
 // talks to systemd (readiness, reload, stop, watchdog) and is the control
-// API's Backend.
+// API's Backend. Its graph (audit log, providers, toolings, hub, host) is
+// built by package system, as every command's is.
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -25,7 +25,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
-	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -83,9 +83,10 @@ type Daemon struct {
 	log     *zap.Logger
 	baseLog *zap.Logger // un-named, for the toolings
 	opts    options
-	hub     *gateway.Hub
-	host    *host.Host
-	fuel    bool // the engine meters fuel
+	sys     *system.System // the graph: audit, providers, toolings, hub, host
+	hub     *gateway.Hub   // sys.Hub
+	host    *host.Host     // sys.Host
+	fuel    bool           // the engine meters fuel
 	notify  *notifier
 
 	// opMu serialises Reload, the agent operations and the shutdown.
@@ -101,9 +102,7 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit     *audit.Log         // [host] audit_log; nil: none (grants.go)
-	providers *provider.Registry // the [provider.*] (providers.go)
-	budgets   *provider.Budgets  // their token budgets; nil without providers
+	audit *audit.Log // sys.Audit: [host] audit_log; nil: none (grants.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -168,33 +167,18 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for _, o := range opts {
 		o(&d.opts)
 	}
-	// The audit log opens first: the toolings' samplers write to it.
-	if err := d.openAudit(cfg); err != nil {
-		return nil, err
+	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts...), system.WithEpochTick(d.opts.epochTick)}
+	if m := d.opts.metrics; m != nil {
+		sopts = append(sopts, system.WithMetrics(m))
 	}
-	if err := d.openProviders(cfg); err != nil {
-		d.audit.Close()
-		return nil, err
-	}
-	recs, err := d.makeToolings(cfg.Tooling)
-	if err != nil {
-		_ = d.providers.Close()
-		d.audit.Close()
-		return nil, err
-	}
-	d.toolings = recs
-	var entries []gateway.Entry
-	for _, name := range sortedKeys(recs) {
-		entries = append(entries, gateway.Entry{Tooling: recs[name].t, Limits: gateway.LimitsFrom(recs[name].cfg)})
-	}
-	d.hub = gateway.NewHub(entries, log)
-	hopts := HostOptions(cfg, log)
-	hopts.EpochTick = d.opts.epochTick
-	hopts.Agent = d.agentOptions()
-	d.fuel = hopts.Fuel
-	d.host, err = host.New(hopts, d.hub)
+	sys, err := system.New(cfg, log, sopts...)
 	if err != nil {
 		return nil, err
+	}
+	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	d.fuel = system.HostOptions(cfg, log).Fuel
+	for name, t := range sys.Toolings {
+		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
 	}
 	for name, a := range cfg.Agent {
 		d.agents[name] = newAgentRec(name, a, d.recorder())
@@ -206,41 +190,23 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	return d, nil
 }
 
-// makeToolings builds a tooling per config entry.
+// makeToolings builds a tooling per config entry (Reload's additions),
+// as New's are built.
 func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
-	opts := append(slices.Clip(d.opts.toolingOpts), mcpclient.WithSamplerFor(d.samplerFor))
-	reg, err := mcpclient.NewRegistry(cfgs, d.baseLog, opts...)
+	ts, err := d.sys.MakeToolings(cfgs)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*toolingRec, len(cfgs))
-	for _, name := range reg.Names() {
-		t, _ := reg.Get(name)
-		if m := d.opts.metrics; m != nil {
-			t = m.Instrument(t)
-		}
+	out := make(map[string]*toolingRec, len(ts))
+	for name, t := range ts {
 		out[name] = &toolingRec{cfg: cfgs[name], t: t}
 	}
 	return out, nil
 }
 
-// HostOptions are the host options the daemon uses for cfg: its compile
-// cache and the engine settings that key the cache's entries (fuel metering
-// on when some agent has limits.fuel > 0). toolhostd compile takes them too,
-// so that what it compiles is what serve finds.
-func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
-	return host.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg), Log: log}
-}
-
-// needsFuel reports whether some agent of cfg has a fuel limit.
-func needsFuel(cfg *config.Config) bool {
-	for _, a := range cfg.Agent {
-		if a.Limits.Fuel > 0 {
-			return true
-		}
-	}
-	return false
-}
+// needsFuel reports whether some agent of cfg has a fuel limit (the
+// engine then meters fuel).
+func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Fuel }
 
 // Serve runs the toolings and every configured agent until ctx ends, then
 // stops everything in order: each agent gets its shutdown envelope and its
@@ -279,7 +245,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.opMu.Unlock()
 
 	auditCtx, stopAudit := context.WithCancel(context.Background())
-	auditDone := d.runAudit(auditCtx)
+	auditDone := d.sys.RunAudit(auditCtx)
 	defer func() { stopAudit(); <-auditDone }()
 	rootCtx, stopRoot := context.WithCancel(context.Background())
 	defer stopRoot()
@@ -370,12 +336,8 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // for a daemon that is never served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
-		d.closeErr = d.host.Close()
-		d.audit.Close()
+		d.closeErr = d.sys.Close()
 		d.closeCluster()
-		if d.providers != nil {
-			_ = d.providers.Close()
-		}
 	})
 	return d.closeErr
 }
