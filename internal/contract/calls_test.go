@@ -16,6 +16,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -174,7 +175,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen right after CallTool = false")
 	}
-	recvCh(t, e.srv.slowStarted, "the slow tool to start")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool to start")
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen while running = false")
 	}
@@ -183,7 +184,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	}
 	// The in-flight request was cancelled on the server
 	// (notifications/cancelled).
-	if tag := recvCh(t, e.srv.slowCancelled, "the server to see the cancellation"); tag != "c1" {
+	if tag := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); tag != "c1" {
 		t.Fatalf("cancelled %q", tag)
 	}
 	if h.IsOpen(id) {
@@ -201,7 +202,7 @@ func TestCancelCases(t *testing.T) {
 
 	// Undelivered: the result is in the inbox, not yet received.
 	id, _ := h.CallTool("echo", `{"text":"u"}`)
-	eventually(t, 10*time.Second, "the result to be enqueued", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the result to be enqueued", func() bool { return in.Pending() == 1 })
 	if h.IsOpen(id) {
 		t.Fatal("IsOpen with the envelope enqueued")
 	}
@@ -231,7 +232,7 @@ func TestCancelCases(t *testing.T) {
 
 	// Queued behind a running call (one worker): cancelled before it runs.
 	running, _ := h.CallTool("slow", `{"tag":"running"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	queued, _ := h.CallTool("slow", `{"tag":"queued"}`)
 	if !h.IsOpen(queued) {
 		t.Fatal("a queued call is not open")
@@ -264,7 +265,7 @@ func TestTimeout(t *testing.T) {
 	if env.ID != id || !ok || ev.Err.Code != tooling.CodeTimeout {
 		t.Fatalf("got %+v, want a timeout error for %s", env, id)
 	}
-	recvCh(t, e.srv.slowCancelled, "the server to see the timed-out call cancelled")
+	testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the timed-out call cancelled")
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"t2"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatalf("blocking: %v, want timeout", err)
 	}
@@ -275,7 +276,7 @@ func TestQueuedCallTimesOut(t *testing.T) {
 	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	first, _ := h.CallTool("slow", `{"tag":"first"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	second, _ := h.CallTool("slow", `{"tag":"second"}`)
 	got := map[string]tooling.ErrorCode{}
 	for range 2 {
@@ -306,7 +307,7 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("after a cancel: %v", err)
 	}
 	// The echo result now sits undelivered with one call open: still full.
-	eventually(t, 10*time.Second, "the echo result", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the echo result", func() bool { return in.Pending() == 1 })
 	if _, err := h.CallTool("echo", `{"text":"y"}`); codeOf(t, err) != tooling.CodeBusy {
 		t.Fatalf("with one open and one undelivered: %v, want busy", err)
 	}
@@ -347,14 +348,14 @@ func TestCallToolBlocking(t *testing.T) {
 				_, err := h.CallToolBlocking(ctx, "slow", fmt.Sprintf(`{"tag":%q}`, tag))
 				errc <- err
 			}()
-			if got := recvCh(t, e.srv.slowStarted, "the slow tool"); got != tag {
+			if got := testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool"); got != tag {
 				t.Fatalf("started %q", got)
 			}
 			tt.stop(cancel, a, in)
-			if err := recvCh(t, errc, "CallToolBlocking to return"); codeOf(t, err) != tooling.CodeCancelled {
+			if err := testenv.Recv(t, errc, 10*time.Second, "CallToolBlocking to return"); codeOf(t, err) != tooling.CodeCancelled {
 				t.Fatalf("%v, want cancelled", err)
 			}
-			if got := recvCh(t, e.srv.slowCancelled, "the server to see the cancellation"); got != tag {
+			if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); got != tag {
 				t.Fatalf("cancelled %q", got)
 			}
 			if _, err := h.CallToolBlocking(context.Background(), "echo", `{}`); tt.name != "ctx ends" && codeOf(t, err) != tooling.CodeCancelled {
@@ -372,9 +373,9 @@ func TestHandleDropCancelsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	doomed, _ := h1.CallTool("slow", `{"tag":"doomed"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	h1.Close()
-	if got := recvCh(t, e.srv.slowCancelled, "the cancellation"); got != "doomed" {
+	if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellation"); got != "doomed" {
 		t.Fatalf("cancelled %q", got)
 	}
 	if h1.IsOpen(doomed) || h2.IsOpen(doomed) {
@@ -403,11 +404,11 @@ func TestAgentCloseCancelsCalls(t *testing.T) {
 		}
 	}
 	for range 3 {
-		recvCh(t, e.srv.slowStarted, "the slow tools")
+		testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tools")
 	}
 	a.Close()
 	for range 3 {
-		recvCh(t, e.srv.slowCancelled, "the cancellations")
+		testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellations")
 	}
 	quiet(t, in, 100*time.Millisecond)
 }
@@ -505,8 +506,8 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		_, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"blocking"}`)
 		errc <- err
 	}()
-	recvCh(t, e.srv.slowStarted, "a first call")
-	recvCh(t, e.srv.slowStarted, "a second call")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a first call")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a second call")
 	select {
 	case tag := <-e.srv.slowStarted:
 		t.Fatalf("a third call (%s) ran with max_concurrent_calls 2", tag)
@@ -518,7 +519,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		}
 	}
 	close(e.srv.release)
-	if err := recvCh(t, errc, "the blocking call"); err != nil {
+	if err := testenv.Recv(t, errc, 10*time.Second, "the blocking call"); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
@@ -579,7 +580,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := recvCh(t, errc, "the broken tooling's call"); codeOf(t, err) != tooling.CodeUnavailable {
+	if err := testenv.Recv(t, errc, 10*time.Second, "the broken tooling's call"); codeOf(t, err) != tooling.CodeUnavailable {
 		t.Fatalf("broken: %v, want unavailable", err)
 	}
 }

@@ -115,7 +115,7 @@ func TestChatStream(t *testing.T) {
 		t.Fatal("IsOpen after chat-done")
 	}
 	quiet(t, in, 50*time.Millisecond)
-	eventually(t, 5*time.Second, "the chat record", func() bool { return len(recs()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the chat record", func() bool { return len(recs()) == 1 })
 	if r := recs()[0]; r.Outcome != "ok" || r.Model != "scripted-1" || r.Usage.OutputTokens != uint32(len(text)) || !r.HasFirstToken || r.Op != audit.OpChatStream {
 		t.Fatalf("chat record %+v", r)
 	}
@@ -136,7 +136,7 @@ func TestChatStreamCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "the first delta", func() bool { return in.Pending() == 1 })
+			testenv.Eventually(t, 5*time.Second, "the first delta", func() bool { return in.Pending() == 1 })
 			if !ph.IsOpen(id) {
 				t.Fatal("IsOpen = false on a running stream")
 			}
@@ -150,7 +150,7 @@ func TestChatStreamCancel(t *testing.T) {
 			} else {
 				ph.Close()
 			}
-			recvCh(t, p.Cancelled(how), "the provider to see its request cancelled")
+			testenv.Recv(t, p.Cancelled(how), 10*time.Second, "the provider to see its request cancelled")
 			quiet(t, in, 100*time.Millisecond)
 			if ph.IsOpen(id) {
 				t.Fatal("IsOpen after cancel")
@@ -226,7 +226,7 @@ func TestChatErrorAndRefusals(t *testing.T) {
 func auditLines(t *testing.T, path string, n int) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	eventually(t, 5*time.Second, "the audit lines", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the audit lines", func() bool {
 		f, err := os.Open(path)
 		if err != nil {
 			return false
@@ -279,7 +279,7 @@ func TestChatSlowAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the stream to end", func() bool { return !ph.IsOpen(id) })
+	testenv.Eventually(t, 10*time.Second, "the stream to end", func() bool { return !ph.IsOpen(id) })
 	if p := in.Pending(); p != 2 {
 		t.Fatalf("%d envelopes held, want one merged delta and chat-done", p)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -62,7 +63,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	if got := e.hub.Names(); len(got) != 2 || got[0] != "extra" || got[1] != "mem" {
 		t.Fatalf("names %v", got)
 	}
-	eventually(t, 10*time.Second, "the added tooling's session", func() bool { return extra.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "the added tooling's session", func() bool { return extra.Status().Connected })
 
 	h, err := a.Get("extra")
 	if err != nil {
@@ -83,7 +84,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvCh(t, srv.slowStarted, "the slow call")
+	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the slow call")
 
 	if err := e.hub.RemoveTooling("extra"); err != nil {
 		t.Fatal(err)
@@ -154,9 +155,9 @@ func TestAddToolingBeforeAndAfterServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
-	eventually(t, 10*time.Second, "the early tooling's session", func() bool { return early.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "the early tooling's session", func() bool { return early.Status().Connected })
 	cancel()
-	recvCh(t, done, "Serve to return")
+	testenv.Recv(t, done, 10*time.Second, "Serve to return")
 	if err := hub.AddTooling(gateway.Entry{Tooling: namedMemTooling(t, "late", srv)}); !errors.Is(err, gateway.ErrHubStopped) {
 		t.Fatalf("add after Serve: %v, want ErrHubStopped", err)
 	}
@@ -184,7 +185,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvCh(t, srv.slowStarted, "the running call")
+	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the running call")
 	queued, err := h.CallTool("echo", `{"text":"queued"}`)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 		_, err := h.CallToolBlocking(context.Background(), "echo", `{"text":"blocking"}`)
 		blocking <- err
 	}()
-	eventually(t, 10*time.Second, "the blocking call queued", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the blocking call queued", func() bool {
 		for _, st := range e.hub.Stats() {
 			if st.Tooling == "extra" {
 				return st.Queued == 2
@@ -212,7 +213,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 			t.Errorf("envelope %+v, want unavailable for %s or %s", env, running, queued)
 		}
 	}
-	if err := recvCh(t, blocking, "the blocking call"); codeOf(t, err) != tooling.CodeUnavailable {
+	if err := testenv.Recv(t, blocking, 10*time.Second, "the blocking call"); codeOf(t, err) != tooling.CodeUnavailable {
 		t.Errorf("the queued blocking call: %v, want unavailable", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -176,6 +177,28 @@ type env struct {
 type countingTooling struct {
 	tooling.Tooling
 	subscribes, unsubscribes sync.Map // uri -> *atomic.Int64
+	// notified counts the notifications/resources/updated the tooling has
+	// handed to the hub's observer (which has taken them in), per uri.
+	notified sync.Map
+}
+
+// SetObserver installs o behind a counter of its ResourceUpdated calls.
+func (c *countingTooling) SetObserver(o tooling.Observer) {
+	if o == nil {
+		c.Tooling.SetObserver(nil)
+		return
+	}
+	c.Tooling.SetObserver(countingObserver{o, c})
+}
+
+type countingObserver struct {
+	tooling.Observer
+	c *countingTooling
+}
+
+func (o countingObserver) ResourceUpdated(uri string) {
+	o.Observer.ResourceUpdated(uri)
+	counter(&o.c.notified, uri).Add(1)
 }
 
 func (c *countingTooling) Subscribe(ctx context.Context, uri string) error {
@@ -221,7 +244,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 			t.Error("Hub.Serve did not return after cancel")
 		}
 	})
-	eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
 	return &env{srv: s, mcp: m, ct: ct, hub: hub}
 }
 
@@ -261,29 +284,6 @@ func (e *env) agent(t testing.TB, name string, capacity int) (*contract.Agent, *
 		t.Fatal(err)
 	}
 	return a, h, in
-}
-
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func recvCh[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
 }
 
 func dur(d time.Duration) *time.Duration { return &d }

@@ -9,6 +9,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -138,11 +139,13 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 	gate := make(chan struct{})
 	e.srv.readGate.Store(&gate)
 	e.srv.update(t, "test://r1", "first")
-	recvCh(t, e.srv.readStarted, "the first read")
+	testenv.Recv(t, e.srv.readStarted, 10*time.Second, "the first read")
 	for i := range 5 {
 		e.srv.update(t, "test://r1", fmt.Sprint("later-", i))
 	}
-	time.Sleep(200 * time.Millisecond) // let the notifications reach the pump
+	testenv.Eventually(t, 10*time.Second, "the six notifications to reach the hub", func() bool {
+		return counter(&e.ct.notified, "test://r1").Load() >= 6
+	})
 	select {
 	case uri := <-e.srv.readStarted:
 		t.Fatalf("a second read of %s began while the first was in flight", uri)
@@ -150,10 +153,15 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 	}
 	e.srv.readGate.Store(nil)
 	close(gate)
-	eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.reads.Load() >= 2 })
+	testenv.Eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.reads.Load() >= 2 })
 	// Whatever the interleaving, the last content is what is delivered
-	// last, and no more than one envelope is undelivered for id.
-	time.Sleep(100 * time.Millisecond)
+	// last, and no more than one envelope is undelivered for id. The
+	// follow-up read's fan-out is the second update offered; a third read
+	// could only follow a notification during it, and none came.
+	testenv.Eventually(t, 10*time.Second, "the follow-up read's fan-out", func() bool {
+		st := e.hub.Stats()
+		return len(st) == 1 && st[0].Updates >= 2
+	})
 	if got := e.srv.reads.Load(); got != 2 {
 		t.Fatalf("%d reads for one update plus five during its read, want 2", got)
 	}
@@ -178,12 +186,12 @@ func TestCoalescingInInbox(t *testing.T) {
 	_, h, in := e.agent(t, "a", 4)
 	id := mustSubscribe(t, h, "test://r2")
 	callID, _ := h.CallTool("echo", `{"text":"between"}`)
-	eventually(t, 10*time.Second, "the call result", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the call result", func() bool { return in.Pending() == 1 })
 	e.srv.update(t, "test://r2", "u1")
-	eventually(t, 10*time.Second, "the first update", func() bool { return in.Pending() == 2 })
+	testenv.Eventually(t, 10*time.Second, "the first update", func() bool { return in.Pending() == 2 })
 	for i := range 3 {
 		e.srv.update(t, "test://r2", fmt.Sprint("u", i+2))
-		eventually(t, 10*time.Second, "a coalesced update", func() bool { return in.Stats().Coalesced == uint64(i+1) })
+		testenv.Eventually(t, 10*time.Second, "a coalesced update", func() bool { return in.Stats().Coalesced == uint64(i+1) })
 	}
 	if in.Pending() != 2 {
 		t.Fatalf("pending %d, want 2 (coalesced)", in.Pending())
@@ -253,7 +261,7 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	e.srv.update(t, "test://r0", "1")
 	wantUpdate(t, in, id, "test://r0", "1")
 	e.srv.update(t, "test://r0", "2")
-	eventually(t, 10*time.Second, "the undelivered update", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the undelivered update", func() bool { return in.Pending() == 1 })
 	if h.UnsubscribeResourceList(id) {
 		t.Fatal("UnsubscribeResourceList of a resource subscription = true")
 	}
@@ -337,7 +345,7 @@ func TestResubscribeFailed(t *testing.T) {
 		t.Fatal("UnsubscribeResource of a failed subscription = true")
 	}
 	e.srv.failSubs.Store(false)
-	eventually(t, 10*time.Second, "a session", func() bool { return e.mcp.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "a session", func() bool { return e.mcp.Status().Connected })
 	e.srv.update(t, "test://r0", "after")
 	quiet(t, in, 150*time.Millisecond)
 	// A new subscription works again.
@@ -359,7 +367,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, _ := h.CallTool("slow", `{"tag":"cancel-me"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	h.Cancel(slow)
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"time-out"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatal(err)

@@ -447,17 +447,6 @@ func wait(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 20s waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // enterGate waits until the guest is inside the gate tool for tag.
 func (s *testServer) enterGate(t testing.TB, tag string) {
 	t.Helper()
