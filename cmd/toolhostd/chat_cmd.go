@@ -15,10 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // The operator's chat: one prompt to a configured provider, the answer
@@ -60,21 +61,18 @@ func newChatCmd(opts *globalOptions) *cobra.Command {
 				return withExit(exitUsage, err)
 			}
 			defer func() { _ = log.Sync() }()
-			p, err := provider.Open(args[0], *pc, log)
-			if err != nil {
-				return withExit(exitUsage, err)
-			}
-			if cl, ok := p.(io.Closer); ok {
-				defer cl.Close()
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			box, err := openToolbox(ctx, c, co.tools, log)
+			sess, err := openChat(c, args[0], co.tools, log)
 			if err != nil {
 				return err
 			}
-			defer box.close()
-			return chat(ctx, p, box, args[1], co, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			defer sess.close()
+			box, err := openToolbox(ctx, sess.agent, co.tools)
+			if err != nil {
+				return err
+			}
+			return chat(ctx, sess, box, args[1], co, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -86,8 +84,86 @@ func newChatCmd(opts *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// chatSession is chat's graph (system.New, without an engine) and the
+// agent "chat" through whose contract the model requests and tool calls go:
+// validated, checked against the --tools patterns and audited as an
+// agent's are.
+type chatSession struct {
+	sys   *system.System
+	stop  func()
+	agent *contract.Agent
+	in    *inbox.Inbox
+	ph    *contract.ProviderHandle
+}
+
+// openChat builds the system with only the --tools toolings started and
+// gets the provider called name.
+func openChat(c *config.Config, name string, grants []string, log *zap.Logger) (*chatSession, error) {
+	pol, err := grantPolicy("chat", "--tools", grants)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	named := map[string]bool{}
+	for _, n := range grantNames(grants) {
+		if c.Tooling[n] == nil {
+			return nil, withExit(exitUsage, fmt.Errorf("--tools %s: no tooling named %q%s", n, n, definedNames("toolings", c.Tooling)))
+		}
+		named[n] = true
+	}
+	only := func(n string) bool { return named[n] }
+	sys, err := system.New(c, log, system.WithoutHost(), system.WithToolings(only), system.WithProviders(name))
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	s := &chatSession{sys: sys, stop: sys.Start(), in: inbox.New(config.DefaultInboxCapacity)}
+	opts := append(sys.AgentOptions(), contract.WithLog(log), contract.WithGrants(only), contract.WithPolicy(pol),
+		contract.WithProviderAccess(contract.ProviderAccess{Granted: func(n string) bool { return n == name }}))
+	s.agent = contract.NewAgent(sys.Hub, "chat", s.in, opts...)
+	if s.ph, err = s.agent.GetProvider(name); err != nil {
+		s.close()
+		return nil, withExit(exitUsage, err)
+	}
+	return s, nil
+}
+
+func (s *chatSession) close() {
+	s.agent.Close()
+	s.in.Shutdown()
+	s.stop()
+	_ = s.sys.Close()
+}
+
+// stream sends req as a chat stream and writes its deltas to out as they
+// come; it returns the whole response.
+func (s *chatSession) stream(ctx context.Context, req provider.Request, out io.Writer) (provider.Response, bool, error) {
+	id, err := s.ph.ChatStream(req)
+	if err != nil {
+		return provider.Response{}, false, err
+	}
+	wrote := false
+	for {
+		env, ok := s.in.Recv(ctx, nil)
+		if !ok {
+			s.ph.Cancel(id)
+			return provider.Response{}, wrote, fmt.Errorf("the chat request was cancelled: %w", context.Cause(ctx))
+		}
+		if env.ID != id {
+			continue
+		}
+		switch ev := env.Event.(type) {
+		case inbox.ChatDelta:
+			wrote = wrote || ev.Text != ""
+			_, _ = io.WriteString(out, ev.Text)
+		case inbox.ChatDone:
+			return ev.Response, wrote, nil
+		case inbox.Error:
+			return provider.Response{}, wrote, &ev.Err
+		}
+	}
+}
+
 // chat runs the loop: ask, stream the text, make the tool calls, repeat.
-func chat(ctx context.Context, p provider.Provider, box *toolbox, prompt string, co chatOptions, out, errw io.Writer) error {
+func chat(ctx context.Context, s *chatSession, box *toolbox, prompt string, co chatOptions, out, errw io.Writer) error {
 	var msgs []provider.Message
 	if co.system != "" {
 		msgs = append(msgs, provider.Message{Role: provider.RoleSystem, Content: co.system})
@@ -98,11 +174,7 @@ func chat(ctx context.Context, p provider.Provider, box *toolbox, prompt string,
 		if co.maxTokens > 0 {
 			req.MaxTokens = &co.maxTokens
 		}
-		wrote := false
-		resp, err := p.ChatStream(ctx, req, func(text string) {
-			wrote = wrote || text != ""
-			_, _ = io.WriteString(out, text)
-		})
+		resp, wrote, err := s.stream(ctx, req, out)
 		if wrote {
 			fmt.Fprintln(out)
 		}
@@ -146,83 +218,56 @@ func clip(s string, n int) string {
 	return s
 }
 
-// toolbox is the toolings of --tools, their sessions and the tools they
-// offer the model, narrowed by the grant patterns.
+// toolbox is the chat agent's handles on the --tools toolings and the
+// tools they offer the model, narrowed by the grant patterns.
 type toolbox struct {
-	tools  []tooling.Tool
-	owner  map[string]tooling.Tooling // tool name -> its tooling
-	views  map[string]*policy.View    // tooling name -> its grant
-	cancel context.CancelFunc
-	done   []chan error
+	tools []tooling.Tool
+	owner map[string]*contract.Handle // tool name -> its tooling's handle
 }
 
-// openToolbox starts a session for each --tools tooling and lists its
-// tools. A tool name two toolings share is an error: the model could not
-// say which it means.
-func openToolbox(ctx context.Context, c *config.Config, grants []string, log *zap.Logger) (*toolbox, error) {
-	serveCtx, cancel := context.WithCancel(context.Background())
-	box := &toolbox{owner: map[string]tooling.Tooling{}, views: map[string]*policy.View{}, cancel: cancel}
-	pol, err := grantPolicy("chat", "--tools", grants)
-	if err != nil {
-		cancel()
-		return nil, withExit(exitUsage, err)
-	}
+// openToolbox gets a handle on each --tools tooling and lists its tools.
+// A tool name two toolings share is an error: the model could not say
+// which it means.
+func openToolbox(ctx context.Context, a *contract.Agent, grants []string) (*toolbox, error) {
+	box := &toolbox{owner: map[string]*contract.Handle{}}
+	seen := map[string]bool{}
 	for _, name := range grantNames(grants) {
-		tc := c.Tooling[name]
-		if tc == nil {
-			box.close()
-			return nil, withExit(exitUsage, fmt.Errorf("--tools %s: no tooling named %q%s", name, name, definedNames("toolings", c.Tooling)))
-		}
-		if _, dup := box.views[name]; dup {
+		if seen[name] {
 			continue
 		}
-		tc.Name = name
-		t, err := mcpclient.New(tc, log)
+		seen[name] = true
+		h, err := a.Get(name)
 		if err != nil {
-			box.close()
-			return nil, withExit(exitUsage, err)
+			return nil, withExit(exitUsage, fmt.Errorf("--tools %s: %w", name, err))
 		}
-		done := make(chan error, 1)
-		go func() { done <- t.Serve(serveCtx) }()
-		box.done = append(box.done, done)
-		view := pol.View(name)
-		box.views[name] = view
-		list, err := t.ListTools(ctx)
+		list, err := h.ListTools(ctx)
 		if err != nil {
-			box.close()
 			return nil, withExit(exitFailure, fmt.Errorf("--tools %s: %w", name, err))
 		}
 		for _, tl := range list {
-			if !view.Grant().AllowTool(tl.Name) {
-				continue
-			}
 			if other, dup := box.owner[tl.Name]; dup {
-				box.close()
 				return nil, withExit(exitUsage, fmt.Errorf("tool %q is offered by both %s and %s: narrow one with --tools TOOLING=PATTERN", tl.Name, other.Name(), name))
 			}
-			box.owner[tl.Name] = t
+			box.owner[tl.Name] = h
 			box.tools = append(box.tools, tl)
 		}
 	}
 	return box, nil
 }
 
-// call makes one tool call the model asked for and returns what the model
-// gets back: the result's text, or an error line (a call the grant does not
-// allow is not made).
+// call makes one tool call the model asked for, through the chat agent's
+// contract (the grant patterns checked, the call audited), and returns
+// what the model gets back: the result's text, or an error line.
 func (b *toolbox) call(ctx context.Context, call provider.ToolCall) string {
-	t := b.owner[call.Name]
-	if t == nil {
+	h := b.owner[call.Name]
+	if h == nil {
 		return fmt.Sprintf("error: no tool named %q is offered", call.Name)
-	}
-	if terr := b.views[t.Name()].Tool("call_tool", call.Name); terr != nil {
-		return "error: " + terr.Error()
 	}
 	args := call.Arguments
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	res, err := t.CallTool(ctx, call.Name, json.RawMessage(args))
+	res, err := h.CallToolBlocking(ctx, call.Name, args)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -256,11 +301,4 @@ func resultText(value string) string {
 		return "error: " + text
 	}
 	return text
-}
-
-func (b *toolbox) close() {
-	b.cancel()
-	for _, d := range b.done {
-		<-d
-	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,6 +84,35 @@ func TestChatCommand(t *testing.T) {
 		code, _, errs := runConfigCmd(t, "--config", cfg, "chat", "gpt", "loop", "--tools", "everything", "--max-turns", "1")
 		if code != exitFailure || !strings.Contains(errs, "the model still asks for tools after 1 turns (--max-turns)") {
 			t.Errorf("exit %d, stderr:\n%s", code, errs)
+		}
+	})
+
+	t.Run("audited", func(t *testing.T) {
+		// chat's requests and tool calls go through an agent's contract:
+		// audited under the agent name "chat", as an agent's are.
+		dir := t.TempDir()
+		logPath := filepath.Join(dir, "audit.jsonl")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withAudit := strings.Replace(string(b), "version = 1\n", fmt.Sprintf("version = 1\n\n[host]\naudit_log = %q\n", logPath), 1)
+		srv.Script(
+			providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "call-1", Name: "echo", Arguments: []string{`{"message":"audited"}`}}}},
+			providertest.Reply{Text: []string{"done"}},
+		)
+		code, out, errs := runConfigCmd(t, "--config", writeConfigFile(t, dir, "toolhostd.toml", withAudit), "chat", "gpt", "echo", "--tools", "everything=echo")
+		if code != 0 || out != "done\n" {
+			t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+		}
+		lines, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"agent":"chat"`, `"op":"chat-stream"`, `"op":"call-tool-blocking"`, `"tool":"echo"`} {
+			if !strings.Contains(string(lines), want) {
+				t.Errorf("the audit log lacks %s:\n%s", want, lines)
+			}
 		}
 	})
 

@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/gateway"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // loadConfig resolves the config file (--config, $TOOLHOSTD_CONFIG,
@@ -86,4 +88,14 @@ func definedNames[V any](what string, m map[string]V) string {
 	}
 	slices.Sort(names)
 	return " (defined: " + strings.Join(names, ", ") + ")"
+}
+
+// entriesFrom pairs every tooling of reg with the limits of its config.
+func entriesFrom(reg *mcpclient.Registry, cfgs map[string]*config.Tooling) []gateway.Entry {
+	var out []gateway.Entry
+	for _, name := range reg.Names() {
+		t, _ := reg.Get(name)
+		out = append(out, gateway.Entry{Tooling: t, Limits: gateway.LimitsFrom(cfgs[name])})
+	}
+	return out
 }

@@ -7,9 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhostd/toolhostd/internal/daemon"
-	"github.com/toolhostd/toolhostd/internal/host"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/system"
 )
 
 func newCompileCmd(g *globalOptions) *cobra.Command {
@@ -52,15 +50,16 @@ func compileAgents(cmd *cobra.Command, g *globalOptions, fuel bool, paths []stri
 		return withExit(exitUsage, err)
 	}
 	defer log.Sync() //nolint:errcheck // stderr
-	opts := daemon.HostOptions(cfg, log)
+	opts := []system.Option{system.EngineOnly()}
 	if cmd.Flags().Changed("fuel") {
-		opts.Fuel = fuel
+		opts = append(opts, system.WithFuel(fuel))
 	}
-	h, err := host.New(opts, pump.NewHub(nil, log))
+	sys, err := system.New(cfg, log, opts...)
 	if err != nil {
 		return withExit(exitHost, err)
 	}
-	defer h.Close()
+	defer sys.Close()
+	h := sys.Host
 	var failed []error
 	for _, p := range paths {
 		start := time.Now()

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/toolhostd/toolhostd/internal/audit"
-	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
@@ -56,20 +53,4 @@ func grantNames(grants []string) []string {
 		out[i], _, _ = strings.Cut(v, "=")
 	}
 	return out
-}
-
-// startAudit opens [host] audit_log for `run` (nil when unset); stop
-// flushes and closes it.
-func startAudit(cfg *config.Config) (l *audit.Log, stop func(), err error) {
-	if cfg.Host.AuditLog == "" {
-		return nil, func() {}, nil
-	}
-	l, err = audit.Open(cfg.Host.AuditLog, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	return l, func() { cancel(); <-done }, nil
 }

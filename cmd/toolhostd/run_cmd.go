@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,12 +16,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/provider/sampling"
-	"github.com/toolhostd/toolhostd/internal/pump"
-	"github.com/toolhostd/toolhostd/internal/tooling"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/system"
 )
 
 type runOptions struct {
@@ -47,8 +47,15 @@ error. Without a config the agent runs with no toolings; without --grant it
 is granted every configured tooling. Likewise without --provider it may get
 every configured [provider.*]; with it, only those named (the others are
 denied), and PROVIDER=MODEL,... allows only the models matching a glob, as
-an [agent.A.grants.PROVIDER] models list does. SIGINT or SIGTERM give the
-agent its shutdown envelope and the grace period, then stop it.`,
+an [agent.A.grants.PROVIDER] models list does. When the config has an
+[agent.X] whose component is this file, the agent runs as X, as serve runs
+it: under X's toolings and providers lists and its [agent.X.grants.*]
+tables (tool and resource patterns, call limits and rates, models, request
+limits and token budgets); --grant and --provider, when given, replace
+those lists and their grants. X's other keys (input, env, limits.memory,
+limits.fuel, limits.run_timeout, inbox_capacity, restart) do not apply:
+the flags say those, and run's engine meters no fuel. SIGINT or SIGTERM give the agent its shutdown
+envelope and the grace period, then stop it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAgent(cmd, g, o, args[0])
@@ -75,9 +82,19 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	pol, err := grantPolicy(agentName(path), "--grant", o.grants)
+	name := agentName(path)
+	ac := configuredAgent(cfg, path)
+	if ac != nil {
+		name = ac.Name
+	}
+	pol, err := grantPolicy(name, "--grant", o.grants)
 	if err != nil {
 		return withExit(exitUsage, err)
+	}
+	if ac != nil && grants == nil {
+		// As serve runs it: its toolings list, its grants' tools,
+		// resources, limits and rates.
+		grants, pol = toolingSet(ac.Toolings), policy.FromConfig(ac, nil)
 	}
 	log, err := newLogger(cfg.Host, cmd.ErrOrStderr())
 	if err != nil {
@@ -92,65 +109,38 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	defer signal.Stop(sigs)
 
 	// Only the granted toolings start; the others stay idle (the agent is
-	// denied them by name).
-	toolings := cfg.Tooling
-	var idle []pump.Entry
+	// denied them by name). The engine meters no fuel: run sets no limit.
+	opts := []system.Option{system.WithFuel(false)}
 	if grants != nil {
-		toolings = map[string]*config.Tooling{}
-		for n, tc := range cfg.Tooling {
-			if grants(n) {
-				toolings[n] = tc
-			} else {
-				idle = append(idle, pump.Entry{Tooling: tooling.Idle(n)})
-			}
-		}
+		opts = append(opts, system.WithToolings(grants))
 	}
-	auditLog, stopAudit, err := startAudit(cfg)
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
-	defer stopAudit()
-	// Every configured provider opens (no request is made), so that one
-	// not granted is denied by name rather than not found; a tooling's
-	// sampling is answered by its provider as under serve.
-	provs, err := provider.OpenAll(cfg, log)
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
-	defer provs.Close()
-	reg, err := mcpclient.NewRegistry(toolings, log, mcpclient.WithSamplerFor(func(tc *config.Tooling) mcpclient.Sampler {
-		p, ok := provs.Get(tc.Sampling.Provider)
-		if !ok {
-			return nil
-		}
-		return sampling.New(p, tc.Name, *tc.Sampling, sampling.WithLog(log), sampling.WithAudit(auditLog)).CreateMessage
-	}))
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
-	hub := pump.NewHub(append(pump.EntriesFrom(reg, toolings), idle...), log)
-	hub.SetAudit(auditLog)
-	hub.SetProviders(provs.Get)
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
-	defer func() { stopHub(); <-hubDone }()
-
-	h, err := host.New(host.Options{CacheDir: cfg.CacheDir(), Log: log}, hub)
-	if err != nil {
+	sys, err := system.New(cfg, log, opts...)
+	var hostErr *system.HostError
+	switch {
+	case errors.As(err, &hostErr):
 		return withExit(exitHost, err)
+	case err != nil:
+		return withExit(exitUsage, err)
 	}
-	defer h.Close()
-	prog, err := h.LoadFile(path)
+	defer sys.Close()
+	stop := sys.Start()
+	defer stop()
+	prog, err := sys.Host.LoadFile(path)
 	if err != nil {
 		return withExit(exitHost, err)
 	}
 	defer prog.Close()
 
-	agent := h.Start(prog, host.AgentConfig{
-		Name:       agentName(path),
+	access := providerAccess(name, o.providers)
+	if ac != nil && len(o.providers) == 0 {
+		// Its providers list, each under its grant: models, limits and
+		// the token budgets serve keeps.
+		access = sys.ProviderAccess(name, ac, nil)
+	}
+	agent := sys.Host.Start(prog, host.AgentConfig{
+		Name:       name,
 		Grants:     grants,
-		Providers:  providerAccess(agentName(path), o.providers),
+		Providers:  access,
 		Policy:     pol,
 		Env:        env,
 		RunTimeout: o.timeout,
@@ -175,6 +165,31 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	default:
 		return withExit(exitHost, err)
 	}
+}
+
+// configuredAgent is the [agent.X] of cfg whose component is the file at
+// path, if there is one: run then applies its grants as serve does.
+func configuredAgent(cfg *config.Config, path string) *config.Agent {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agent)) {
+		a := cfg.Agent[name]
+		if ai, err := os.Stat(a.Component); err == nil && os.SameFile(fi, ai) {
+			return a
+		}
+	}
+	return nil
+}
+
+// toolingSet reports membership in names.
+func toolingSet(names []string) func(string) bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(n string) bool { return set[n] }
 }
 
 // optionalConfig loads the config if one is named or found; with none, an
@@ -244,9 +259,9 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 // named, or all when none is. PROVIDER=MODEL,... narrows the models of
 // PROVIDER to those globs (several such values add up; a bare PROVIDER
 // allows every model). The values were checked by resolve.
-func providerAccess(agent string, values []string) pump.ProviderAccess {
+func providerAccess(agent string, values []string) contract.ProviderAccess {
 	if len(values) == 0 {
-		return pump.ProviderAccess{}
+		return contract.ProviderAccess{}
 	}
 	every := map[string]bool{}
 	models := map[string][]string{}
@@ -258,7 +273,7 @@ func providerAccess(agent string, values []string) pump.ProviderAccess {
 			models[n] = append(models[n], globs...)
 		}
 	}
-	return pump.ProviderAccess{
+	return contract.ProviderAccess{
 		Granted: func(n string) bool { return every[n] || models[n] != nil },
 		Wrap: func(n string, p provider.Provider) (provider.Provider, error) {
 			if every[n] {

@@ -100,6 +100,33 @@ func TestRunHelloAgainstExampleConfig(t *testing.T) {
 			t.Errorf("with --grant everything, filesystem must be denied:\n%s", out)
 		}
 	})
+	t.Run("configured agent", func(t *testing.T) {
+		// An [agent.X] whose component is the file run: run applies its
+		// toolings list and its grants as serve would, under its name.
+		root := testenv.Root(t)
+		b, err := os.ReadFile(example)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.ReplaceAll(string(b), `cwd = ".."`, fmt.Sprintf("cwd = %q", root)) + fmt.Sprintf(
+			"\n[agent.greeter]\ncomponent = %q\ntoolings = [\"everything\"]\n\n[agent.greeter.grants.everything]\ntools = [\"get-*\"]\n", hello)
+		path := writeConfigFile(t, t.TempDir(), "toolhostd.toml", cfg)
+		code, out, errs := runConfigCmd(t, "--config", path, "run", hello)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, errs)
+		}
+		for _, want := range []string{"filesystem: denied: ", "everything (mcp): ", "everything.echo failed: denied: "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q (the agent's toolings and grants must apply):\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, " echo,") {
+			t.Errorf("the grant's tools pattern must hide echo from list-tools:\n%s", out)
+		}
+		if !strings.Contains(errs, `"agent": "greeter"`) {
+			t.Errorf("the agent must run under its configured name:\n%s", errs)
+		}
+	})
 	t.Run("no config", func(t *testing.T) {
 		t.Chdir(t.TempDir())
 		t.Setenv("TOOLHOSTD_CONFIG", "")
@@ -121,8 +148,7 @@ func TestRunSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			watch := testenv.Agent(t, "agents", "watch")
-			example := filepath.Join(testenv.Root(t), "configs", "example.toml")
-			cmd := exec.Command(os.Args[0], "--config", example, "run", watch,
+			cmd := exec.Command(os.Args[0], "--config", debugExample(t), "run", watch,
 				"--input", `{"count": 1000, "toggle": false}`, "--grace", "5s")
 			cmd.Env = append(os.Environ(), envAsMain+"=1")
 			var stdout bytes.Buffer
@@ -133,13 +159,14 @@ func TestRunSignal(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			// Both servers up and the agent running.
+			// Both servers up and the agent running, its subscription made
+			// (its recv comes next: the shutdown envelope will wait for it).
 			waitFor(t, 60*time.Second, func() bool {
 				s := stderr.String()
-				return strings.Count(s, "session up") == 2 && strings.Contains(s, "agent started") && len(children(cmd.Process.Pid)) >= 2
+				return sessionUp(s, "everything") && sessionUp(s, "filesystem") && strings.Contains(s, "agent started") &&
+					strings.Contains(s, "\tsubscribed\t") && len(children(cmd.Process.Pid)) >= 2
 			}, stderr)
 			kids := children(cmd.Process.Pid)
-			time.Sleep(500 * time.Millisecond) // let the guest reach its recv
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -160,6 +187,32 @@ func TestRunSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionUp reports whether log has a "session up" line of the tooling
+// called name (a reconnect under load may add more).
+func sessionUp(log, name string) bool {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "\tsession up\t") && strings.Contains(line, fmt.Sprintf(`"tooling": %q`, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// debugExample is configs/example.toml at log level debug (the contract
+// logs "subscribed" at debug), written to a temporary directory with its
+// servers' cwd the repository's root.
+func debugExample(t *testing.T) string {
+	t.Helper()
+	root := testenv.Root(t)
+	b, err := os.ReadFile(filepath.Join(root, "configs", "example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(b), `log_level = "info"`, `log_level = "debug"`)
+	cfg = strings.ReplaceAll(cfg, `cwd = ".."`, fmt.Sprintf("cwd = %q", root))
+	return writeConfigFile(t, t.TempDir(), "toolhostd.toml", cfg)
 }
 
 // children lists the pids whose parent is pid.
@@ -198,12 +251,8 @@ func alive(pid int) bool {
 
 func waitFor(t *testing.T, d time.Duration, cond func() bool, log *syncBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v\n%s", d, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testenv.Poll(d, cond); err != nil {
+		t.Fatalf("%v waiting for a condition\n%s", err, log.String())
 	}
 }
 

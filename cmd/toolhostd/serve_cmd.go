@@ -146,7 +146,11 @@ loop:
 			log.Error("the control API failed; shutting down", zap.Error(err))
 			break loop
 		case err := <-dDone:
-			return withExit(exitHost, fmt.Errorf("daemon: %w", err))
+			// Stop the control API too, and wait for it, before
+			// returning.
+			dDone <- err // for the wait below
+			failure = fmt.Errorf("daemon: %w", err)
+			break loop
 		}
 	}
 	// Stop accepting control requests, then stop the agents and toolings.

@@ -13,8 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -69,21 +70,21 @@ func watchCmd(cmd *cobra.Command, opts *globalOptions, name, uri string) error {
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return watch(ctx, cmd.OutOrStdout(), pump.EntriesFrom(reg, cfgs), log, name, uri)
+	return watch(ctx, cmd.OutOrStdout(), entriesFrom(reg, cfgs), log, name, uri)
 }
 
 // watch serves the toolings of entries, subscribes to uri on the one called
 // name (to its resource list when uri is "") and writes every envelope as a
 // JSON line to out until ctx ends (nil) or the subscription fails.
-func watch(ctx context.Context, out io.Writer, entries []pump.Entry, log *zap.Logger, name, uri string) error {
-	hub := pump.NewHub(entries, log)
+func watch(ctx context.Context, out io.Writer, entries []gateway.Entry, log *zap.Logger, name, uri string) error {
+	hub := gateway.NewHub(entries, log)
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
 	in := inbox.New(0)
-	agent := hub.NewAgent("watch", in, nil)
+	agent := contract.NewAgent(hub, "watch", in)
 	defer agent.Close()
 	h, err := agent.Get(name)
 	if err != nil {

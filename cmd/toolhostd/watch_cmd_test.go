@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 
@@ -94,7 +94,7 @@ func TestWatch(t *testing.T) {
 		w := &lineWriter{lines: make(chan string, 16)}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- watch(ctx, w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "test://doc") }()
+		go func() { done <- watch(ctx, w, []gateway.Entry{{Tooling: m}}, zap.NewNop(), "mem", "test://doc") }()
 		defer func() { cancel(); <-done }()
 		select {
 		case <-subscribed:
@@ -137,7 +137,7 @@ func TestWatch(t *testing.T) {
 		w := &lineWriter{lines: make(chan string, 16)}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- watch(ctx, w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
+		go func() { done <- watch(ctx, w, []gateway.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
 		defer func() { cancel(); <-done }()
 		// The subscription is local; add resources until one change is seen
 		// after the watch is up.
@@ -243,7 +243,7 @@ func TestWatchListUnsupported(t *testing.T) {
 	}
 	w := &lineWriter{lines: make(chan string, 16)}
 	done := make(chan error, 1)
-	go func() { done <- watch(t.Context(), w, []pump.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
+	go func() { done <- watch(t.Context(), w, []gateway.Entry{{Tooling: m}}, zap.NewNop(), "mem", "") }()
 	select {
 	case err := <-done:
 		if tooling.CodeOf(err) != tooling.CodeUnsupported || !strings.Contains(err.Error(), "listChanged") {

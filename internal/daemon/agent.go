@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
 )
@@ -375,8 +373,7 @@ func restarts(policy string, failed bool) bool {
 
 // isTrap reports whether err is (or wraps) a guest trap.
 func isTrap(err error) bool {
-	var trap *wt.Trap
-	return errors.As(err, &trap)
+	return host.IsTrap(err)
 }
 
 // headline is the first line of err, cut to maxOutputLog bytes: enough to

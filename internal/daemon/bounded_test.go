@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // TestFailureOutputBounded: a stack overflow (a backtrace of thousands of
@@ -37,7 +38,7 @@ restart = "never"
 		t.Errorf("bigerr: last_error %q…", a.LastError[:min(len(a.LastError), 40)])
 	}
 	// The daemon logs the outcome just after recording it.
-	eventually(t, 10*time.Second, "both failures logged", func() bool {
+	testenv.Eventually(t, 10*time.Second, "both failures logged", func() bool {
 		return r.logs.FilterMessage("agent run failed").Len() == 2
 	})
 	backtraces, bytes := 0, map[string]int{}

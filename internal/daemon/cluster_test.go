@@ -140,14 +140,14 @@ func TestClusterDaemons(t *testing.T) {
 	}
 	mtr.SetBackend(hosts["a"].d)
 	ctl := controlOf(t, hosts["a"].d, mtr)
-	eventually(t, 60*time.Second, "every agent running once", func() bool { return exactlyOnce(hosts, n) })
-	eventually(t, 30*time.Second, "every host ready", func() bool {
+	testenv.Eventually(t, 60*time.Second, "every agent running once", func() bool { return exactlyOnce(hosts, n) })
+	testenv.Eventually(t, 30*time.Second, "every host ready", func() bool {
 		return hosts["a"].d.Ready() && hosts["b"].d.Ready() && hosts["c"].d.Ready()
 	})
 	w := watchOverlaps(map[string]*running{"a": hosts["a"], "b": hosts["b"], "c": hosts["c"]})
 	// The view over the control API, as `ps --cluster` reads it.
 	var st control.ClusterStatus
-	eventually(t, 10*time.Second, "a's view of 3 members publishing 24 agents", func() bool {
+	testenv.Eventually(t, 10*time.Second, "a's view of 3 members publishing 24 agents", func() bool {
 		var err error
 		st, err = ctl.Cluster(t.Context())
 		if err != nil {
@@ -185,12 +185,12 @@ func TestClusterDaemons(t *testing.T) {
 	hosts["b"].stop(t)
 	w.drop("b")
 	delete(hosts, "b")
-	eventually(t, 30*time.Second, "b's agents on a and c", func() bool { return exactlyOnce(hosts, n) })
+	testenv.Eventually(t, 30*time.Second, "b's agents on a and c", func() bool { return exactlyOnce(hosts, n) })
 
 	// c is cut off from etcd: it fences, a takes everything.
 	cut := time.Now()
 	proxy.Cut()
-	eventually(t, 2*time.Second, "c fenced", func() bool {
+	testenv.Eventually(t, 2*time.Second, "c fenced", func() bool {
 		for _, hs := range where(map[string]*running{"c": hosts["c"]}) {
 			if len(hs) > 0 {
 				return false
@@ -202,7 +202,7 @@ func TestClusterDaemons(t *testing.T) {
 	if hosts["c"].d.Ready() {
 		t.Error("c ready while cut off")
 	}
-	eventually(t, 30*time.Second, "every agent on a", func() bool {
+	testenv.Eventually(t, 30*time.Second, "every agent on a", func() bool {
 		return exactlyOnce(hosts, n) && len(where(map[string]*running{"a": hosts["a"]})) == n
 	})
 	if st, _ := hosts["c"].d.Cluster(); st.Fences == 0 {

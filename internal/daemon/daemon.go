@@ -1,17 +1,17 @@
 // Package daemon is `toolhostd serve`: it runs the [agent.<name>] entries of
 // the config under a suture tree (one sub-supervisor per tooling, inside the
-// pump hub, and one per agent) with each agent's restart policy, reloads
+// gateway hub, and one per agent) with each agent's restart policy, reloads
 // the config on request (starting what was added, stopping what was removed,
 // restarting only what changed), shuts down in order and bounded in time,
 // talks to systemd (readiness, reload, stop, watchdog) and is the control
-// API's Backend.
+// API's Backend. Its graph (audit log, providers, toolings, hub, host) is
+// built by package system, as every command's is.
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -22,10 +22,10 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
-	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -83,9 +83,10 @@ type Daemon struct {
 	log     *zap.Logger
 	baseLog *zap.Logger // un-named, for the toolings
 	opts    options
-	hub     *pump.Hub
-	host    *host.Host
-	fuel    bool // the engine meters fuel
+	sys     *system.System // the graph: audit, providers, toolings, hub, host
+	hub     *gateway.Hub   // sys.Hub
+	host    *host.Host     // sys.Host
+	fuel    bool           // the engine meters fuel
 	notify  *notifier
 
 	// opMu serialises Reload, the agent operations and the shutdown.
@@ -101,9 +102,7 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit     *audit.Log         // [host] audit_log; nil: none (grants.go)
-	providers *provider.Registry // the [provider.*] (providers.go)
-	budgets   *provider.Budgets  // their token budgets; nil without providers
+	audit *audit.Log // sys.Audit: [host] audit_log; nil: none (grants.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -141,7 +140,7 @@ func status(t tooling.Tooling) (statuser, bool) {
 }
 
 // New builds the daemon for cfg (read from cfgPath, which Reload reads
-// again): the toolings (not connected yet), the pump hub and the host with
+// again): the toolings (not connected yet), the gateway hub and the host with
 // its engine (fuel metering on when some agent has limits.fuel > 0).
 // Nothing runs until Serve; Close releases a daemon that is never served.
 func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*Daemon, error) {
@@ -168,35 +167,18 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for _, o := range opts {
 		o(&d.opts)
 	}
-	// The audit log opens first: the toolings' samplers write to it.
-	if err := d.openAudit(cfg); err != nil {
-		return nil, err
+	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts...), system.WithEpochTick(d.opts.epochTick)}
+	if m := d.opts.metrics; m != nil {
+		sopts = append(sopts, system.WithMetrics(m))
 	}
-	if err := d.openProviders(cfg); err != nil {
-		d.audit.Close()
-		return nil, err
-	}
-	recs, err := d.makeToolings(cfg.Tooling)
-	if err != nil {
-		_ = d.providers.Close()
-		d.audit.Close()
-		return nil, err
-	}
-	d.toolings = recs
-	var entries []pump.Entry
-	for _, name := range sortedKeys(recs) {
-		entries = append(entries, pump.Entry{Tooling: recs[name].t, Limits: pump.LimitsFrom(recs[name].cfg)})
-	}
-	d.hub = pump.NewHub(entries, log)
-	d.hub.SetAudit(d.audit)
-	d.observeChats()
-	d.serveProviders()
-	hopts := HostOptions(cfg, log)
-	hopts.EpochTick = d.opts.epochTick
-	d.fuel = hopts.Fuel
-	d.host, err = host.New(hopts, d.hub)
+	sys, err := system.New(cfg, log, sopts...)
 	if err != nil {
 		return nil, err
+	}
+	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	d.fuel = system.HostOptions(cfg, log).Fuel
+	for name, t := range sys.Toolings {
+		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
 	}
 	for name, a := range cfg.Agent {
 		d.agents[name] = newAgentRec(name, a, d.recorder())
@@ -208,41 +190,23 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	return d, nil
 }
 
-// makeToolings builds a tooling per config entry.
+// makeToolings builds a tooling per config entry (Reload's additions),
+// as New's are built.
 func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
-	opts := append(slices.Clip(d.opts.toolingOpts), mcpclient.WithSamplerFor(d.samplerFor))
-	reg, err := mcpclient.NewRegistry(cfgs, d.baseLog, opts...)
+	ts, err := d.sys.MakeToolings(cfgs)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*toolingRec, len(cfgs))
-	for _, name := range reg.Names() {
-		t, _ := reg.Get(name)
-		if m := d.opts.metrics; m != nil {
-			t = m.Instrument(t)
-		}
+	out := make(map[string]*toolingRec, len(ts))
+	for name, t := range ts {
 		out[name] = &toolingRec{cfg: cfgs[name], t: t}
 	}
 	return out, nil
 }
 
-// HostOptions are the host options the daemon uses for cfg: its compile
-// cache and the engine settings that key the cache's entries (fuel metering
-// on when some agent has limits.fuel > 0). toolhostd compile takes them too,
-// so that what it compiles is what serve finds.
-func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
-	return host.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg), Log: log}
-}
-
-// needsFuel reports whether some agent of cfg has a fuel limit.
-func needsFuel(cfg *config.Config) bool {
-	for _, a := range cfg.Agent {
-		if a.Limits.Fuel > 0 {
-			return true
-		}
-	}
-	return false
-}
+// needsFuel reports whether some agent of cfg has a fuel limit (the
+// engine then meters fuel).
+func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Fuel }
 
 // Serve runs the toolings and every configured agent until ctx ends, then
 // stops everything in order: each agent gets its shutdown envelope and its
@@ -281,7 +245,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.opMu.Unlock()
 
 	auditCtx, stopAudit := context.WithCancel(context.Background())
-	auditDone := d.runAudit(auditCtx)
+	auditDone := d.sys.RunAudit(auditCtx)
 	defer func() { stopAudit(); <-auditDone }()
 	rootCtx, stopRoot := context.WithCancel(context.Background())
 	defer stopRoot()
@@ -372,21 +336,17 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // for a daemon that is never served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
-		d.closeErr = d.host.Close()
-		d.audit.Close()
+		d.closeErr = d.sys.Close()
 		d.closeCluster()
-		if d.providers != nil {
-			_ = d.providers.Close()
-		}
 	})
 	return d.closeErr
 }
 
-// hubService runs the pump hub (its own supervisor with one sub-supervisor
+// hubService runs the gateway hub (its own supervisor with one sub-supervisor
 // per tooling) under the daemon's root. Hub.Serve runs once: should the
 // root restart the service, it does not start the hub again.
 type hubService struct {
-	hub  *pump.Hub
+	hub  *gateway.Hub
 	done chan struct{}
 	once sync.Once
 }
@@ -399,12 +359,12 @@ func (s *hubService) Serve(ctx context.Context) error {
 		_ = s.hub.Serve(ctx)
 	})
 	if !ran || ctx.Err() == nil {
-		return fmt.Errorf("the pump hub ended: %w", suture.ErrDoNotRestart)
+		return fmt.Errorf("the gateway hub ended: %w", suture.ErrDoNotRestart)
 	}
 	return ctx.Err()
 }
 
-func (s *hubService) String() string { return "pump" }
+func (s *hubService) String() string { return "gateway" }
 
 // monitor samples the toolings' sessions: whether each connected at least
 // once, and its tool count after each (re)connection.

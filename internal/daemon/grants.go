@@ -7,42 +7,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
 // reopenTimeout bounds ReopenAudit's wait on the audit writer.
 const reopenTimeout = 5 * time.Second
-
-// openAudit opens [host] audit_log, if set, and points the metrics at it
-// (New points the hub at it once the hub is made).
-func (d *Daemon) openAudit(cfg *config.Config) error {
-	if cfg.Host.AuditLog == "" {
-		return nil
-	}
-	l, err := audit.Open(cfg.Host.AuditLog, 0)
-	if err != nil {
-		return err
-	}
-	d.audit = l
-	if m := d.opts.metrics; m != nil {
-		m.AuditLog(l.Written, l.Dropped)
-	}
-	return nil
-}
-
-// runAudit runs the audit writer until ctx ends; the returned channel is
-// closed when it has written everything and closed the file.
-func (d *Daemon) runAudit(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	if d.audit == nil {
-		close(done)
-		return done
-	}
-	go func() { defer close(done); d.audit.Run(ctx) }()
-	return done
-}
 
 // ReopenAudit reopens the audit log file (after logrotate moved it; serve
 // does it on SIGHUP). A no-op without one or for stderr.

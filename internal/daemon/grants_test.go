@@ -441,7 +441,7 @@ tools = %s
 	}
 	path := writeConfig(t, dir, conf(`["read_*", "wait_file"]`))
 	r := serve(t, path)
-	eventually(t, 60*time.Second, "the agent waiting on the gate", func() bool {
+	testenv.Eventually(t, 60*time.Second, "the agent waiting on the gate", func() bool {
 		b, _ := os.ReadFile(calllog)
 		return strings.Contains(string(b), "call wait_file")
 	})

@@ -31,7 +31,7 @@ component = %q
 stop_grace = "50ms"
 `, wat(t, "trap"), wat(t, "spin"))))
 	spinner := r.waitAgent(t, "spinner", "running", isRunning)
-	eventually(t, 30*time.Second, "the crasher's supervisor to back off", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the crasher's supervisor to back off", func() bool {
 		for _, e := range r.logs.FilterMessage("supervisor event").All() {
 			if ev, _ := e.ContextMap()["event"].(string); strings.Contains(ev, "agent/crasher: Entering the backoff state") {
 				return true
@@ -70,11 +70,11 @@ restart_backoff = { initial = "10ms", max = "50ms" }
 		map[string]any{"op": "get", "name": "gosrv", "as": "g"},
 		map[string]any{"op": "call-tool-blocking", "h": "g", "tool": "echo", "args": map[string]any{"text": "fine"}},
 	))))
-	eventually(t, 60*time.Second, "the broken tooling's restarts", func() bool { return r.tooling(t, "broken").Restarts >= 3 })
+	testenv.Eventually(t, 60*time.Second, "the broken tooling's restarts", func() bool { return r.tooling(t, "broken").Restarts >= 3 })
 	if ts := r.tooling(t, "broken"); ts.ConnectedOnce || ts.State != "connecting" || ts.LastError == "" {
 		t.Errorf("broken: %+v", ts)
 	}
-	eventually(t, 60*time.Second, "gosrv connected", func() bool { return r.tooling(t, "gosrv").State == "connected" })
+	testenv.Eventually(t, 60*time.Second, "gosrv connected", func() bool { return r.tooling(t, "gosrv").State == "connected" })
 	r.waitAgent(t, "caller", "3 runs", func(a control.AgentStatus) bool { return a.Restarts >= 3 })
 	out, _ := r.output("caller")
 	var steps []struct{ OK json.RawMessage }

@@ -201,10 +201,12 @@ func (r *running) tooling(t testing.TB, name string) control.ToolingStatus {
 func (r *running) waitAgent(t testing.TB, name, what string, cond func(control.AgentStatus) bool) control.AgentStatus {
 	t.Helper()
 	var last control.AgentStatus
-	eventually(t, 60*time.Second, fmt.Sprintf("agent %s: %s (last: %+v)", name, what, &last), func() bool {
+	if err := testenv.Poll(60*time.Second, func() bool {
 		last = r.agent(t, name)
 		return cond(last)
-	})
+	}); err != nil {
+		t.Fatalf("%v waiting for agent %s: %s (last: %+v)", err, name, what, last)
+	}
 	return last
 }
 
@@ -221,22 +223,11 @@ func (r *running) output(name string) (string, bool) {
 	return "", false
 }
 
-func eventually(t testing.TB, d time.Duration, what any, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %v", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // readPID reads a pid file the test server wrote.
 func readPID(t testing.TB, path string) int {
 	t.Helper()
 	var pid int
-	eventually(t, 30*time.Second, "pid file "+path, func() bool {
+	testenv.Eventually(t, 30*time.Second, "pid file "+path, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false

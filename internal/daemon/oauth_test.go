@@ -44,7 +44,7 @@ func TestOAuthTooling(t *testing.T) {
 	defer r.stop(t) // before the servers close
 	m.SetBackend(r.d)
 
-	eventually(t, 10*time.Second, "the login hint", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the login hint", func() bool {
 		return strings.Contains(r.tooling(t, "saas").LastError, "no token is stored: run toolhostd auth login saas")
 	})
 	if st := r.tooling(t, "saas"); st.State == toolingConnected || r.d.Ready() {
@@ -68,7 +68,7 @@ func TestOAuthTooling(t *testing.T) {
 	if _, err := mcpclient.Login(ctx, tc, zap.NewNop(), oauth.LoginOptions{Open: oauth.FollowRedirects}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the tooling to connect after the login", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the tooling to connect after the login", func() bool {
 		return r.tooling(t, "saas").State == toolingConnected
 	})
 	if !r.d.Ready() {

@@ -39,7 +39,7 @@ restart = "never"
 	r.waitAgent(t, "long", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	// Both notifications precede the result; the second may be handled
 	// just after it.
-	eventually(t, 10*time.Second, "two progress notifications counted", func() bool {
+	testenv.Eventually(t, 10*time.Second, "two progress notifications counted", func() bool {
 		return r.tooling(t, "everything").Progress == 2
 	})
 	if v, _ := metricValue(t, m, "toolhostd_tooling_progress_notifications_total", map[string]string{"tooling": "everything"}); v != 2 {

@@ -1,59 +1,10 @@
 package daemon
 
 import (
-	"slices"
-
-	"go.uber.org/zap"
-
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/provider/sampling"
-	"github.com/toolhostd/toolhostd/internal/pump"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
-
-// openProviders opens every [provider.*] of cfg (no request is made) and,
-// with some, the token budgets kept in the state directory. It runs before
-// the toolings are made: a tooling's sampling is answered by one
-// (samplerFor). serveProviders hands them to the agents.
-func (d *Daemon) openProviders(cfg *config.Config) error {
-	reg, err := provider.OpenAll(cfg, d.baseLog)
-	if err != nil {
-		return err
-	}
-	d.providers = reg
-	if len(cfg.Provider) > 0 {
-		if d.budgets, err = provider.OpenBudgets(provider.BudgetsDir(cfg.StateDir())); err != nil {
-			_ = reg.Close()
-			d.providers = nil
-			return err
-		}
-	}
-	return nil
-}
-
-// serveProviders serves the providers to the agents through the hub.
-func (d *Daemon) serveProviders() { d.hub.SetProviders(d.providers.Get) }
-
-// samplerFor is the sampler of a tooling whose sampling table names a
-// provider: its server's sampling/createMessage requests go to that
-// provider's model (package sampling), each logged, audited and counted
-// under the agent name "tooling:<name>". A provider the running daemon did
-// not open (one a reload added) leaves sampling unoffered until a restart.
-func (d *Daemon) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
-	p, ok := d.providers.Get(cfg.Sampling.Provider)
-	if !ok {
-		d.log.Warn("sampling not offered: its provider is not open until toolhostd restarts",
-			zap.String("tooling", cfg.Name), zap.String("provider", cfg.Sampling.Provider))
-		return nil
-	}
-	opts := []sampling.Option{sampling.WithLog(d.log), sampling.WithAudit(d.audit)}
-	if m := d.opts.metrics; m != nil {
-		opts = append(opts, sampling.WithObserver(m.ObserveChat))
-	}
-	return sampling.New(p, cfg.Name, *cfg.Sampling, opts...).CreateMessage
-}
 
 // limited is the agent's provider name under its grant on it: one
 // provider.Limited per agent and provider, kept across the agent's runs
@@ -66,7 +17,7 @@ func (d *Daemon) limited(r *agentRec, name string, p provider.Provider, g *confi
 		l.Update(g)
 		return l, nil
 	}
-	l, err := provider.NewLimited(p, r.name, g, provider.LimitOptions{Budgets: d.budgets, Recorder: d.recorder()})
+	l, err := d.sys.Limit(r.name, p, g)
 	if err != nil {
 		return nil, err
 	}
@@ -77,35 +28,12 @@ func (d *Daemon) limited(r *agentRec, name string, p provider.Provider, g *confi
 	return l, nil
 }
 
-// observeChats points the hub's model-request reports at the metrics.
-func (d *Daemon) observeChats() {
-	m := d.opts.metrics
-	if m == nil {
-		return
-	}
-	d.hub.SetChatObserver(func(r pump.ChatRecord) {
-		m.ObserveChat(metrics.Chat{
-			Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
-			Duration: r.Duration, FirstToken: r.FirstToken, HasFirstToken: r.HasFirstToken,
-			InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
-		})
-	})
-}
-
 // providerAccess is the agent's access to providers: those of its
 // providers list, each under its grant ([agent.A.grants.P]: models,
-// limits, budgets), each request audited with its text where the grant has
-// audit_arguments.
-func (s *agentService) providerAccess() pump.ProviderAccess {
-	names, grants := s.cfg.Providers, s.cfg.ProviderGrants
-	return pump.ProviderAccess{
-		Granted: func(name string) bool { return slices.Contains(names, name) },
-		Wrap: func(name string, p provider.Provider) (provider.Provider, error) {
-			return s.d.limited(s.r, name, p, grants[name])
-		},
-		AuditMessages: func(name string) bool {
-			g := grants[name]
-			return g != nil && g.AuditArguments
-		},
-	}
+// limits, budgets) through the agent's Limited, each request audited with
+// its text where the grant has audit_arguments.
+func (s *agentService) providerAccess() contract.ProviderAccess {
+	return s.d.sys.ProviderAccess(s.r.name, s.cfg, func(name string, p provider.Provider, g *config.ProviderGrant) (provider.Provider, error) {
+		return s.d.limited(s.r, name, p, g)
+	})
 }

@@ -123,7 +123,7 @@ restart = "never"
 	if out, _ := r.output("canceller"); !strings.Contains(out, `{"op":"is-open","ok":true},{"op":"cancel","ok":true},{"op":"recv","ok":null}`) {
 		t.Fatalf("canceller said %s", out)
 	}
-	eventually(t, 10*time.Second, "the fake to have the slow request", func() bool { return slow.Last() != nil })
+	testenv.Eventually(t, 10*time.Second, "the fake to have the slow request", func() bool { return slow.Last() != nil })
 	select {
 	case <-slow.Last().Aborted():
 	case <-time.After(10 * time.Second):
@@ -204,7 +204,7 @@ sampling = { provider = "gpt", max_tokens = 32 }
 `, everythingEntry(t))
 	m := metrics.New()
 	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
-	eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
+	testenv.Eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := r.d.toolings["everything"].t.CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))

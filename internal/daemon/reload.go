@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 )
 
 // plan is what a reload changes, by name.
@@ -216,7 +216,7 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	}
 	for _, name := range append(slices.Clone(p.addTooling), p.changeTooling...) {
 		r := made[name]
-		if err := d.hub.AddTooling(pump.Entry{Tooling: r.t, Limits: pump.LimitsFrom(r.cfg)}); err != nil {
+		if err := d.hub.AddTooling(gateway.Entry{Tooling: r.t, Limits: gateway.LimitsFrom(r.cfg)}); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: adding a tooling", zap.String("tooling", name), zap.Error(err))
 			continue

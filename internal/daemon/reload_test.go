@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 func isRunning(a control.AgentStatus) bool { return a.State == "running" }
@@ -36,7 +37,7 @@ func TestReload(t *testing.T) {
 		agent("keep", "same", "a") + agent("change", "v1", "b") + agent("gone", "x")
 	path := writeConfig(t, dir, v1)
 	r := serve(t, path)
-	eventually(t, 60*time.Second, "toolings connected", r.d.Ready)
+	testenv.Eventually(t, 60*time.Second, "toolings connected", r.d.Ready)
 	keep := r.waitAgent(t, "keep", "running", isRunning)
 	change := r.waitAgent(t, "change", "running", isRunning)
 	r.waitAgent(t, "gone", "running", isRunning)
@@ -69,11 +70,11 @@ func TestReload(t *testing.T) {
 	if !slices.Equal(names, []string{"a", "b", "c"}) {
 		t.Errorf("toolings after reload: %v", names)
 	}
-	eventually(t, 60*time.Second, "the new toolings connected", r.d.Ready)
+	testenv.Eventually(t, 60*time.Second, "the new toolings connected", r.d.Ready)
 	if ts := r.tooling(t, "a"); ts.Restarts != 0 || readPID(t, pidA) != firstA || !alive(firstA) {
 		t.Errorf("the unchanged tooling's session was touched: %+v", ts)
 	}
-	eventually(t, 30*time.Second, "tooling b's old server gone", func() bool { return !alive(firstB) })
+	testenv.Eventually(t, 30*time.Second, "tooling b's old server gone", func() bool { return !alive(firstB) })
 	if p := readPID(t, pidB); p == firstB || !alive(p) {
 		t.Errorf("tooling b has pid %d (was %d)", p, firstB)
 	}
@@ -129,7 +130,7 @@ func TestReload(t *testing.T) {
 	if r.hasAgent("fresh") {
 		t.Error("fresh is still reported")
 	}
-	eventually(t, 30*time.Second, "tooling c's server gone", func() bool { return !alive(firstC) })
+	testenv.Eventually(t, 30*time.Second, "tooling c's server gone", func() bool { return !alive(firstC) })
 	if got := r.agent(t, "keep"); got.Restarts != 0 || !got.Since.Equal(keep.Since) {
 		t.Errorf("the unchanged agent was touched: %+v", got)
 	}

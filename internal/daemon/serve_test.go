@@ -91,14 +91,14 @@ env = { MODE = "test" }
 	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
 	m.SetBackend(r.d)
 
-	eventually(t, 60*time.Second, "every tooling connected (Ready)", r.d.Ready)
+	testenv.Eventually(t, 60*time.Second, "every tooling connected (Ready)", r.d.Ready)
 	for _, name := range []string{"gosrv", "everything"} {
 		ts := r.tooling(t, name)
 		if ts.State != "connected" || !ts.ConnectedOnce || ts.Kind != "mcp" || ts.Transport != "stdio" || ts.ServerName == "" {
 			t.Errorf("tooling %s: %+v", name, ts)
 		}
 	}
-	eventually(t, 10*time.Second, "the tool counts", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the tool counts", func() bool {
 		return r.tooling(t, "gosrv").Tools == 2 && r.tooling(t, "everything").Tools > 5
 	})
 
@@ -124,10 +124,10 @@ env = { MODE = "test" }
 
 	// SIGKILL the go-sdk server while the caller's call is in flight.
 	r.waitAgent(t, "caller", "running", func(a control.AgentStatus) bool { return a.State == "running" })
-	eventually(t, 30*time.Second, "the caller's call in flight", func() bool { return r.tooling(t, "gosrv").InFlight > 0 })
+	testenv.Eventually(t, 30*time.Second, "the caller's call in flight", func() bool { return r.tooling(t, "gosrv").InFlight > 0 })
 	first := readPID(t, pidfile)
 	kill(t, first)
-	eventually(t, 30*time.Second, "gosrv restarted", func() bool {
+	testenv.Eventually(t, 30*time.Second, "gosrv restarted", func() bool {
 		ts := r.tooling(t, "gosrv")
 		return ts.Restarts >= 1 && ts.State == "connected"
 	})
@@ -171,7 +171,7 @@ env = { MODE = "test" }
 
 	// Shut down with the waiter's call in flight and the spinner spinning.
 	r.waitAgent(t, "waiter", "running", func(a control.AgentStatus) bool { return a.State == "running" })
-	eventually(t, 30*time.Second, "the waiter's call in flight", func() bool { return r.tooling(t, "everything").InFlight > 0 })
+	testenv.Eventually(t, 30*time.Second, "the waiter's call in flight", func() bool { return r.tooling(t, "everything").InFlight > 0 })
 	took := r.stop(t)
 	// The waiter returns on its shutdown envelope, the spinner is
 	// interrupted after 200ms; what bounds the shutdown is the 5s grace

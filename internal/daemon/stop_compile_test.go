@@ -22,7 +22,7 @@ func TestStopDuringFirstCompile(t *testing.T) {
 		cfg += fmt.Sprintf("\n[agent.%s]\ncomponent = %q\nstop_grace = %q\n", name, testenv.Agent(t, "agents", name), grace)
 	}
 	r := serve(t, writeConfig(t, dir, cfg))
-	eventually(t, 30*time.Second, "a compile to begin", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a compile to begin", func() bool {
 		return r.logs.FilterMessageSnippet("compiling ").Len() > 0
 	})
 	// Stopped at once: the compile just logged is under way (it is counted

@@ -12,11 +12,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // AgentConfig is what one agent run is allowed and given.
@@ -25,16 +26,17 @@ type AgentConfig struct {
 	Name string
 	// Grants reports whether the agent may get a tooling; nil grants all.
 	Grants func(tooling string) bool
-	// Providers is what the agent may do with the hub's providers (the
+	// Providers is what the agent may do with the host's providers (the
 	// zero value: get any, requests audited without their text).
-	Providers pump.ProviderAccess
+	Providers contract.ProviderAccess
 	// Policy narrows what the agent may do on its granted toolings (which
 	// tools, which resources, how many calls and how fast); nil: no
 	// narrowing.
 	Policy *policy.Agent
 	// Env is the guest's WASI environment (nothing is inherited).
 	Env map[string]string
-	// InboxCapacity bounds open calls plus undelivered envelopes (default 1024).
+	// InboxCapacity bounds open calls plus undelivered envelopes (default
+	// config.DefaultInboxCapacity).
 	InboxCapacity int
 	// MemoryLimit caps each linear memory in bytes; 0: unlimited.
 	MemoryLimit uint64
@@ -89,7 +91,7 @@ type Agent struct {
 // that owns the store. Wait returns the outcome; Stop ends it early.
 func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	if cfg.InboxCapacity <= 0 {
-		cfg.InboxCapacity = 1024
+		cfg.InboxCapacity = config.DefaultInboxCapacity
 	}
 	a := &Agent{
 		name: cfg.Name,
@@ -181,17 +183,15 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	defer close(a.done)
 	st := &agentState{
 		name:     a.name,
-		pa:       h.hub.NewAgent(a.name, a.in, a.cfg.Grants),
+		pa:       contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...),
 		in:       a.in,
 		log:      a.log,
 		stopping: a.stopping,
 		killed:   a.killed,
-		handles:  make(map[uint32]*pump.Handle),
-		provs:    make(map[uint32]*pump.ProviderHandle),
+		handles:  make(map[uint32]*contract.Handle),
+		provs:    make(map[uint32]*contract.ProviderHandle),
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
-	st.pa.SetPolicy(a.cfg.Policy)
-	st.pa.SetProviderAccess(a.cfg.Providers)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	stdout.limit, stderr.limit = st.logs, st.logs

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/contract"
 )
 
 // assistantDirs are the builds of examples/agents/assistant.js.
@@ -59,6 +59,6 @@ func TestExampleAssistant(t *testing.T) {
 	}
 }
 
-func pumpAccessNone() pump.ProviderAccess {
-	return pump.ProviderAccess{Granted: func(string) bool { return false }}
+func pumpAccessNone() contract.ProviderAccess {
+	return contract.ProviderAccess{Granted: func(string) bool { return false }}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -165,7 +165,7 @@ func runBenchAgent(b *testing.B, s *suite, p *Program, cfg AgentConfig, in map[s
 
 // BenchmarkGuestCallEcho: one echo call on the in-process go-sdk server.
 // baseline is go-sdk's ClientSession.CallTool from Go; pump is the same
-// call through the host's layers below WebAssembly (pump.Handle, the mcp
+// call through the host's layers below WebAssembly (contract.Handle, the mcp
 // tooling); pump-locked is pump from a thread-locked goroutine; guest is a
 // JS guest's call-tool-blocking, timed inside the guest with
 // performance.now(), guest-go a Go guest's (sdk/go), timed with time.Now()
@@ -184,7 +184,7 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
-	pumpVariants(b, s, "echo", 16, func(b *testing.B, h *pump.Handle, _ *inbox.Inbox) []time.Duration {
+	pumpVariants(b, s, "echo", 16, func(b *testing.B, h *contract.Handle, _ *inbox.Inbox) []time.Duration {
 		args := string(echoArgs)
 		ds := make([]time.Duration, 0, b.N)
 		for range b.N {
@@ -209,7 +209,7 @@ func BenchmarkGuestCallEcho(b *testing.B) {
 
 // BenchmarkGuestFanout100: 100 echo calls in flight at once, per op.
 // baseline is 100 goroutines calling go-sdk's CallTool; pump is one
-// goroutine's 100 pump.Handle.CallTool calls followed by inbox Recv until
+// goroutine's 100 contract.Handle.CallTool calls followed by inbox Recv until
 // all 100 results are in (the host's layers below WebAssembly),
 // pump-locked the same on a goroutine locked to its OS thread, as a guest
 // runs; guest is a JS guest's 100 call-tool calls followed by recv,
@@ -235,7 +235,7 @@ func BenchmarkGuestFanout100(b *testing.B) {
 		}
 		reportPercentiles(b, ds)
 	})
-	pumpVariants(b, s, "fan", 4*fan, func(b *testing.B, h *pump.Handle, in *inbox.Inbox) []time.Duration {
+	pumpVariants(b, s, "fan", 4*fan, func(b *testing.B, h *contract.Handle, in *inbox.Inbox) []time.Duration {
 		return pumpFanout(b, h, in, fan)
 	})
 	for _, g := range callGuests {
@@ -254,14 +254,14 @@ func BenchmarkGuestFanout100(b *testing.B) {
 // pump-locked locks to its OS thread, as a host function runs (a cgo
 // callback on the agent's thread: its wake-up after a result costs a thread
 // hand-off). body reports each op's duration.
-func pumpVariants(b *testing.B, s *suite, name string, capacity int, body func(b *testing.B, h *pump.Handle, in *inbox.Inbox) []time.Duration) {
+func pumpVariants(b *testing.B, s *suite, name string, capacity int, body func(b *testing.B, h *contract.Handle, in *inbox.Inbox) []time.Duration) {
 	for _, locked := range []bool{false, true} {
 		variant := "pump"
 		if locked {
 			variant = "pump-locked"
 		}
 		b.Run(variant, func(b *testing.B) {
-			a := s.hub.NewAgent("bench-"+name+"-"+variant, inbox.New(capacity), nil)
+			a := contract.NewAgent(s.hub, "bench-"+name+"-"+variant, inbox.New(capacity))
 			defer a.Close()
 			h, err := a.Get("mem")
 			if err != nil {
@@ -280,7 +280,7 @@ func pumpVariants(b *testing.B, s *suite, name string, capacity int, body func(b
 	}
 }
 
-func pumpFanout(b *testing.B, h *pump.Handle, in *inbox.Inbox, fan int) []time.Duration {
+func pumpFanout(b *testing.B, h *contract.Handle, in *inbox.Inbox, fan int) []time.Duration {
 	ds := make([]time.Duration, 0, b.N)
 	args := string(echoArgs)
 	for range b.N {

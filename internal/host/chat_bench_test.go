@@ -13,10 +13,11 @@ import (
 	oaoption "github.com/openai/openai-go/v3/option"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // BenchmarkChatStreamGuest: one streamed answer of 100 deltas from the
@@ -52,13 +53,13 @@ func BenchmarkChatStreamGuest(b *testing.B) {
 	defer p.(interface{ Close() error }).Close()
 
 	// A hub and host of their own, serving the fake as provider bench.
-	hub := pump.NewHub(nil, s.log)
-	hub.SetProviders(func(name string) (provider.Provider, bool) { return p, name == "bench" })
+	hub := gateway.NewHub(nil, s.log)
+	providers := contract.WithProviders(func(name string) (provider.Provider, bool) { return p, name == "bench" })
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(ctx) }()
 	defer func() { stop(); <-hubDone }()
-	h, err := New(Options{CacheDir: filepath.Join(s.root, "build", "test-cache"), Log: s.log}, hub)
+	h, err := New(Options{CacheDir: filepath.Join(s.root, "build", "test-cache"), Log: s.log, Agent: []contract.Option{providers}}, hub)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func BenchmarkChatStreamGuest(b *testing.B) {
 
 	// pumpStream is the host's path below WebAssembly: the hub's
 	// ChatStream and the inbox's Recv, from Go.
-	pa := hub.NewAgent("bench-chat-pump", inbox.New(16), nil)
+	pa := contract.NewAgent(hub, "bench-chat-pump", inbox.New(16), providers)
 	defer pa.Close()
 	ph, err := pa.GetProvider("bench")
 	if err != nil {

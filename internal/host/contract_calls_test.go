@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // Contract tests (see contract_sync_test.go): asynchronous calls, the inbox
@@ -30,9 +33,9 @@ func TestProbeCallAndRecvByID(t *testing.T) {
 		s.mem.enterGate(t, "recv-by-id-hold")
 		// Both other results are in before g's: the guest's recv-until skips
 		// them (in arrival order) to reach g.
-		eventually(t, "two envelopes", func() bool { return a.Inbox().Pending() == 2 })
+		testenv.Eventually(t, 20*time.Second, "two envelopes", func() bool { return a.Inbox().Pending() == 2 })
 		s.mem.openGate("recv-by-id")
-		eventually(t, "g's envelope", func() bool { return a.Inbox().Pending() == 3 })
+		testenv.Eventually(t, 20*time.Second, "g's envelope", func() bool { return a.Inbox().Pending() == 3 })
 		s.mem.openGate("recv-by-id-hold")
 		rs := finish(t, a)
 		checkSteps(t, rs, `"t"`, `"g"`, `"a"`, `"b"`, "true", "*", "*", "false", "false", "0", "null")
@@ -79,7 +82,7 @@ func TestProbeCancel(t *testing.T) {
 		)
 		s.mem.enterGate(t, "cancel-1")
 		wait(t, signal(&s.mem.slowStarted, "cancel-open"), "the slow call to reach the server")
-		eventually(t, "both echo results", func() bool { return a.Inbox().Pending() == 2 })
+		testenv.Eventually(t, 20*time.Second, "both echo results", func() bool { return a.Inbox().Pending() == 2 })
 		s.mem.openGate("cancel-1")
 		s.mem.enterGate(t, "cancel-2")
 		// The server saw notifications/cancelled: go-sdk ended the handler's

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // Contract tests (see contract_sync_test.go): handle drop, shutdown and the
@@ -34,7 +35,7 @@ func TestProbeHandleDrop(t *testing.T) {
 		s.mem.openGate("drop-1")
 		s.mem.enterGate(t, "drop-2")
 		wait(t, signal(&s.mem.slowCancelled, "drop"), "the server to see the dropped handle's call cancelled")
-		eventually(t, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
+		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
 		s.mem.update(t, uri, "after drop")
 		s.mem.openGate("drop-2")
 		checkSteps(t, finish(t, a), `"t"`, `"u"`, `"c"`, `"s"`, "*", "true", "false", "*", "null", "0")
@@ -127,7 +128,7 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 				out, err := a.Wait()
 				tc.check(t, out, err)
 				wait(t, signal(&s.mem.slowCancelled, tag), "the server to see the call cancelled")
-				eventually(t, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, tc.uri).Load() == 1 })
+				testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, tc.uri).Load() == 1 })
 			})
 		}
 	})

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // Contract tests (see contract_sync_test.go): subscriptions, coalescing and
@@ -36,16 +39,16 @@ func TestProbeSubscribe(t *testing.T) {
 			t.Fatalf("server saw %d subscribes for two subscriptions, want 1", n)
 		}
 		s.mem.update(t, uri, "v1")
-		eventually(t, "the update in both subscriptions", func() bool { return a.Inbox().Pending() == 2 })
+		testenv.Eventually(t, 20*time.Second, "the update in both subscriptions", func() bool { return a.Inbox().Pending() == 2 })
 		s.mem.addResource("test://added/subscribe", "new") // list_changed
-		eventually(t, "the list update", func() bool { return a.Inbox().Pending() == 3 })
+		testenv.Eventually(t, 20*time.Second, "the list update", func() bool { return a.Inbox().Pending() == 3 })
 		s.mem.openGate("sub-1")
 		s.mem.enterGate(t, "sub-2")
 		if n := counter(&s.mem.unsubscribes, uri).Load(); n != 0 {
 			t.Fatalf("server saw %d unsubscribes with one subscription left", n)
 		}
 		s.mem.update(t, uri, "v2")
-		eventually(t, "the update for s2", func() bool { return a.Inbox().Pending() == 1 })
+		testenv.Eventually(t, 20*time.Second, "the update for s2", func() bool { return a.Inbox().Pending() == 1 })
 		s.mem.addResource("test://added/subscribe-2", "new") // no envelope: l ended
 		s.mem.openGate("sub-2")
 		rs := finish(t, a)
@@ -65,7 +68,7 @@ func TestProbeSubscribe(t *testing.T) {
 		if got.Got.ID != "l" || got.Got.Tag != "resource-list-updated" || !strings.Contains(string(got.Got.Val), "test://added/subscribe") {
 			t.Errorf("list update %+v", got.Got)
 		}
-		eventually(t, "the MCP unsubscribe after the last subscription", func() bool {
+		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe after the last subscription", func() bool {
 			return counter(&s.mem.unsubscribes, uri).Load() == 1
 		})
 	})
@@ -90,20 +93,20 @@ func TestProbeCoalescing(t *testing.T) {
 			step{"op": "recv", "timeout": 200},
 		)
 		s.mem.enterGate(t, "coalesce")
-		eventually(t, "the echo result", func() bool { return a.Inbox().Pending() == 1 })
+		testenv.Eventually(t, 20*time.Second, "the echo result", func() bool { return a.Inbox().Pending() == 1 })
 		s.mem.update(t, uri, "u1")
-		eventually(t, "the first update", func() bool { return a.Inbox().Pending() == 2 })
+		testenv.Eventually(t, 20*time.Second, "the first update", func() bool { return a.Inbox().Pending() == 2 })
 		coalesced := func(n int) func() bool {
 			return func() bool { return a.Inbox().Stats().Coalesced == uint64(n) }
 		}
 		for i, text := range []string{"u2", "u3", "u4"} {
 			s.mem.update(t, uri, text)
-			eventually(t, "a coalesced update", coalesced(i+1))
+			testenv.Eventually(t, 20*time.Second, "a coalesced update", coalesced(i+1))
 		}
 		s.mem.addResource("test://added/coalesce-1", "x")
-		eventually(t, "the first list update", func() bool { return a.Inbox().Pending() == 3 })
+		testenv.Eventually(t, 20*time.Second, "the first list update", func() bool { return a.Inbox().Pending() == 3 })
 		s.mem.addResource("test://added/coalesce-2", "x")
-		eventually(t, "a coalesced list update", coalesced(4))
+		testenv.Eventually(t, 20*time.Second, "a coalesced list update", coalesced(4))
 		s.mem.openGate("coalesce")
 		rs := finish(t, a)
 		// Arrival order is kept (an update replaces its payload in place); the
@@ -139,7 +142,7 @@ func TestStopDuringSubscribe(t *testing.T) {
 				close(g.release) // the server completes the subscribe after the agent left
 				wait(t, g.done, "the subscribe handler to return")
 				subs, unsubs := counter(&s.mem.subscribes, uri), counter(&s.mem.unsubscribes, uri)
-				eventually(t, "the abandoned subscription withdrawn", func() bool { return subs.Load() == 1 && unsubs.Load() == 1 })
+				testenv.Eventually(t, 20*time.Second, "the abandoned subscription withdrawn", func() bool { return subs.Load() == 1 && unsubs.Load() == 1 })
 			})
 		}
 	})
@@ -169,7 +172,7 @@ func TestProbeResubscribeFails(t *testing.T) {
 		}
 		// The tooling reconnects and re-subscribes good (a second subscribe
 		// on the server); then an update of good reaches the guest.
-		eventually(t, "the re-subscription", func() bool { return counter(&s.mem.subscribes, good).Load() == 2 })
+		testenv.Eventually(t, 20*time.Second, "the re-subscription", func() bool { return counter(&s.mem.subscribes, good).Load() == 2 })
 		s.mem.update(t, good, "after the reconnect")
 		rs := finish(t, a)
 		checkSteps(t, rs, `"t"`, `"bad"`, `"good"`, "*", "*", "*", "null")
@@ -179,7 +182,7 @@ func TestProbeResubscribeFails(t *testing.T) {
 			t.Fatalf("after the reconnect the guest got %q", got)
 		}
 		for _, name := range []string{"mem", "mem-short"} { // both sessions were on the server
-			eventually(t, name+" to be connected again", func() bool { return s.mcps[name].Status().Connected })
+			testenv.Eventually(t, 20*time.Second, name+" to be connected again", func() bool { return s.mcps[name].Status().Connected })
 		}
 	})
 }

@@ -1,6 +1,10 @@
 package host
 
-import "errors"
+import (
+	"errors"
+
+	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+)
 
 // Sentinel errors callers test for.
 var (
@@ -18,3 +22,10 @@ var (
 	// ErrClosed is returned by Open after Close.
 	ErrClosed = errors.New("the host is closed")
 )
+
+// IsTrap reports whether err is (or wraps) a trap of the guest's (a
+// *wasmtime.Trap), so that callers need not import the binding.
+func IsTrap(err error) bool {
+	var trap *wt.Trap
+	return errors.As(err, &trap)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,9 +14,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // Options configure a Host.
@@ -38,15 +40,21 @@ type Options struct {
 	// NoPrefault turns off making the pages an agent writes while it starts
 	// present before it runs (package prefault): for comparisons.
 	NoPrefault bool
+	// Agent are the options every agent's contract.Agent is made with
+	// (the audit log, the providers, the chat observer); each agent's
+	// grants, policy and provider access follow from its AgentConfig.
+	Agent []contract.Option
 }
 
-// Host runs agents on one wasmtime engine against one pump hub.
+// Host runs agents on one wasmtime engine against one gateway hub.
 type Host struct {
 	engine *wt.Engine
 	cache  *CompileCache
-	hub    *pump.Hub
+	hub    *gateway.Hub
 	log    *zap.Logger
-	fp     string
+	// agentOpts are Options.Agent, with the log.
+	agentOpts []contract.Option
+	fp        string
 
 	programs   programTable
 	live       atomic.Int64 // Programs loaded and not released
@@ -61,7 +69,7 @@ type Host struct {
 
 // New creates a host: its engine, its compile cache and its epoch ticker.
 // Close releases them.
-func New(opts Options, hub *pump.Hub) (*Host, error) {
+func New(opts Options, hub *gateway.Hub) (*Host, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
@@ -83,6 +91,7 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 		starts:     make(chan struct{}, opts.StartConcurrency),
 		released:   make(chan struct{}),
 		noPrefault: opts.NoPrefault,
+		agentOpts:  append([]contract.Option{contract.WithLog(opts.Log)}, opts.Agent...),
 		fp:         fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
 	}
 	if opts.CacheDir != "" {
@@ -96,6 +105,13 @@ func New(opts Options, hub *pump.Hub) (*Host, error) {
 	h.ticker.Add(1)
 	go h.tick(ctx, opts.EpochTick)
 	return h, nil
+}
+
+// agentOptions are the options of cfg's contract.Agent: the host's, then
+// the agent's own.
+func (h *Host) agentOptions(cfg AgentConfig) []contract.Option {
+	return append(slices.Clip(h.agentOpts),
+		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers))
 }
 
 // tick advances the engine's epoch until ctx ends.

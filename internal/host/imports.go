@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // world is one version of toolhost:agent: the names of its interfaces.
@@ -49,7 +49,7 @@ const (
 // It is used only on the agent's goroutine, like the store.
 type agentState struct {
 	name string
-	pa   *pump.Agent
+	pa   *contract.Agent
 	in   *inbox.Inbox
 	log  *zap.Logger
 	logs *logLimiter // guest log lines
@@ -59,8 +59,8 @@ type agentState struct {
 	// killed ends at the hard stop: a waiting recv returns none.
 	killed context.Context
 
-	handles map[uint32]*pump.Handle
-	provs   map[uint32]*pump.ProviderHandle
+	handles map[uint32]*contract.Handle
+	provs   map[uint32]*contract.ProviderHandle
 	next    uint32
 
 	// image is the instance's mapping of its memory image; the first recv
@@ -140,8 +140,8 @@ func methodOf[H any](resolve func(st *agentState, args []wt.Val) (H, error), bod
 }
 
 // method adapts a tooling method body to a HostFunc.
-func method(body func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
-	return methodOf(func(st *agentState, args []wt.Val) (*pump.Handle, error) {
+func method(body func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+	return methodOf(func(st *agentState, args []wt.Val) (*contract.Handle, error) {
 		return selfArg(st.handles, toolingType, "tooling", args)
 	}, body)
 }
@@ -204,20 +204,20 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			results[0] = wt.Ok(wt.ResourceHost{Type: toolingType, Rep: st.next, Owned: true})
 			return nil
 		},
-		"[method]tooling.kind": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+		"[method]tooling.kind": method(func(_ *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {
 			return wt.String(h.Kind()), nil
 		}),
-		"[method]tooling.name": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+		"[method]tooling.name": method(func(_ *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {
 			return wt.String(h.Name()), nil
 		}),
-		"[method]tooling.list-tools": method(func(st *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+		"[method]tooling.list-tools": method(func(st *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {
 			ts, err := h.ListTools(st.stopping)
 			if err != nil {
 				return errResult(err), nil
 			}
 			return wt.Ok(toolList(ts)), nil
 		}),
-		"[method]tooling.call-tool": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.call-tool": method(func(_ *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			name, args2, err := twoStrings(args)
 			if err != nil {
 				return nil, err
@@ -228,21 +228,21 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(wt.String(id)), nil
 		}),
-		"[method]tooling.is-open": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.is-open": method(func(_ *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err
 			}
 			return wt.Bool(h.IsOpen(id)), nil
 		}),
-		"[method]tooling.cancel": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.cancel": method(func(_ *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err
 			}
 			return wt.Bool(h.Cancel(id)), nil
 		}),
-		"[method]tooling.call-tool-blocking": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.call-tool-blocking": method(func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			name, args2, err := twoStrings(args)
 			if err != nil {
 				return nil, err
@@ -253,14 +253,14 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(toolResultVal(res)), nil
 		}),
-		"[method]tooling.list-resources": method(func(st *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+		"[method]tooling.list-resources": method(func(st *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {
 			rs, err := h.ListResources(st.stopping)
 			if err != nil {
 				return errResult(err), nil
 			}
 			return wt.Ok(resourceInfoList(rs)), nil
 		}),
-		"[method]tooling.read-resource": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.read-resource": method(func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			uri, err := argString(args, 0)
 			if err != nil {
 				return nil, err
@@ -271,21 +271,21 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(resourceContentVal(c)), nil
 		}),
-		"[method]tooling.subscribe-resource-list": method(func(_ *agentState, h *pump.Handle, _ []wt.Val) (wt.Val, error) {
+		"[method]tooling.subscribe-resource-list": method(func(_ *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {
 			id, err := h.SubscribeResourceList()
 			if err != nil {
 				return errResult(err), nil
 			}
 			return wt.Ok(wt.String(id)), nil
 		}),
-		"[method]tooling.unsubscribe-resource-list": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.unsubscribe-resource-list": method(func(_ *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err
 			}
 			return wt.Bool(h.UnsubscribeResourceList(id)), nil
 		}),
-		"[method]tooling.subscribe-resource": method(func(st *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.subscribe-resource": method(func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			uri, err := argString(args, 0)
 			if err != nil {
 				return nil, err
@@ -296,7 +296,7 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(wt.String(id)), nil
 		}),
-		"[method]tooling.unsubscribe-resource": method(func(_ *agentState, h *pump.Handle, args []wt.Val) (wt.Val, error) {
+		"[method]tooling.unsubscribe-resource": method(func(_ *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // watFlood calls log.write("flood") 1000 times per byte of its input.
@@ -118,7 +120,7 @@ func TestLogDropReportTimed(t *testing.T) {
 		lim.allow()
 	}
 	// The first drop is reported at once, the other three by the timer.
-	eventually(t, "the timed report", func() bool { return logs.FilterFieldKey("dropped").Len() == 2 })
+	testenv.Eventually(t, 20*time.Second, "the timed report", func() bool { return logs.FilterFieldKey("dropped").Len() == 2 })
 	got := logs.FilterFieldKey("dropped").AllUntimed()
 	if got[0].ContextMap()["dropped"] != int64(1) || got[1].ContextMap()["dropped"] != int64(3) || got[1].ContextMap()["dropped_total"] != int64(4) {
 		t.Errorf("reports %v, %v", got[0].ContextMap(), got[1].ContextMap())

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // TestExampleEvery: with "every", hello and fanout run as a daemon's agents:
@@ -23,7 +25,7 @@ func TestExampleEvery(t *testing.T) {
 			p := s.program(t, "agents", tc.agent)
 			before := s.mem.echoes.Load()
 			a := s.host.Start(p, probeOpts{name: tc.agent, grants: []string{"mem"}}.config(), tc.input)
-			eventually(t, "three rounds", func() bool { return s.mem.echoes.Load()-before >= 3*tc.echoes })
+			testenv.Eventually(t, 20*time.Second, "three rounds", func() bool { return s.mem.echoes.Load()-before >= 3*tc.echoes })
 			a.Stop()
 			out, err := waitAgent(t, a, 30*time.Second)
 			m := regexp.MustCompile(`^stopped after (\d+) rounds$`).FindStringSubmatch(out)

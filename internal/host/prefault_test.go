@@ -45,7 +45,7 @@ func TestPrefaultStart(t *testing.T) {
 		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, idleInput)
 	}
 	first := start("prefault-first")
-	eventually(t, "the first agent to teach its write set", func() bool { pages, _ := p.image.Stats(); return pages > 0 })
+	testenv.Eventually(t, 20*time.Second, "the first agent to teach its write set", func() bool { pages, _ := p.image.Stats(); return pages > 0 })
 	pages, populated := p.image.Stats()
 	if populated != 0 {
 		t.Fatalf("%d instantiations populated before any was learnt", populated)
@@ -58,7 +58,7 @@ func TestPrefaultStart(t *testing.T) {
 	for i := range 3 {
 		agents = append(agents, start(fmt.Sprintf("prefault-%d", i)))
 	}
-	eventually(t, "the later agents to be populated", func() bool { _, n := p.image.Stats(); return n == 3 })
+	testenv.Eventually(t, 20*time.Second, "the later agents to be populated", func() bool { _, n := p.image.Stats(); return n == 3 })
 	for _, a := range agents {
 		a.Stop()
 	}

@@ -161,12 +161,17 @@ func TestOpenContextGivesUpOnACompile(t *testing.T) {
 	openCancelled := func(t *testing.T, h *Host) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
+		// Cancelled once the load logs "compiling PATH": the compile is
+		// under way.
+		logs := env(t).logs
+		before := logs.FilterMessageSnippet("compiling " + path).Len()
 		go func() {
-			for h.loading() == 0 {
-				time.Sleep(time.Millisecond)
+			defer cancel()
+			if err := testenv.Poll(60*time.Second, func() bool {
+				return logs.FilterMessageSnippet("compiling "+path).Len() > before
+			}); err != nil {
+				t.Errorf("%v waiting for the compile to begin", err)
 			}
-			time.Sleep(100 * time.Millisecond) // into the compile
-			cancel()
 		}()
 		start := time.Now()
 		_, err := h.OpenContext(ctx, path)

@@ -3,14 +3,14 @@ package host
 import (
 	"fmt"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
 )
 
 // providerMethod adapts a provider method body to a HostFunc.
-func providerMethod(body func(st *agentState, ph *pump.ProviderHandle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
-	return methodOf(func(st *agentState, args []wt.Val) (*pump.ProviderHandle, error) {
+func providerMethod(body func(st *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+	return methodOf(func(st *agentState, args []wt.Val) (*contract.ProviderHandle, error) {
 		return selfArg(st.provs, providerType, "provider", args)
 	}, body)
 }
@@ -57,13 +57,13 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 			results[0] = wt.Ok(wt.ResourceHost{Type: providerType, Rep: st.next, Owned: true})
 			return nil
 		},
-		"[method]provider.kind": providerMethod(func(_ *agentState, ph *pump.ProviderHandle, _ []wt.Val) (wt.Val, error) {
+		"[method]provider.kind": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, _ []wt.Val) (wt.Val, error) {
 			return wt.String(ph.Kind()), nil
 		}),
-		"[method]provider.name": providerMethod(func(_ *agentState, ph *pump.ProviderHandle, _ []wt.Val) (wt.Val, error) {
+		"[method]provider.name": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, _ []wt.Val) (wt.Val, error) {
 			return wt.String(ph.Name()), nil
 		}),
-		"[method]provider.chat": providerMethod(func(st *agentState, ph *pump.ProviderHandle, args []wt.Val) (wt.Val, error) {
+		"[method]provider.chat": providerMethod(func(st *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error) {
 			req, err := requestOf(args)
 			if err != nil {
 				return nil, err
@@ -74,7 +74,7 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(chatResponseVal(resp)), nil
 		}),
-		"[method]provider.chat-stream": providerMethod(func(_ *agentState, ph *pump.ProviderHandle, args []wt.Val) (wt.Val, error) {
+		"[method]provider.chat-stream": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error) {
 			req, err := requestOf(args)
 			if err != nil {
 				return nil, err
@@ -85,14 +85,14 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 			}
 			return wt.Ok(wt.String(id)), nil
 		}),
-		"[method]provider.is-open": providerMethod(func(_ *agentState, ph *pump.ProviderHandle, args []wt.Val) (wt.Val, error) {
+		"[method]provider.is-open": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err
 			}
 			return wt.Bool(ph.IsOpen(id)), nil
 		}),
-		"[method]provider.cancel": providerMethod(func(_ *agentState, ph *pump.ProviderHandle, args []wt.Val) (wt.Val, error) {
+		"[method]provider.cancel": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error) {
 			id, err := argString(args, 0)
 			if err != nil {
 				return nil, err

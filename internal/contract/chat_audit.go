@@ -1,4 +1,4 @@
-package pump
+package contract
 
 import (
 	"time"
@@ -39,8 +39,8 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 		ft = e.first.Sub(e.start)
 	}
 	usage := e.err == nil
-	if a.hub.audit != nil {
-		a.hub.audit.Write(audit.Record{
+	if a.audit != nil {
+		a.audit.Write(audit.Record{
 			Agent: a.name, Provider: ph.name, Op: e.op, StreamID: e.id, Model: model,
 			Outcome: oc, Message: msg, Duration: d,
 			FirstToken: ft, HasFirstToken: !e.first.IsZero(),
@@ -48,11 +48,8 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 			Request: e.raw, HasRequest: true, WithArgs: ph.auditMessages(),
 		})
 	}
-	a.hub.prov.mu.RLock()
-	observe := a.hub.prov.observe
-	a.hub.prov.mu.RUnlock()
-	if observe != nil {
-		observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
+	if a.observe != nil {
+		a.observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
 			Duration: d, FirstToken: ft, HasFirstToken: !e.first.IsZero(), Usage: e.resp.Usage})
 	}
 }
@@ -61,7 +58,7 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 // without an audit log: a chat does not marshal its whole conversation for
 // nobody.
 func (ph *ProviderHandle) auditJSON(req provider.Request) []byte {
-	if ph.a.hub.audit == nil {
+	if ph.a.audit == nil {
 		return nil
 	}
 	return provider.AuditJSON(req)

@@ -1,4 +1,4 @@
-package pump
+package contract
 
 import (
 	"strings"
@@ -9,28 +9,20 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-// SetAudit makes the hub write every agent's operations to l (nil: none).
-// Call it before agents are made.
-func (h *Hub) SetAudit(l *audit.Log) { h.audit = l }
-
-// SetPolicy narrows what the agent may do on the toolings it is granted
-// (nil: everything). Call it before the agent's first Get.
-func (a *Agent) SetPolicy(p *policy.Agent) { a.pol = p }
-
 // deniedGet audits and counts a tooling.get the agent's toolings list
 // denied (op "get").
 func (a *Agent) deniedGet(name string, err *tooling.Error) {
 	a.pol.Denied(name, audit.OpGet)
-	a.hub.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: audit.OpGet, Outcome: err.Code.String(), Message: err.Message})
+	a.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: audit.OpGet, Outcome: err.Code.String(), Message: err.Message})
 }
 
-// audited reports whether the hub keeps an audit log.
-func (h *Handle) audited() bool { return h.a.hub.audit != nil }
+// audited reports whether the agent has an audit log.
+func (h *Handle) audited() bool { return h.a.audit != nil }
 
 // record writes one audit line for an operation through h.
 func (h *Handle) record(r audit.Record) {
-	r.Agent, r.Tooling = h.a.name, h.rt.name
-	h.a.hub.audit.Write(r)
+	r.Agent, r.Tooling = h.a.name, h.s.Name()
+	h.a.audit.Write(r)
 }
 
 // outcome is the audit outcome of err.
@@ -88,8 +80,8 @@ func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
 	if !h.audited() {
 		return
 	}
-	r := audit.Record{Op: c.op(), Tool: c.tool, CallID: c.id, Duration: time.Since(c.start),
-		Args: c.args, HasArgs: true, WithArgs: h.pol.Grant().AuditArguments()}
+	r := audit.Record{Op: c.op(), Tool: c.gc.Tool, CallID: c.gc.ID, Duration: time.Since(c.gc.Start()),
+		Args: c.gc.Args, HasArgs: true, WithArgs: h.pol.Grant().AuditArguments()}
 	switch {
 	case herr != nil:
 		r.Outcome, r.Message = herr.Code.String(), herr.Message
@@ -102,7 +94,7 @@ func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
 }
 
 func (c *call) op() string {
-	if c.blocking {
+	if c.gc.Blocking {
 		return audit.OpCallToolBlocking
 	}
 	return audit.OpCallTool

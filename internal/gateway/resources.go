@@ -1,8 +1,7 @@
-package pump
+package gateway
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -11,16 +10,76 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-// sub is one subscription: to a uri, or to the resource list.
-type sub struct {
-	id   string
-	a    *Agent
-	h    *Handle
-	uri  string
-	list bool
+// Subscriber is the agent's end of a subscription (package contract's):
+// the gateway opens and closes it and hands it what the subscription
+// yields.
+type Subscriber interface {
+	// Open is called before the subscription is made; an error refuses it.
+	Open() error
+	// Close is called when the subscription is withdrawn; it reports
+	// whether the subscription was still live for the agent.
+	Close() bool
+	// Updated gets the subscribed uri's inbox.ResourceUpdated after an
+	// update (one event shared by every subscriber).
+	Updated(ev inbox.Event)
+	// ListUpdated gets the resource list after a change.
+	ListUpdated(list []tooling.ResourceInfo)
+	// Ended is called when the gateway ends the subscription (the tooling
+	// was removed, a re-subscription failed) with the error that ends it.
+	Ended(herr *tooling.Error)
+}
+
+// Sub is one subscription: to a uri, or to the resource list.
+type Sub struct {
+	id    string
+	agent string // for the log
+	uri   string
+	list  bool
+	to    Subscriber
 
 	ended bool // guarded by resPump.mu: unsubscribed or failed
 }
+
+// NewSub makes the subscription id of agent to uri (list: to the resource
+// list) for to; Subscribe or SubscribeList makes it live.
+func NewSub(id, agent, uri string, list bool, to Subscriber) *Sub {
+	return &Sub{id: id, agent: agent, uri: uri, list: list, to: to}
+}
+
+// ID is the subscription's id.
+func (s *Sub) ID() string { return s.id }
+
+// URI is the subscribed uri ("" for the resource list).
+func (s *Sub) URI() string { return s.uri }
+
+// List reports whether s subscribes to the resource list.
+func (s *Sub) List() bool { return s.list }
+
+// Subscribe makes the uri subscription s live: on the first subscriber of
+// its uri the MCP subscription is made (ctx bounds it; its failure, e.g.
+// unsupported, is returned).
+func (sv *Served) Subscribe(ctx context.Context, s *Sub) error { return sv.pump.subscribe(ctx, s) }
+
+// SubscribeList makes the resource-list subscription s live.
+func (sv *Served) SubscribeList(s *Sub) error { return sv.pump.subscribeList(s) }
+
+// Fanout fans rc out to the live subscribers of its uri, as the resource
+// pump does after a read, and returns how many; the fan-out benchmark
+// measures it.
+func (sv *Served) Fanout(rc tooling.ResourceContent) int {
+	p := sv.pump
+	p.mu.Lock()
+	u := p.uris[rc.URI]
+	p.mu.Unlock()
+	if u == nil {
+		return 0
+	}
+	return p.fanout(u, inbox.ResourceUpdated{Content: rc})
+}
+
+// Unsubscribe ends s; after the last subscriber of a uri the MCP
+// subscription is withdrawn. It returns whether s was live.
+func (sv *Served) Unsubscribe(s *Sub) bool { return sv.pump.unsubscribe(s) }
 
 // uriState is the shared state of every subscription to one uri.
 type uriState struct {
@@ -30,41 +89,41 @@ type uriState struct {
 
 	// guarded by resPump.mu
 	refs    int             // subscribers, including ones mid-subscribe
-	subs    map[string]*sub // live subscribers by id
+	subs    map[string]*Sub // live subscribers by id
 	active  bool            // the MCP subscription is made
 	epoch   uint64          // bumped whenever active is cleared underneath subscribers
 	reading bool            // a read (or its fan-out) is in flight
 	dirty   bool            // an update came during the read
 
-	buf []*sub // the fan-out snapshot, reused; owned by the reading goroutine
+	buf []*Sub // the fan-out snapshot, reused; owned by the reading goroutine
 }
 
 // resPump is a tooling's resource pump: the refcounted MCP subscriptions,
 // and the reads and fan-out that follow the server's notifications. It is
 // the tooling's Observer and a suture service (the reads run under it).
 type resPump struct {
-	rt   *runtime
+	s    *Served
 	wake chan struct{}
 
 	mu          sync.Mutex
 	uris        map[string]*uriState
 	pending     []*uriState // reads to start
-	listSubs    map[string]*sub
+	listSubs    map[string]*Sub
 	listPending bool // a list fetch to start
 	listReading bool
 	listDirty   bool
 }
 
-func newResPump(rt *runtime) *resPump {
+func newResPump(s *Served) *resPump {
 	return &resPump{
-		rt:       rt,
+		s:        s,
 		wake:     make(chan struct{}, 1),
 		uris:     make(map[string]*uriState),
-		listSubs: make(map[string]*sub),
+		listSubs: make(map[string]*Sub),
 	}
 }
 
-func (p *resPump) String() string { return "resources/" + p.rt.name }
+func (p *resPump) String() string { return "resources/" + p.s.name }
 
 func (p *resPump) kick() {
 	select {
@@ -73,23 +132,16 @@ func (p *resPump) kick() {
 	}
 }
 
-func subscribeErr(err error) error {
-	if errors.Is(err, inbox.ErrShutdown) {
-		return errAgentClosed()
-	}
-	return tooling.Errorf(tooling.CodeInternal, "opening the subscription: %v", err)
-}
-
 // subscribe makes s live: on the first subscriber of its uri, the MCP
 // subscription is made (its failure, e.g. unsupported, is returned).
-func (p *resPump) subscribe(ctx context.Context, s *sub) error {
-	if err := s.a.in.OpenStream(s.id); err != nil {
-		return subscribeErr(err)
+func (p *resPump) subscribe(ctx context.Context, s *Sub) error {
+	if err := s.to.Open(); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	u := p.uris[s.uri]
 	if u == nil {
-		u = &uriState{uri: s.uri, subs: make(map[string]*sub)}
+		u = &uriState{uri: s.uri, subs: make(map[string]*Sub)}
 		p.uris[s.uri] = u
 	}
 	u.refs++
@@ -102,17 +154,17 @@ func (p *resPump) subscribe(ctx context.Context, s *sub) error {
 		active, epoch := u.active, u.epoch
 		p.mu.Unlock()
 		if !active {
-			if err := p.rt.t.Subscribe(ctx, s.uri); err != nil {
+			if err := p.s.t.Subscribe(ctx, s.uri); err != nil {
 				p.mu.Lock()
 				u.refs--
 				if u.refs == 0 && p.uris[s.uri] == u {
 					delete(p.uris, s.uri)
 				}
 				p.mu.Unlock()
-				s.a.in.CloseStream(s.id)
+				s.to.Close()
 				return tooling.AsError(err)
 			}
-			p.rt.log.Debug("mcp subscription made", zap.String("uri", s.uri))
+			p.s.log.Debug("mcp subscription made", zap.String("uri", s.uri))
 		}
 		p.mu.Lock()
 		if u.epoch != epoch {
@@ -130,9 +182,9 @@ func (p *resPump) subscribe(ctx context.Context, s *sub) error {
 }
 
 // subscribeList makes the resource-list subscription s live.
-func (p *resPump) subscribeList(s *sub) error {
-	if err := s.a.in.OpenStream(s.id); err != nil {
-		return subscribeErr(err)
+func (p *resPump) subscribeList(s *Sub) error {
+	if err := s.to.Open(); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.listSubs[s.id] = s
@@ -143,7 +195,7 @@ func (p *resPump) subscribeList(s *sub) error {
 // unsubscribe ends s and drops its undelivered update; after the last
 // subscriber of a uri the MCP subscription is withdrawn. It returns whether
 // s was live.
-func (p *resPump) unsubscribe(s *sub) bool {
+func (p *resPump) unsubscribe(s *Sub) bool {
 	p.mu.Lock()
 	if s.ended {
 		p.mu.Unlock()
@@ -160,11 +212,11 @@ func (p *resPump) unsubscribe(s *sub) bool {
 		last = u.refs == 0
 	}
 	p.mu.Unlock()
-	live := s.a.in.CloseStream(s.id)
+	live := s.to.Close()
 	if last {
 		p.release(u)
 	}
-	p.rt.log.Debug("unsubscribed", zap.String("agent", s.a.name), zap.String("sub_id", s.id), zap.String("uri", s.uri))
+	p.s.log.Debug("unsubscribed", zap.String("agent", s.agent), zap.String("sub_id", s.id), zap.String("uri", s.uri))
 	return live
 }
 
@@ -182,12 +234,12 @@ func (p *resPump) release(u *uriState) {
 	p.mu.Unlock()
 	if wasActive {
 		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-		err := p.rt.t.Unsubscribe(ctx, u.uri)
+		err := p.s.t.Unsubscribe(ctx, u.uri)
 		cancel()
 		if err != nil {
-			p.rt.log.Warn("mcp unsubscribe failed", zap.String("uri", u.uri), zap.Error(err))
+			p.s.log.Warn("mcp unsubscribe failed", zap.String("uri", u.uri), zap.Error(err))
 		} else {
-			p.rt.log.Debug("mcp subscription withdrawn", zap.String("uri", u.uri))
+			p.s.log.Debug("mcp subscription withdrawn", zap.String("uri", u.uri))
 		}
 	}
 	p.mu.Lock()
@@ -251,7 +303,7 @@ func (p *resPump) ResubscribeFailed(uri string, err error) {
 		p.mu.Unlock()
 		return
 	}
-	ended := make([]*sub, 0, len(u.subs))
+	ended := make([]*Sub, 0, len(u.subs))
 	for id, s := range u.subs {
 		s.ended = true
 		ended = append(ended, s)
@@ -262,12 +314,8 @@ func (p *resPump) ResubscribeFailed(uri string, err error) {
 	u.epoch++
 	p.mu.Unlock()
 	for _, s := range ended {
-		s.a.in.EndStream(s.id, inbox.Error{Err: *herr})
-		s.a.mu.Lock()
-		delete(s.a.subs, s.id)
-		delete(s.h.subs, s.id)
-		s.a.mu.Unlock()
-		p.rt.log.Warn("subscription ended: re-subscription failed", zap.String("agent", s.a.name), zap.String("sub_id", s.id), zap.String("uri", uri), zap.Error(err))
+		s.to.Ended(herr)
+		p.s.log.Warn("subscription ended: re-subscription failed", zap.String("agent", s.agent), zap.String("sub_id", s.id), zap.String("uri", uri), zap.Error(err))
 	}
 }
 
@@ -305,12 +353,12 @@ func (p *resPump) readLoop(ctx context.Context, u *uriState) {
 		p.mu.Lock()
 		u.dirty = false
 		p.mu.Unlock()
-		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
-		p.rt.stats.reads.Add(1)
-		rc, err := p.rt.t.ReadResource(rctx, u.uri)
+		rctx, cancel := context.WithTimeout(ctx, p.s.limits.CallTimeout)
+		p.s.stats.reads.Add(1)
+		rc, err := p.s.t.ReadResource(rctx, u.uri)
 		cancel()
 		if err != nil {
-			p.rt.log.Warn("reading an updated resource failed", zap.String("uri", u.uri), zap.Error(err))
+			p.s.log.Warn("reading an updated resource failed", zap.String("uri", u.uri), zap.Error(err))
 		} else {
 			p.fanout(u, inbox.ResourceUpdated{Content: rc})
 		}
@@ -337,12 +385,9 @@ func (p *resPump) fanout(u *uriState, ev inbox.Event) int {
 	}
 	p.mu.Unlock()
 	for _, s := range buf {
-		if !s.h.pol.Grant().AllowURI(u.uri) {
-			continue // the policy changed since the subscription was made
-		}
-		s.a.in.Update(s.id, ev)
+		s.to.Updated(ev)
 	}
-	p.rt.stats.updates.Add(int64(len(buf)))
+	p.s.stats.updates.Add(int64(len(buf)))
 	clear(buf) // keep no subscriber alive from here
 	u.buf = buf[:0]
 	return len(buf)
@@ -351,17 +396,17 @@ func (p *resPump) fanout(u *uriState, ev inbox.Event) int {
 // listLoop fetches the resource list and fans it out, again while changes
 // came in during the fetch.
 func (p *resPump) listLoop(ctx context.Context) {
-	var subs []*sub
+	var subs []*Sub
 	for {
 		p.mu.Lock()
 		p.listDirty = false
 		p.mu.Unlock()
-		rctx, cancel := context.WithTimeout(ctx, p.rt.limits.CallTimeout)
-		p.rt.stats.listFetches.Add(1)
-		list, err := p.rt.t.ListResources(rctx)
+		rctx, cancel := context.WithTimeout(ctx, p.s.limits.CallTimeout)
+		p.s.stats.listFetches.Add(1)
+		list, err := p.s.t.ListResources(rctx)
 		cancel()
 		if err != nil {
-			p.rt.log.Warn("fetching the changed resource list failed", zap.Error(err))
+			p.s.log.Warn("fetching the changed resource list failed", zap.Error(err))
 		} else {
 			subs = subs[:0]
 			p.mu.Lock()
@@ -370,9 +415,9 @@ func (p *resPump) listLoop(ctx context.Context) {
 			}
 			p.mu.Unlock()
 			for _, s := range subs {
-				s.a.in.Update(s.id, inbox.ResourceListUpdated{Resources: allowedResources(s.h.pol.Grant(), list)})
+				s.to.ListUpdated(list)
 			}
-			p.rt.stats.updates.Add(int64(len(subs)))
+			p.s.stats.updates.Add(int64(len(subs)))
 		}
 		p.mu.Lock()
 		again := p.listDirty && len(p.listSubs) > 0 && ctx.Err() == nil

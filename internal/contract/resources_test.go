@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -19,7 +21,7 @@ func unsubscribes(e *env, uri string) int64       { return counter(&e.ct.unsubsc
 func serverSubscribes(e *env, uri string) int64   { return counter(&e.srv.subscribes, uri).Load() }
 func serverUnsubscribes(e *env, uri string) int64 { return counter(&e.srv.unsubscribes, uri).Load() }
 
-func mustSubscribe(t testing.TB, h *pump.Handle, uri string) string {
+func mustSubscribe(t testing.TB, h *contract.Handle, uri string) string {
 	t.Helper()
 	id, err := h.SubscribeResource(context.Background(), uri)
 	if err != nil {
@@ -62,7 +64,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	const n = 20
 	type member struct {
-		h  *pump.Handle
+		h  *contract.Handle
 		in *inbox.Inbox
 		id string
 	}
@@ -137,11 +139,13 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 	gate := make(chan struct{})
 	e.srv.readGate.Store(&gate)
 	e.srv.update(t, "test://r1", "first")
-	recvCh(t, e.srv.readStarted, "the first read")
+	testenv.Recv(t, e.srv.readStarted, 10*time.Second, "the first read")
 	for i := range 5 {
 		e.srv.update(t, "test://r1", fmt.Sprint("later-", i))
 	}
-	time.Sleep(200 * time.Millisecond) // let the notifications reach the pump
+	testenv.Eventually(t, 10*time.Second, "the six notifications to reach the hub", func() bool {
+		return counter(&e.ct.notified, "test://r1").Load() >= 6
+	})
 	select {
 	case uri := <-e.srv.readStarted:
 		t.Fatalf("a second read of %s began while the first was in flight", uri)
@@ -149,10 +153,15 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 	}
 	e.srv.readGate.Store(nil)
 	close(gate)
-	eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.reads.Load() >= 2 })
+	testenv.Eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.reads.Load() >= 2 })
 	// Whatever the interleaving, the last content is what is delivered
-	// last, and no more than one envelope is undelivered for id.
-	time.Sleep(100 * time.Millisecond)
+	// last, and no more than one envelope is undelivered for id. The
+	// follow-up read's fan-out is the second update offered; a third read
+	// could only follow a notification during it, and none came.
+	testenv.Eventually(t, 10*time.Second, "the follow-up read's fan-out", func() bool {
+		st := e.hub.Stats()
+		return len(st) == 1 && st[0].Updates >= 2
+	})
 	if got := e.srv.reads.Load(); got != 2 {
 		t.Fatalf("%d reads for one update plus five during its read, want 2", got)
 	}
@@ -177,12 +186,12 @@ func TestCoalescingInInbox(t *testing.T) {
 	_, h, in := e.agent(t, "a", 4)
 	id := mustSubscribe(t, h, "test://r2")
 	callID, _ := h.CallTool("echo", `{"text":"between"}`)
-	eventually(t, 10*time.Second, "the call result", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the call result", func() bool { return in.Pending() == 1 })
 	e.srv.update(t, "test://r2", "u1")
-	eventually(t, 10*time.Second, "the first update", func() bool { return in.Pending() == 2 })
+	testenv.Eventually(t, 10*time.Second, "the first update", func() bool { return in.Pending() == 2 })
 	for i := range 3 {
 		e.srv.update(t, "test://r2", fmt.Sprint("u", i+2))
-		eventually(t, 10*time.Second, "a coalesced update", func() bool { return in.Stats().Coalesced == uint64(i+1) })
+		testenv.Eventually(t, 10*time.Second, "a coalesced update", func() bool { return in.Stats().Coalesced == uint64(i+1) })
 	}
 	if in.Pending() != 2 {
 		t.Fatalf("pending %d, want 2 (coalesced)", in.Pending())
@@ -252,7 +261,7 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	e.srv.update(t, "test://r0", "1")
 	wantUpdate(t, in, id, "test://r0", "1")
 	e.srv.update(t, "test://r0", "2")
-	eventually(t, 10*time.Second, "the undelivered update", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the undelivered update", func() bool { return in.Pending() == 1 })
 	if h.UnsubscribeResourceList(id) {
 		t.Fatal("UnsubscribeResourceList of a resource subscription = true")
 	}
@@ -336,7 +345,7 @@ func TestResubscribeFailed(t *testing.T) {
 		t.Fatal("UnsubscribeResource of a failed subscription = true")
 	}
 	e.srv.failSubs.Store(false)
-	eventually(t, 10*time.Second, "a session", func() bool { return e.mcp.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "a session", func() bool { return e.mcp.Status().Connected })
 	e.srv.update(t, "test://r0", "after")
 	quiet(t, in, 150*time.Millisecond)
 	// A new subscription works again.
@@ -346,7 +355,7 @@ func TestResubscribeFailed(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{CallTimeout: 300 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 3)
 	_, h2, in2 := e.agent(t, "b", 3)
 	mustSubscribe(t, h, "test://r0")
@@ -358,7 +367,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, _ := h.CallTool("slow", `{"tag":"cancel-me"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	h.Cancel(slow)
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"time-out"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatal(err)
@@ -375,14 +384,14 @@ func TestStats(t *testing.T) {
 		recv(t, in) // the update and two of the timeouts, in any order
 	}
 	recv(t, in)
-	want := pump.ToolingStats{
+	want := gateway.ToolingStats{
 		Tooling: "mem", Calls: 6, OK: 1, Cancelled: 1, TimedOut: 4, Busy: 1,
 		Subscriptions: 2, ListSubscriptions: 1, MCPSubscriptions: 1,
 		Reads: 1, Updates: 2,
 	}
 	// Running is a live gauge: the last call's goroutine leaves its slot
 	// just after its envelope is delivered.
-	var s pump.ToolingStats
+	var s gateway.ToolingStats
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got := e.hub.Stats()

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -114,20 +114,20 @@ func BenchmarkCallEcho(b *testing.B) {
 	}
 	var mu sync.Mutex
 	agentN := 0
-	newHandle := func() (*pump.Agent, *pump.Handle, *inbox.Inbox) {
+	newHandle := func() (*contract.Agent, *contract.Handle, *inbox.Inbox) {
 		mu.Lock()
 		agentN++
 		name := fmt.Sprint("bench-", agentN)
 		mu.Unlock()
 		in := inbox.New(64)
-		a := e.hub.NewAgent(name, in, nil)
+		a := contract.NewAgent(e.hub, name, in)
 		h, err := a.Get("mem")
 		if err != nil {
 			b.Fatal(err)
 		}
 		return a, h, in
 	}
-	var agents []*pump.Agent
+	var agents []*contract.Agent
 	defer func() {
 		for _, a := range agents {
 			a.Close()
@@ -181,7 +181,7 @@ func BenchmarkFanout1000(b *testing.B) {
 	ins := make([]*inbox.Inbox, n)
 	for i := range n {
 		in := inbox.New(16)
-		a := e.hub.NewAgent(fmt.Sprint("fan-", i), in, nil)
+		a := contract.NewAgent(e.hub, fmt.Sprint("fan-", i), in)
 		defer a.Close()
 		h, err := a.Get("mem")
 		if err != nil {
@@ -197,12 +197,16 @@ func BenchmarkFanout1000(b *testing.B) {
 	}
 	mime := "text/plain"
 	rc := tooling.ResourceContent{URI: "test://r0", MIMEType: &mime, Content: "fresh content"}
+	served, ok := e.hub.Lookup("mem")
+	if !ok {
+		b.Fatal("no tooling mem")
+	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		if got := pump.FanoutForBench(e.hub, "mem", rc); got != n {
+		if got := served.Fanout(rc); got != n {
 			b.Fatalf("fanned out to %d", got)
 		}
 		lat = append(lat, time.Since(t0))

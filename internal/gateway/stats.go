@@ -1,4 +1,4 @@
-package pump
+package gateway
 
 import (
 	"sync/atomic"
@@ -49,7 +49,7 @@ type ToolingStats struct {
 // Stats returns a snapshot per served tooling, in name order.
 func (h *Hub) Stats() []ToolingStats {
 	h.dyn.mu.RLock()
-	rts := make([]*runtime, 0, len(h.names))
+	rts := make([]*Served, 0, len(h.names))
 	for _, name := range h.names {
 		rts = append(rts, h.rts[name])
 	}

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -22,7 +24,7 @@ import (
 func TestGet(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	in := inbox.New(8)
-	a := e.hub.NewAgent("granted-nothing", in, func(name string) bool { return name == "other" })
+	a := contract.NewAgent(e.hub, "granted-nothing", in, contract.WithGrants(func(name string) bool { return name == "other" }))
 	defer a.Close()
 	if _, err := a.Get("nope"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("Get(nope): %v, want not-found", err)
@@ -30,7 +32,7 @@ func TestGet(t *testing.T) {
 	if _, err := a.Get("mem"); codeOf(t, err) != tooling.CodeDenied {
 		t.Fatalf("Get(mem) without the grant: %v, want denied", err)
 	}
-	b := e.hub.NewAgent("granted", inbox.New(8), func(name string) bool { return name == "mem" })
+	b := contract.NewAgent(e.hub, "granted", inbox.New(8), contract.WithGrants(func(name string) bool { return name == "mem" }))
 	h1, err := b.Get("mem")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen right after CallTool = false")
 	}
-	recvCh(t, e.srv.slowStarted, "the slow tool to start")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool to start")
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen while running = false")
 	}
@@ -182,7 +184,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	}
 	// The in-flight request was cancelled on the server
 	// (notifications/cancelled).
-	if tag := recvCh(t, e.srv.slowCancelled, "the server to see the cancellation"); tag != "c1" {
+	if tag := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); tag != "c1" {
 		t.Fatalf("cancelled %q", tag)
 	}
 	if h.IsOpen(id) {
@@ -195,12 +197,12 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 }
 
 func TestCancelCases(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 1}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1}})
 	_, h, in := e.agent(t, "a", 8)
 
 	// Undelivered: the result is in the inbox, not yet received.
 	id, _ := h.CallTool("echo", `{"text":"u"}`)
-	eventually(t, 10*time.Second, "the result to be enqueued", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the result to be enqueued", func() bool { return in.Pending() == 1 })
 	if h.IsOpen(id) {
 		t.Fatal("IsOpen with the envelope enqueued")
 	}
@@ -230,7 +232,7 @@ func TestCancelCases(t *testing.T) {
 
 	// Queued behind a running call (one worker): cancelled before it runs.
 	running, _ := h.CallTool("slow", `{"tag":"running"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	queued, _ := h.CallTool("slow", `{"tag":"queued"}`)
 	if !h.IsOpen(queued) {
 		t.Fatal("a queued call is not open")
@@ -252,7 +254,7 @@ func TestCancelCases(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{CallTimeout: 150 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{CallTimeout: 150 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	id, err := h.CallTool("slow", `{"tag":"t1"}`)
 	if err != nil {
@@ -263,7 +265,7 @@ func TestTimeout(t *testing.T) {
 	if env.ID != id || !ok || ev.Err.Code != tooling.CodeTimeout {
 		t.Fatalf("got %+v, want a timeout error for %s", env, id)
 	}
-	recvCh(t, e.srv.slowCancelled, "the server to see the timed-out call cancelled")
+	testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the timed-out call cancelled")
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"t2"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatalf("blocking: %v, want timeout", err)
 	}
@@ -271,10 +273,10 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestQueuedCallTimesOut(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	first, _ := h.CallTool("slow", `{"tag":"first"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	second, _ := h.CallTool("slow", `{"tag":"second"}`)
 	got := map[string]tooling.ErrorCode{}
 	for range 2 {
@@ -305,7 +307,7 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("after a cancel: %v", err)
 	}
 	// The echo result now sits undelivered with one call open: still full.
-	eventually(t, 10*time.Second, "the echo result", func() bool { return in.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the echo result", func() bool { return in.Pending() == 1 })
 	if _, err := h.CallTool("echo", `{"text":"y"}`); codeOf(t, err) != tooling.CodeBusy {
 		t.Fatalf("with one open and one undelivered: %v, want busy", err)
 	}
@@ -329,11 +331,11 @@ func TestCallToolBlocking(t *testing.T) {
 
 	tests := []struct {
 		name string
-		stop func(cancel context.CancelFunc, a *pump.Agent, in *inbox.Inbox)
+		stop func(cancel context.CancelFunc, a *contract.Agent, in *inbox.Inbox)
 	}{
-		{"ctx ends", func(cancel context.CancelFunc, _ *pump.Agent, _ *inbox.Inbox) { cancel() }},
-		{"inbox shutdown", func(_ context.CancelFunc, _ *pump.Agent, in *inbox.Inbox) { in.Shutdown() }},
-		{"agent close", func(_ context.CancelFunc, a *pump.Agent, _ *inbox.Inbox) { a.Close() }},
+		{"ctx ends", func(cancel context.CancelFunc, _ *contract.Agent, _ *inbox.Inbox) { cancel() }},
+		{"inbox shutdown", func(_ context.CancelFunc, _ *contract.Agent, in *inbox.Inbox) { in.Shutdown() }},
+		{"agent close", func(_ context.CancelFunc, a *contract.Agent, _ *inbox.Inbox) { a.Close() }},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,14 +348,14 @@ func TestCallToolBlocking(t *testing.T) {
 				_, err := h.CallToolBlocking(ctx, "slow", fmt.Sprintf(`{"tag":%q}`, tag))
 				errc <- err
 			}()
-			if got := recvCh(t, e.srv.slowStarted, "the slow tool"); got != tag {
+			if got := testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool"); got != tag {
 				t.Fatalf("started %q", got)
 			}
 			tt.stop(cancel, a, in)
-			if err := recvCh(t, errc, "CallToolBlocking to return"); codeOf(t, err) != tooling.CodeCancelled {
+			if err := testenv.Recv(t, errc, 10*time.Second, "CallToolBlocking to return"); codeOf(t, err) != tooling.CodeCancelled {
 				t.Fatalf("%v, want cancelled", err)
 			}
-			if got := recvCh(t, e.srv.slowCancelled, "the server to see the cancellation"); got != tag {
+			if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); got != tag {
 				t.Fatalf("cancelled %q", got)
 			}
 			if _, err := h.CallToolBlocking(context.Background(), "echo", `{}`); tt.name != "ctx ends" && codeOf(t, err) != tooling.CodeCancelled {
@@ -371,9 +373,9 @@ func TestHandleDropCancelsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	doomed, _ := h1.CallTool("slow", `{"tag":"doomed"}`)
-	recvCh(t, e.srv.slowStarted, "the slow tool")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
 	h1.Close()
-	if got := recvCh(t, e.srv.slowCancelled, "the cancellation"); got != "doomed" {
+	if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellation"); got != "doomed" {
 		t.Fatalf("cancelled %q", got)
 	}
 	if h1.IsOpen(doomed) || h2.IsOpen(doomed) {
@@ -402,11 +404,11 @@ func TestAgentCloseCancelsCalls(t *testing.T) {
 		}
 	}
 	for range 3 {
-		recvCh(t, e.srv.slowStarted, "the slow tools")
+		testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tools")
 	}
 	a.Close()
 	for range 3 {
-		recvCh(t, e.srv.slowCancelled, "the cancellations")
+		testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellations")
 	}
 	quiet(t, in, 100*time.Millisecond)
 }
@@ -489,7 +491,7 @@ func containsText(value, text string) bool {
 }
 
 func TestMaxConcurrentCalls(t *testing.T) {
-	e := newEnv(t, envOptions{limits: pump.Limits{MaxConcurrentCalls: 2}})
+	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 2}})
 	_, h, in := e.agent(t, "a", 16)
 	var ids []string
 	for i := range 5 {
@@ -504,8 +506,8 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		_, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"blocking"}`)
 		errc <- err
 	}()
-	recvCh(t, e.srv.slowStarted, "a first call")
-	recvCh(t, e.srv.slowStarted, "a second call")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a first call")
+	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a second call")
 	select {
 	case tag := <-e.srv.slowStarted:
 		t.Fatalf("a third call (%s) ran with max_concurrent_calls 2", tag)
@@ -517,7 +519,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		}
 	}
 	close(e.srv.release)
-	if err := recvCh(t, errc, "the blocking call"); err != nil {
+	if err := testenv.Recv(t, errc, 10*time.Second, "the blocking call"); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
@@ -550,7 +552,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := pump.NewHub([]pump.Entry{{Tooling: mem}, {Tooling: broken}}, zap.NewNop())
+	hub := gateway.NewHub([]gateway.Entry{{Tooling: mem}, {Tooling: broken}}, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
@@ -558,7 +560,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 	if got := hub.Names(); len(got) != 2 || got[0] != "broken" || got[1] != "mem" {
 		t.Fatalf("names %v", got)
 	}
-	a := hub.NewAgent("a", inbox.New(8), nil)
+	a := contract.NewAgent(hub, "a", inbox.New(8))
 	defer a.Close()
 	hb, err := a.Get("broken")
 	if err != nil {
@@ -578,7 +580,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := recvCh(t, errc, "the broken tooling's call"); codeOf(t, err) != tooling.CodeUnavailable {
+	if err := testenv.Recv(t, errc, 10*time.Second, "the broken tooling's call"); codeOf(t, err) != tooling.CodeUnavailable {
 		t.Fatalf("broken: %v, want unavailable", err)
 	}
 }

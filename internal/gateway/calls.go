@@ -1,4 +1,4 @@
-package pump
+package gateway
 
 import (
 	"context"
@@ -8,10 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -24,93 +22,78 @@ const (
 	stateFinished
 )
 
-// call is one call-tool or call-tool-blocking.
-type call struct {
-	id       string
-	tool     string
-	args     string
-	a        *Agent
-	h        *Handle
-	rt       *runtime
-	blocking bool
-	start    time.Time
+// Call is one tools/call through a tooling's gate: queued until a slot is
+// free or its context ends first, then run. The caller (package contract)
+// makes it with NewCall, hands it to Submit or RunBlocking, and is told its
+// outcome, once, by the done function it gave NewCall.
+type Call struct {
+	// ID is the call's id; Tool and Args what it calls.
+	ID, Tool, Args string
+	// Agent names the caller in the log.
+	Agent    string
+	Blocking bool
 
-	ctx       context.Context // the call timeout under the agent's context
+	s         *Served
+	parent    context.Context
+	ctx       context.Context // the call timeout under parent
 	cancel    context.CancelFunc
+	start     time.Time
+	done      func(res tooling.ToolResult, herr *tooling.Error) (delivered bool)
 	stopAfter func() bool // unregisters the queued-expiry hook (async only)
 	state     atomic.Uint32
-	// released is set when the call gave its policy slot back (at its end
-	// or when the agent cancelled it, whichever is first).
-	released atomic.Bool
-
-	// blocking only: done is closed when res and err are set; admitted is
-	// closed when the gate hands the queued call a slot
-	done     chan struct{}
-	admitted chan struct{}
-	res      tooling.ToolResult
-	err      *tooling.Error
+	admitted  chan struct{} // blocking only: closed when the gate hands it a slot
 }
 
-func newID() string { return uuid.NewString() }
-
-// newCall makes a call, reserves its inbox slot (async) and enters it in
-// the tables. The caller queues it.
-func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
-	a := h.a
-	if err := a.hub.removedErr(h.rt); err != nil {
-		return nil, err
-	}
-	c := &call{id: newID(), tool: name, args: args, a: a, h: h, rt: h.rt, blocking: blocking, start: time.Now()}
-	if blocking {
-		c.done = make(chan struct{})
-	} else if err := a.in.Reserve(c.id); err != nil {
-		switch {
-		case errors.Is(err, inbox.ErrFull):
-			h.rt.stats.busy.Add(1)
-			return nil, tooling.Errorf(tooling.CodeBusy, "the inbox is full: %d open calls and undelivered envelopes", a.in.Capacity())
-		case errors.Is(err, inbox.ErrShutdown):
-			return nil, errAgentClosed()
-		}
-		return nil, tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %v", err)
-	}
-	a.mu.Lock()
-	if a.closed || h.closed {
-		closedErr := errHandleClosed()
-		if a.closed {
-			closedErr = errAgentClosed()
-		}
-		a.mu.Unlock()
-		if !blocking {
-			a.in.Cancel(c.id)
-		}
-		return nil, closedErr
-	}
-	c.ctx, c.cancel = context.WithTimeout(a.ctx, h.rt.limits.CallTimeout)
-	a.calls[c.id] = c
-	h.calls[c.id] = c
-	a.mu.Unlock()
-	h.rt.stats.calls.Add(1)
-	// An async call whose context ends while still queued completes from
-	// here (a blocking caller watches its context itself).
-	if !blocking {
-		c.stopAfter = context.AfterFunc(c.ctx, c.expire)
-	}
-	return c, nil
+// NewCall makes a call of tool with args on s, bounded by the tooling's
+// call timeout under parent (the agent's context). done is called once
+// when the call is finished: with the result (named as the call was made)
+// or the error in the contract's terms; its result says whether the
+// outcome reached the agent, for the log.
+func (s *Served) NewCall(parent context.Context, id, agent, tool, args string, blocking bool,
+	done func(tooling.ToolResult, *tooling.Error) bool) *Call {
+	c := &Call{ID: id, Agent: agent, Tool: tool, Args: args, Blocking: blocking,
+		s: s, parent: parent, start: time.Now(), done: done}
+	c.ctx, c.cancel = context.WithTimeout(parent, s.limits.CallTimeout)
+	s.stats.calls.Add(1)
+	return c
 }
+
+// Context is the call's context: it ends at its timeout, its Cancel or its
+// parent's end.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// Start is when the call was made.
+func (c *Call) Start() time.Time { return c.start }
+
+// Cancel cancels the call: a queued one completes at once, a running one
+// has its MCP request cancelled.
+func (c *Call) Cancel() { c.cancel() }
+
+// Submit queues the async call c on its tooling's gate: it runs as soon as
+// a slot is free; an end of its context while it is still queued completes
+// it from there.
+func (s *Served) Submit(c *Call) {
+	c.stopAfter = context.AfterFunc(c.ctx, c.expire)
+	s.gate.submit(c)
+}
+
+// RunBlocking runs the blocking call c on the caller's goroutine once the
+// gate admits it, and returns when c is finished.
+func (s *Served) RunBlocking(c *Call) { s.gate.runBlocking(c) }
 
 // expire completes a call whose context ended while it was still queued.
-func (c *call) expire() {
+func (c *Call) expire() {
 	if c.state.CompareAndSwap(stateQueued, stateFinished) {
 		c.finish(tooling.ToolResult{}, c.ctx.Err(), false)
 	}
 }
 
-func (c *call) log() *zap.Logger {
-	return c.rt.log.With(zap.String("agent", c.a.name), zap.String("call_id", c.id), zap.String("tool", c.tool))
+func (c *Call) log() *zap.Logger {
+	return c.s.log.With(zap.String("agent", c.Agent), zap.String("call_id", c.ID), zap.String("tool", c.Tool))
 }
 
 // run runs an admitted call (or one admitted at once, still queued).
-func (c *call) run() {
+func (c *Call) run() {
 	if !c.state.CompareAndSwap(stateQueued, stateRunning) && !c.state.CompareAndSwap(stateAdmitted, stateRunning) {
 		return // expired or cancelled meanwhile
 	}
@@ -121,24 +104,23 @@ func (c *call) run() {
 
 // callTool makes the MCP call; a panic in the tooling fails the call with
 // internal instead of taking the worker down.
-func (c *call) callTool() (res tooling.ToolResult, err error) {
+func (c *Call) callTool() (res tooling.ToolResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log().Error("tooling panicked in a call", zap.Any("panic", r))
-			err = tooling.Errorf(tooling.CodeInternal, "tools/call %q: the tooling panicked: %v", c.tool, r)
+			err = tooling.Errorf(tooling.CodeInternal, "tools/call %q: the tooling panicked: %v", c.Tool, r)
 		}
 	}()
-	if err := c.a.hub.removedErr(c.rt); err != nil {
+	if err := c.s.Removed(); err != nil {
 		return tooling.ToolResult{}, err // queued when its tooling was removed
 	}
-	return c.rt.t.CallTool(tooling.WithCallID(c.ctx, c.id), c.tool, json.RawMessage(c.args))
+	return c.s.t.CallTool(tooling.WithCallID(c.ctx, c.ID), c.Tool, json.RawMessage(c.Args))
 }
 
-// finish completes the call once: the blocking caller is woken, or the
-// envelope fills the call's reserved inbox slot (unless cancelled). A
-// worker unregisters the expiry hook (stop); the hook itself must not read
-// it.
-func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
+// finish completes the call once: its done function is told the outcome.
+// A worker unregisters the expiry hook (stop); the hook itself must not
+// read it.
+func (c *Call) finish(res tooling.ToolResult, err error, stop bool) {
 	if stop && c.stopAfter != nil {
 		c.stopAfter()
 	}
@@ -147,35 +129,14 @@ func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
 		herr = c.errorFor(err)
 	} else {
 		// The contract's tool-result names the call as it was made.
-		res.Name, res.Arguments = c.tool, c.args
+		res.Name, res.Arguments = c.Tool, c.Args
 	}
-	c.rt.stats.count(herr)
-	c.release()
-	c.audit(res, herr)
-	delivered := false
-	if c.blocking {
-		c.res, c.err = res, herr
-		close(c.done)
-	} else {
-		var ev inbox.Event
-		if herr != nil {
-			ev = inbox.Error{Err: *herr}
-		} else {
-			ev = inbox.ToolResult{Result: res}
-		}
-		delivered = c.a.in.Deliver(c.id, ev)
-	}
-	a := c.a
-	a.mu.Lock()
-	if a.calls[c.id] == c {
-		delete(a.calls, c.id)
-		delete(c.h.calls, c.id)
-	}
-	a.mu.Unlock()
+	c.s.stats.count(herr)
+	delivered := c.done(res, herr)
 	c.cancel()
-	if ce := c.rt.log.Check(zap.DebugLevel, "call done"); ce != nil {
-		fields := []zap.Field{zap.String("agent", a.name), zap.String("call_id", c.id), zap.String("tool", c.tool),
-			zap.Duration("duration", time.Since(c.start)), zap.Bool("blocking", c.blocking), zap.Bool("delivered", delivered)}
+	if ce := c.s.log.Check(zap.DebugLevel, "call done"); ce != nil {
+		fields := []zap.Field{zap.String("agent", c.Agent), zap.String("call_id", c.ID), zap.String("tool", c.Tool),
+			zap.Duration("duration", time.Since(c.start)), zap.Bool("blocking", c.Blocking), zap.Bool("delivered", delivered)}
 		if herr != nil {
 			fields = append(fields, zap.String("error", herr.Error()))
 		}
@@ -185,12 +146,12 @@ func (c *call) finish(res tooling.ToolResult, err error, stop bool) {
 
 // errorFor maps a failed call's error to the contract: its own deadline is
 // timeout, its own cancellation cancelled, the rest as the tooling said.
-func (c *call) errorFor(err error) *tooling.Error {
+func (c *Call) errorFor(err error) *tooling.Error {
 	switch {
-	case errors.Is(c.ctx.Err(), context.DeadlineExceeded) && c.a.ctx.Err() == nil:
-		return tooling.Errorf(tooling.CodeTimeout, "tools/call %q: no result within %v", c.tool, c.rt.limits.CallTimeout)
+	case errors.Is(c.ctx.Err(), context.DeadlineExceeded) && c.parent.Err() == nil:
+		return tooling.Errorf(tooling.CodeTimeout, "tools/call %q: no result within %v", c.Tool, c.s.limits.CallTimeout)
 	case c.ctx.Err() != nil:
-		return tooling.Errorf(tooling.CodeCancelled, "tools/call %q: cancelled", c.tool)
+		return tooling.Errorf(tooling.CodeCancelled, "tools/call %q: cancelled", c.Tool)
 	}
 	return tooling.AsError(err)
 }
@@ -201,12 +162,12 @@ func (c *call) errorFor(err error) *tooling.Error {
 // queued blocking caller); a blocking call runs on its caller's goroutine.
 // There is no idle worker: a goroutine exists only for a running call.
 type gate struct {
-	rt    *runtime
+	s     *Served
 	limit int
 
 	mu      sync.Mutex
 	running int
-	queue   []*call
+	queue   []*Call
 	head    int
 	stopped bool           // the hub has stopped: no new goroutines
 	wg      sync.WaitGroup // the async call goroutines
@@ -222,10 +183,10 @@ func (g *gate) stopAndWait() {
 	g.wg.Wait()
 }
 
-func newGate(rt *runtime, limit int) *gate { return &gate{rt: rt, limit: limit} }
+func newGate(s *Served, limit int) *gate { return &gate{s: s, limit: limit} }
 
 // submit runs the async call c now if a slot is free, else queues it.
-func (g *gate) submit(c *call) {
+func (g *gate) submit(c *Call) {
 	g.mu.Lock()
 	switch {
 	case g.stopped:
@@ -243,7 +204,7 @@ func (g *gate) submit(c *call) {
 
 // runBlocking runs the blocking call c on the caller's goroutine once
 // admitted and returns when c is finished (c.done closed).
-func (g *gate) runBlocking(c *call) {
+func (g *gate) runBlocking(c *Call) {
 	g.mu.Lock()
 	if g.running < g.limit {
 		g.running++
@@ -267,7 +228,7 @@ func (g *gate) runBlocking(c *call) {
 }
 
 // runLoop runs c, then queued async calls while there are any.
-func (g *gate) runLoop(c *call) {
+func (g *gate) runLoop(c *Call) {
 	defer g.wg.Done()
 	for c != nil {
 		c.run()
@@ -296,7 +257,7 @@ func (g *gate) release() {
 // queued: an async one is returned for the caller to run; a blocking one
 // is woken to run itself (nil is returned). With none queued the slot is
 // freed and nil returned.
-func (g *gate) next() *call {
+func (g *gate) next() *Call {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for g.head < len(g.queue) {
@@ -309,7 +270,7 @@ func (g *gate) next() *call {
 		if !c.state.CompareAndSwap(stateQueued, stateAdmitted) {
 			continue // expired or cancelled while queued
 		}
-		if c.blocking {
+		if c.Blocking {
 			close(c.admitted)
 			return nil
 		}
@@ -319,7 +280,7 @@ func (g *gate) next() *call {
 	return nil
 }
 
-func (g *gate) push(c *call) {
+func (g *gate) push(c *Call) {
 	if g.head >= 256 && g.head*2 >= len(g.queue) {
 		n := copy(g.queue, g.queue[g.head:])
 		clear(g.queue[n:])

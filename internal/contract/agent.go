@@ -1,4 +1,4 @@
-package pump
+package contract
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -19,11 +20,12 @@ import (
 // the agent's: is-open, cancel and unsubscribe look them up across its
 // handles (unsubscribe only on a handle of the same tooling).
 type Agent struct {
-	hub    *Hub
+	hub    *gateway.Hub
 	name   string
 	in     *inbox.Inbox
-	grants func(string) bool
-	pol    *policy.Agent // nil: no narrowing (policy.go)
+	grants func(string) bool // nil: all
+	pol    *policy.Agent     // nil: no narrowing (policy.go)
+	audit  *audit.Log        // nil: none
 	log    *zap.Logger
 	ctx    context.Context // ends at Close or inbox shutdown; parent of every call
 	cancel context.CancelFunc
@@ -38,14 +40,16 @@ type Agent struct {
 	streams map[string]*stream // open chat streams (chat.go)
 	provs   map[*ProviderHandle]struct{}
 
-	// set once before the first GetProvider (chat.go)
+	// the provider side (chat.go)
+	providers  ProviderLookup
 	provAccess ProviderAccess
+	observe    func(ChatRecord)
 }
 
 // Handle is one tooling.get result: the WIT tooling resource.
 type Handle struct {
 	a   *Agent
-	rt  *runtime
+	s   *gateway.Served
 	pol *policy.View // the agent's policy on this tooling; nil: all allowed
 
 	// guarded by a.mu
@@ -119,27 +123,27 @@ func (h *Handle) Close() {
 	delete(a.handles, h)
 	a.mu.Unlock()
 	for _, c := range calls {
-		if !c.blocking {
-			a.in.Cancel(c.id)
+		if !c.gc.Blocking {
+			a.in.Cancel(c.gc.ID)
 		}
 		c.release()
-		c.cancel()
+		c.gc.Cancel()
 	}
 	var wg sync.WaitGroup
 	for _, s := range subs {
-		wg.Go(func() { h.rt.pump.unsubscribe(s) })
+		wg.Go(func() { h.s.Unsubscribe(s.gs) })
 	}
 	wg.Wait()
 }
 
 // Kind is the tooling's implementation, e.g. "mcp".
-func (h *Handle) Kind() string { return h.rt.t.Kind() }
+func (h *Handle) Kind() string { return h.s.Kind() }
 
 // Name is the tooling's configured name.
-func (h *Handle) Name() string { return h.rt.name }
+func (h *Handle) Name() string { return h.s.Name() }
 
 func (h *Handle) usable() *tooling.Error {
-	if err := h.a.hub.removedErr(h.rt); err != nil {
+	if err := h.s.Removed(); err != nil {
 		return err
 	}
 	h.a.mu.Lock()
@@ -158,7 +162,7 @@ func (h *Handle) ListTools(ctx context.Context) ([]tooling.Tool, error) {
 	if err := h.usable(); err != nil {
 		return nil, err
 	}
-	ts, err := h.rt.t.ListTools(ctx)
+	ts, err := h.s.Tooling().ListTools(ctx)
 	if err != nil {
 		return nil, tooling.AsError(err)
 	}
@@ -170,7 +174,7 @@ func (h *Handle) ListResources(ctx context.Context) ([]tooling.ResourceInfo, err
 	if err := h.usable(); err != nil {
 		return nil, err
 	}
-	rs, err := h.rt.t.ListResources(ctx)
+	rs, err := h.s.Tooling().ListResources(ctx)
 	if err != nil {
 		return nil, tooling.AsError(err)
 	}
@@ -187,7 +191,7 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 		h.recordURI(audit.OpReadResource, uri, "", start, err)
 		return tooling.ResourceContent{}, err
 	}
-	rc, err := h.rt.t.ReadResource(ctx, uri)
+	rc, err := h.s.Tooling().ReadResource(ctx, uri)
 	h.recordURI(audit.OpReadResource, uri, "", start, err)
 	if err != nil {
 		return tooling.ResourceContent{}, tooling.AsError(err)
@@ -213,8 +217,8 @@ func (h *Handle) CallTool(name, args string) (string, error) {
 		h.recordRefused(audit.OpCallTool, name, args, err)
 		return "", err
 	}
-	h.rt.gate.submit(c)
-	return c.id, nil
+	h.s.Submit(c.gc)
+	return c.gc.ID, nil
 }
 
 // IsOpen reports whether the call id is open: made and neither enqueued
@@ -229,7 +233,7 @@ func (h *Handle) Cancel(id string) bool {
 	a.mu.Lock()
 	c := a.calls[id]
 	if c != nil {
-		if c.blocking {
+		if c.gc.Blocking {
 			c = nil // not a call-tool id
 		} else {
 			delete(a.calls, id)
@@ -243,9 +247,9 @@ func (h *Handle) Cancel(id string) bool {
 	ok := a.in.Cancel(id)
 	if c != nil {
 		c.release() // a cancelled call no longer counts against the limits
-		c.cancel()
+		c.gc.Cancel()
 		if ok {
-			c.log().Debug("call cancelled")
+			h.s.Log().Debug("call cancelled", zap.String("agent", a.name), zap.String("call_id", id), zap.String("tool", c.gc.Tool))
 		}
 	}
 	return ok
@@ -275,8 +279,8 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 	}
 	// The caller's ctx ends the call too (the agent's ends with the inbox
 	// shutdown).
-	stop := context.AfterFunc(ctx, c.cancel)
-	h.rt.gate.runBlocking(c)
+	stop := context.AfterFunc(ctx, c.gc.Cancel)
+	h.s.RunBlocking(c.gc)
 	stop()
 	<-c.done
 	if c.err != nil {
@@ -294,12 +298,12 @@ func (h *Handle) SubscribeResourceList() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := h.rt.pump.subscribeList(s); err != nil {
-		h.recordURI(audit.OpSubscribeResourceList, "", s.id, start, err)
+	if err := h.s.SubscribeList(s.gs); err != nil {
+		h.recordURI(audit.OpSubscribeResourceList, "", s.id(), start, err)
 		return "", err
 	}
 	id, err := h.register(s)
-	h.recordURI(audit.OpSubscribeResourceList, "", s.id, start, err)
+	h.recordURI(audit.OpSubscribeResourceList, "", s.id(), start, err)
 	return id, err
 }
 
@@ -317,12 +321,12 @@ func (h *Handle) SubscribeResource(ctx context.Context, uri string) (string, err
 		h.recordURI(audit.OpSubscribeResource, uri, "", start, err)
 		return "", err
 	}
-	if err := h.rt.pump.subscribe(ctx, s); err != nil {
-		h.recordURI(audit.OpSubscribeResource, uri, s.id, start, err)
+	if err := h.s.Subscribe(ctx, s.gs); err != nil {
+		h.recordURI(audit.OpSubscribeResource, uri, s.id(), start, err)
 		return "", err
 	}
 	id, err := h.register(s)
-	h.recordURI(audit.OpSubscribeResource, uri, s.id, start, err)
+	h.recordURI(audit.OpSubscribeResource, uri, s.id(), start, err)
 	return id, err
 }
 
@@ -338,7 +342,7 @@ func (h *Handle) unsubscribe(id string, list bool) bool {
 	a := h.a
 	a.mu.Lock()
 	s := a.subs[id]
-	if s == nil || s.list != list || s.h.rt != h.rt {
+	if s == nil || s.gs.List() != list || s.h.s != h.s {
 		a.mu.Unlock()
 		return false
 	}
@@ -346,12 +350,12 @@ func (h *Handle) unsubscribe(id string, list bool) bool {
 	delete(s.h.subs, id)
 	a.mu.Unlock()
 	start := time.Now()
-	ok := h.rt.pump.unsubscribe(s)
+	ok := h.s.Unsubscribe(s.gs)
 	op := audit.OpUnsubscribeResource
 	if list {
 		op = audit.OpUnsubscribeResourceList
 	}
-	h.recordURI(op, s.uri, id, start, nil)
+	h.recordURI(op, s.gs.URI(), id, start, nil)
 	return ok
 }
 
@@ -359,10 +363,12 @@ func (h *Handle) newSub(uri string, list bool) (*sub, error) {
 	if err := h.usable(); err != nil {
 		return nil, err
 	}
-	return &sub{id: newID(), a: h.a, h: h, uri: uri, list: list}, nil
+	s := &sub{a: h.a, h: h}
+	s.gs = gateway.NewSub(newID(), h.a.name, uri, list, s)
+	return s, nil
 }
 
-// register enters a subscription the pump accepted into the tables, or
+// register enters a subscription the gateway accepted into the tables, or
 // ends it if the handle or agent closed meanwhile.
 func (h *Handle) register(s *sub) (string, error) {
 	a := h.a
@@ -377,14 +383,14 @@ func (h *Handle) register(s *sub) (string, error) {
 		return nil
 	}(); err != nil {
 		a.mu.Unlock()
-		h.rt.pump.unsubscribe(s)
+		h.s.Unsubscribe(s.gs)
 		return "", err
 	}
-	a.subs[s.id] = s
-	h.subs[s.id] = s
+	a.subs[s.id()] = s
+	h.subs[s.id()] = s
 	a.mu.Unlock()
-	h.rt.log.Debug("subscribed", zap.String("agent", a.name), zap.String("sub_id", s.id), zap.String("uri", s.uri), zap.Bool("list", s.list))
-	return s.id, nil
+	h.s.Log().Debug("subscribed", zap.String("agent", a.name), zap.String("sub_id", s.id()), zap.String("uri", s.gs.URI()), zap.Bool("list", s.gs.List()))
+	return s.id(), nil
 }
 
 // validArgs checks that args is one JSON object.

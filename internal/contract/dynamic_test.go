@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -44,7 +46,7 @@ func namedMemTooling(t testing.TB, name string, s *server) *mcpclient.Client {
 func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	in := inbox.New(16)
-	a := e.hub.NewAgent("a", in, nil)
+	a := contract.NewAgent(e.hub, "a", in)
 	t.Cleanup(a.Close)
 	if _, err := a.Get("extra"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("get before add: %v, want not-found", err)
@@ -52,16 +54,16 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 
 	srv := newServer(true)
 	extra := namedMemTooling(t, "extra", srv)
-	if err := e.hub.AddTooling(pump.Entry{Tooling: extra}); err != nil {
+	if err := e.hub.AddTooling(gateway.Entry{Tooling: extra}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.hub.AddTooling(pump.Entry{Tooling: namedMemTooling(t, "extra", srv)}); !errors.Is(err, pump.ErrToolingExists) {
+	if err := e.hub.AddTooling(gateway.Entry{Tooling: namedMemTooling(t, "extra", srv)}); !errors.Is(err, gateway.ErrToolingExists) {
 		t.Fatalf("second add: %v, want ErrToolingExists", err)
 	}
 	if got := e.hub.Names(); len(got) != 2 || got[0] != "extra" || got[1] != "mem" {
 		t.Fatalf("names %v", got)
 	}
-	eventually(t, 10*time.Second, "the added tooling's session", func() bool { return extra.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "the added tooling's session", func() bool { return extra.Status().Connected })
 
 	h, err := a.Get("extra")
 	if err != nil {
@@ -82,7 +84,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvCh(t, srv.slowStarted, "the slow call")
+	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the slow call")
 
 	if err := e.hub.RemoveTooling("extra"); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	if _, err := a.Get("extra"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("get after remove: %v, want not-found", err)
 	}
-	if err := e.hub.RemoveTooling("extra"); !errors.Is(err, pump.ErrNoTooling) {
+	if err := e.hub.RemoveTooling("extra"); !errors.Is(err, gateway.ErrNoTooling) {
 		t.Fatalf("second remove: %v, want ErrNoTooling", err)
 	}
 
@@ -131,7 +133,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 
 	// The name can be served again.
 	again := namedMemTooling(t, "extra", srv)
-	if err := e.hub.AddTooling(pump.Entry{Tooling: again}); err != nil {
+	if err := e.hub.AddTooling(gateway.Entry{Tooling: again}); err != nil {
 		t.Fatal(err)
 	}
 	h2, err := a.Get("extra")
@@ -145,18 +147,18 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 
 func TestAddToolingBeforeAndAfterServe(t *testing.T) {
 	srv := newServer(true)
-	hub := pump.NewHub(nil, zap.NewNop())
+	hub := gateway.NewHub(nil, zap.NewNop())
 	early := namedMemTooling(t, "early", srv)
-	if err := hub.AddTooling(pump.Entry{Tooling: early}); err != nil {
+	if err := hub.AddTooling(gateway.Entry{Tooling: early}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
-	eventually(t, 10*time.Second, "the early tooling's session", func() bool { return early.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "the early tooling's session", func() bool { return early.Status().Connected })
 	cancel()
-	recvCh(t, done, "Serve to return")
-	if err := hub.AddTooling(pump.Entry{Tooling: namedMemTooling(t, "late", srv)}); !errors.Is(err, pump.ErrHubStopped) {
+	testenv.Recv(t, done, 10*time.Second, "Serve to return")
+	if err := hub.AddTooling(gateway.Entry{Tooling: namedMemTooling(t, "late", srv)}); !errors.Is(err, gateway.ErrHubStopped) {
 		t.Fatalf("add after Serve: %v, want ErrHubStopped", err)
 	}
 }
@@ -169,11 +171,11 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	srv := newServer(true)
 	extra := namedMemTooling(t, "extra", srv)
-	if err := e.hub.AddTooling(pump.Entry{Tooling: extra, Limits: pump.Limits{MaxConcurrentCalls: 1}}); err != nil {
+	if err := e.hub.AddTooling(gateway.Entry{Tooling: extra, Limits: gateway.Limits{MaxConcurrentCalls: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	in := inbox.New(16)
-	a := e.hub.NewAgent("a", in, nil)
+	a := contract.NewAgent(e.hub, "a", in)
 	t.Cleanup(a.Close)
 	h, err := a.Get("extra")
 	if err != nil {
@@ -183,7 +185,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvCh(t, srv.slowStarted, "the running call")
+	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the running call")
 	queued, err := h.CallTool("echo", `{"text":"queued"}`)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +195,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 		_, err := h.CallToolBlocking(context.Background(), "echo", `{"text":"blocking"}`)
 		blocking <- err
 	}()
-	eventually(t, 10*time.Second, "the blocking call queued", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the blocking call queued", func() bool {
 		for _, st := range e.hub.Stats() {
 			if st.Tooling == "extra" {
 				return st.Queued == 2
@@ -211,7 +213,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 			t.Errorf("envelope %+v, want unavailable for %s or %s", env, running, queued)
 		}
 	}
-	if err := recvCh(t, blocking, "the blocking call"); codeOf(t, err) != tooling.CodeUnavailable {
+	if err := testenv.Recv(t, blocking, 10*time.Second, "the blocking call"); codeOf(t, err) != tooling.CodeUnavailable {
 		t.Errorf("the queued blocking call: %v, want unavailable", err)
 	}
 }

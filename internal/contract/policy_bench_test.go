@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
@@ -32,6 +33,7 @@ func BenchmarkPolicyCall(b *testing.B) {
 	const args = `{"text":"hello"}`
 	run := func(b *testing.B, pol *policy.Agent, withAudit bool) {
 		e := newEnv(b, envOptions{log: zap.NewNop()})
+		opts := []contract.Option{contract.WithPolicy(pol)}
 		if withAudit {
 			l, err := audit.Open(filepath.Join(b.TempDir(), "audit.jsonl"), 0)
 			if err != nil {
@@ -41,11 +43,10 @@ func BenchmarkPolicyCall(b *testing.B) {
 			done := make(chan struct{})
 			go func() { defer close(done); l.Run(actx) }()
 			defer func() { cancel(); <-done }()
-			e.hub.SetAudit(l)
+			opts = append(opts, contract.WithAudit(l))
 		}
-		a := e.hub.NewAgent("bench", inbox.New(64), nil)
+		a := contract.NewAgent(e.hub, "bench", inbox.New(64), opts...)
 		defer a.Close()
-		a.SetPolicy(pol)
 		h, err := a.Get("mem")
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"bufio"
@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
-	"github.com/toolhostd/toolhostd/internal/pump"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -25,20 +25,24 @@ func userReq(text string) provider.Request {
 
 // chatEnv is the pump env with the scripted provider "fake" configured
 // and an audit log; the agent is granted only "fake".
-func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *testenv.Scripted, *inbox.Inbox, string, func() []pump.ChatRecord) {
+func chatEnv(t *testing.T, capacity int, audited bool) (*contract.Agent, *testenv.Scripted, *inbox.Inbox, string, func() []contract.ChatRecord) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
 	p := testenv.NewScripted("fake")
-	e.hub.SetProviders(func(name string) (provider.Provider, bool) {
+	lookup := func(name string) (provider.Provider, bool) {
 		if name == "fake" || name == "other" {
 			return p, true
 		}
 		return nil, false
-	})
+	}
 	var mu sync.Mutex
-	var recs []pump.ChatRecord
-	e.hub.SetChatObserver(func(r pump.ChatRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
-	records := func() []pump.ChatRecord { mu.Lock(); defer mu.Unlock(); return append([]pump.ChatRecord(nil), recs...) }
+	var recs []contract.ChatRecord
+	observe := func(r contract.ChatRecord) { mu.Lock(); recs = append(recs, r); mu.Unlock() }
+	records := func() []contract.ChatRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]contract.ChatRecord(nil), recs...)
+	}
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := audit.Open(path, 0)
 	if err != nil {
@@ -48,10 +52,10 @@ func chatEnv(t *testing.T, capacity int, audited bool) (*pump.Agent, *testenv.Sc
 	done := make(chan struct{})
 	go func() { defer close(done); l.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	e.hub.SetAudit(l)
 	in := inbox.New(capacity)
-	a := e.hub.NewAgent("thinker", in, nil)
-	a.SetProviderAccess(pump.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }})
+	a := contract.NewAgent(e.hub, "thinker", in,
+		contract.WithProviders(lookup), contract.WithChatObserver(observe), contract.WithAudit(l),
+		contract.WithProviderAccess(contract.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }}))
 	t.Cleanup(a.Close)
 	return a, p, in, path, records
 }
@@ -111,7 +115,7 @@ func TestChatStream(t *testing.T) {
 		t.Fatal("IsOpen after chat-done")
 	}
 	quiet(t, in, 50*time.Millisecond)
-	eventually(t, 5*time.Second, "the chat record", func() bool { return len(recs()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the chat record", func() bool { return len(recs()) == 1 })
 	if r := recs()[0]; r.Outcome != "ok" || r.Model != "scripted-1" || r.Usage.OutputTokens != uint32(len(text)) || !r.HasFirstToken || r.Op != audit.OpChatStream {
 		t.Fatalf("chat record %+v", r)
 	}
@@ -132,7 +136,7 @@ func TestChatStreamCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "the first delta", func() bool { return in.Pending() == 1 })
+			testenv.Eventually(t, 5*time.Second, "the first delta", func() bool { return in.Pending() == 1 })
 			if !ph.IsOpen(id) {
 				t.Fatal("IsOpen = false on a running stream")
 			}
@@ -146,7 +150,7 @@ func TestChatStreamCancel(t *testing.T) {
 			} else {
 				ph.Close()
 			}
-			recvCh(t, p.Cancelled(how), "the provider to see its request cancelled")
+			testenv.Recv(t, p.Cancelled(how), 10*time.Second, "the provider to see its request cancelled")
 			quiet(t, in, 100*time.Millisecond)
 			if ph.IsOpen(id) {
 				t.Fatal("IsOpen after cancel")
@@ -222,7 +226,7 @@ func TestChatErrorAndRefusals(t *testing.T) {
 func auditLines(t *testing.T, path string, n int) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	eventually(t, 5*time.Second, "the audit lines", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the audit lines", func() bool {
 		f, err := os.Open(path)
 		if err != nil {
 			return false
@@ -275,7 +279,7 @@ func TestChatSlowAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the stream to end", func() bool { return !ph.IsOpen(id) })
+	testenv.Eventually(t, 10*time.Second, "the stream to end", func() bool { return !ph.IsOpen(id) })
 	if p := in.Pending(); p != 2 {
 		t.Fatalf("%d envelopes held, want one merged delta and chat-done", p)
 	}

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -29,9 +30,8 @@ func TestPolicyUpdateFiltersDeliveries(t *testing.T) {
 	ctx := context.Background()
 	pol := policy.New("a", map[string]policy.Rules{"mem": {Resources: []string{"test://r*"}}}, nil)
 	ina := inbox.New(16)
-	a := e.hub.NewAgent("a", ina, nil)
+	a := contract.NewAgent(e.hub, "a", ina, contract.WithPolicy(pol))
 	t.Cleanup(a.Close)
-	a.SetPolicy(pol)
 	ha, err := a.Get("mem")
 	if err != nil {
 		t.Fatal(err)

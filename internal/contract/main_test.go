@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -16,8 +16,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/pump"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -165,7 +167,7 @@ type env struct {
 	srv *server
 	mcp *mcpclient.Client
 	ct  *countingTooling // what the hub serves: mcp, its subscriptions counted
-	hub *pump.Hub
+	hub *gateway.Hub
 }
 
 // countingTooling is the real tooling with its Subscribe and Unsubscribe
@@ -175,6 +177,28 @@ type env struct {
 type countingTooling struct {
 	tooling.Tooling
 	subscribes, unsubscribes sync.Map // uri -> *atomic.Int64
+	// notified counts the notifications/resources/updated the tooling has
+	// handed to the hub's observer (which has taken them in), per uri.
+	notified sync.Map
+}
+
+// SetObserver installs o behind a counter of its ResourceUpdated calls.
+func (c *countingTooling) SetObserver(o tooling.Observer) {
+	if o == nil {
+		c.Tooling.SetObserver(nil)
+		return
+	}
+	c.Tooling.SetObserver(countingObserver{o, c})
+}
+
+type countingObserver struct {
+	tooling.Observer
+	c *countingTooling
+}
+
+func (o countingObserver) ResourceUpdated(uri string) {
+	o.Observer.ResourceUpdated(uri)
+	counter(&o.c.notified, uri).Add(1)
 }
 
 func (c *countingTooling) Subscribe(ctx context.Context, uri string) error {
@@ -188,7 +212,7 @@ func (c *countingTooling) Unsubscribe(ctx context.Context, uri string) error {
 }
 
 type envOptions struct {
-	limits      pump.Limits
+	limits      gateway.Limits
 	log         *zap.Logger
 	noSubscribe bool // the server lacks resources.subscribe
 }
@@ -208,7 +232,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		lim.MaxConcurrentCalls = 64
 	}
 	ct := &countingTooling{Tooling: m}
-	hub := pump.NewHub([]pump.Entry{{Tooling: ct, Limits: lim}}, log)
+	hub := gateway.NewHub([]gateway.Entry{{Tooling: ct, Limits: lim}}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Serve(ctx) }()
@@ -220,7 +244,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 			t.Error("Hub.Serve did not return after cancel")
 		}
 	})
-	eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
+	testenv.Eventually(t, 10*time.Second, "a session", func() bool { return m.Status().Connected })
 	return &env{srv: s, mcp: m, ct: ct, hub: hub}
 }
 
@@ -250,39 +274,16 @@ func newMemTooling(t testing.TB, s *server, log *zap.Logger) *mcpclient.Client {
 }
 
 // agent makes an agent with its own inbox and a handle on the tooling.
-func (e *env) agent(t testing.TB, name string, capacity int) (*pump.Agent, *pump.Handle, *inbox.Inbox) {
+func (e *env) agent(t testing.TB, name string, capacity int) (*contract.Agent, *contract.Handle, *inbox.Inbox) {
 	t.Helper()
 	in := inbox.New(capacity)
-	a := e.hub.NewAgent(name, in, nil)
+	a := contract.NewAgent(e.hub, name, in)
 	t.Cleanup(a.Close)
 	h, err := a.Get("mem")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a, h, in
-}
-
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func recvCh[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
 }
 
 func dur(d time.Duration) *time.Duration { return &d }

@@ -1,10 +1,9 @@
-package pump
+package contract
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,31 +22,6 @@ import (
 // ProviderLookup resolves a configured provider by name.
 type ProviderLookup func(name string) (provider.Provider, bool)
 
-// providerState is the hub's provider side.
-type providerState struct {
-	mu      sync.RWMutex
-	lookup  ProviderLookup
-	observe func(ChatRecord)
-	wg      sync.WaitGroup // the chat stream goroutines
-	stopped bool           // guarded by mu: no new stream goroutines
-}
-
-// SetProviders makes provider.get resolve names through lookup (nil: no
-// provider is configured). Call it before agents are made, or at a reload.
-func (h *Hub) SetProviders(lookup ProviderLookup) {
-	h.prov.mu.Lock()
-	h.prov.lookup = lookup
-	h.prov.mu.Unlock()
-}
-
-// SetChatObserver makes every finished chat and chat stream reported to f
-// (the metrics). Call it before agents are made.
-func (h *Hub) SetChatObserver(f func(ChatRecord)) {
-	h.prov.mu.Lock()
-	h.prov.observe = f
-	h.prov.mu.Unlock()
-}
-
 // ChatRecord is one finished chat or chat stream, for metrics.
 type ChatRecord struct {
 	Agent, Provider string
@@ -65,15 +39,6 @@ type ChatRecord struct {
 	Usage                provider.Usage
 }
 
-// waitChats refuses new chat streams and waits for the running ones
-// (their contexts have ended with the hub's).
-func (h *Hub) waitChats() {
-	h.prov.mu.Lock()
-	h.prov.stopped = true
-	h.prov.mu.Unlock()
-	h.prov.wg.Wait()
-}
-
 // ProviderAccess is what an agent may do with the hub's providers.
 type ProviderAccess struct {
 	// Granted reports whether the agent may get the provider; nil: all.
@@ -85,10 +50,6 @@ type ProviderAccess struct {
 	// requests carry the request's text (audit_arguments); nil: never.
 	AuditMessages func(name string) bool
 }
-
-// SetProviderAccess sets the agent's access to providers. Call it before
-// the agent's first GetProvider.
-func (a *Agent) SetProviderAccess(acc ProviderAccess) { a.provAccess = acc }
 
 // ProviderHandle is one provider.get result: the WIT provider resource.
 type ProviderHandle struct {
@@ -105,13 +66,10 @@ type ProviderHandle struct {
 // when none is configured, denied when the agent was not granted it,
 // cancelled after Close.
 func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
-	a.hub.prov.mu.RLock()
-	lookup := a.hub.prov.lookup
-	a.hub.prov.mu.RUnlock()
 	var p provider.Provider
 	ok := false
-	if lookup != nil {
-		p, ok = lookup(name)
+	if a.providers != nil {
+		p, ok = a.providers(name)
 	}
 	if !ok {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no provider named %q", name)
@@ -119,7 +77,7 @@ func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 	if g := a.provAccess.Granted; g != nil && !g(name) {
 		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted provider %q", a.name, name)
 		a.pol.Denied(name, audit.OpGetProvider)
-		a.hub.audit.Write(audit.Record{Agent: a.name, Provider: name, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
+		a.audit.Write(audit.Record{Agent: a.name, Provider: name, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
 		return nil, err
 	}
 	if w := a.provAccess.Wrap; w != nil {
@@ -251,20 +209,9 @@ func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
 		return refuse(tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %v", err))
 	}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
-	hp := &a.hub.prov
-	hp.mu.Lock()
-	if hp.stopped {
-		hp.mu.Unlock()
-		s.cancel()
-		a.in.Cancel(s.id)
-		return refuse(tooling.Errorf(tooling.CodeUnavailable, "the host is stopping"))
-	}
-	hp.wg.Add(1)
-	hp.mu.Unlock()
 	a.mu.Lock()
 	if a.closed || ph.closed {
 		a.mu.Unlock()
-		hp.wg.Done()
 		s.cancel()
 		a.in.Cancel(s.id)
 		return refuse(errAgentClosed())
@@ -272,7 +219,15 @@ func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
 	a.streams[s.id] = s
 	ph.streams[s.id] = s
 	a.mu.Unlock()
-	go s.run()
+	if !a.hub.Go(s.run) {
+		a.mu.Lock()
+		delete(a.streams, s.id)
+		delete(ph.streams, s.id)
+		a.mu.Unlock()
+		s.cancel()
+		a.in.Cancel(s.id)
+		return refuse(tooling.Errorf(tooling.CodeUnavailable, "the host is stopping"))
+	}
 	return s.id, nil
 }
 
@@ -312,7 +267,6 @@ func (ph *ProviderHandle) Cancel(id string) bool {
 
 func (s *stream) run() {
 	ph, a := s.ph, s.ph.a
-	defer a.hub.prov.wg.Done()
 	var first time.Time
 	resp, err := func() (resp provider.Response, err error) {
 		defer func() {
@@ -373,12 +327,15 @@ func validRequest(req provider.Request) *tooling.Error {
 	if len(req.Messages) == 0 {
 		return bad("no messages")
 	}
-	calls := map[string]bool{}
+	calls := map[string]bool{} // the ids of the tool calls of the assistant messages so far
 	for i, m := range req.Messages {
 		switch m.Role {
 		case provider.RoleTool:
 			if m.ToolCallID == "" {
 				return bad("message %d: a tool message needs the tool-call-id it answers", i)
+			}
+			if !calls[m.ToolCallID] {
+				return bad("message %d: tool-call-id %q answers no tool call of an earlier assistant message", i, m.ToolCallID)
 			}
 		case provider.RoleSystem, provider.RoleUser, provider.RoleAssistant:
 			if m.ToolCallID != "" {

@@ -1,4 +1,4 @@
-package pump
+package gateway
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -37,34 +36,16 @@ type dynState struct {
 	root    *suture.Supervisor // set when Serve starts
 	hook    suture.EventHook
 	tokens  map[string]suture.ServiceToken // each tooling's supervisor in root
-	retired []*runtime                     // removed runtimes, for Serve to wait on their calls
+	retired []*Served                      // removed runtimes, for Serve to wait on their calls
 	stopped bool                           // Serve has returned
 }
 
 // removedFlag marks a runtime RemoveTooling took out of service.
 type removedFlag struct{ atomic.Bool }
 
-// lookup returns the runtime of the tooling called name.
-func (h *Hub) lookup(name string) (*runtime, bool) {
-	h.dyn.mu.RLock()
-	defer h.dyn.mu.RUnlock()
-	rt, ok := h.rts[name]
-	return rt, ok
-}
-
-// removedErr is the error of every operation through a handle on a tooling
-// that RemoveTooling took away, and of its calls still queued then (nil
-// while it is served).
-func (h *Hub) removedErr(rt *runtime) *tooling.Error {
-	if rt.removed.Load() {
-		return tooling.Errorf(tooling.CodeUnavailable, "tooling %q was removed from the configuration", rt.name)
-	}
-	return nil
-}
-
 // toolingSupervisor is one tooling's sub-supervisor: its session and its
 // resource pump.
-func toolingSupervisor(rt *runtime, hook suture.EventHook) *suture.Supervisor {
+func toolingSupervisor(rt *Served, hook suture.EventHook) *suture.Supervisor {
 	sup := suture.New("tooling/"+rt.name, suture.Spec{EventHook: hook})
 	sup.Add(sessionService{rt.t})
 	sup.Add(rt.pump)
@@ -91,7 +72,7 @@ func (h *Hub) startTree(root *suture.Supervisor, hook suture.EventHook) {
 func (h *Hub) waitCalls() {
 	h.dyn.mu.Lock()
 	h.dyn.stopped = true
-	rts := make([]*runtime, 0, len(h.rts)+len(h.dyn.retired))
+	rts := make([]*Served, 0, len(h.rts)+len(h.dyn.retired))
 	for _, rt := range h.rts {
 		rts = append(rts, rt)
 	}
@@ -112,16 +93,7 @@ func (h *Hub) AddTooling(e Entry) error {
 		return errors.New("add tooling: no tooling")
 	}
 	name := e.Tooling.Name()
-	lim := e.Limits
-	if lim.MaxConcurrentCalls <= 0 {
-		lim.MaxConcurrentCalls = DefaultMaxConcurrentCalls
-	}
-	if lim.CallTimeout <= 0 {
-		lim.CallTimeout = DefaultCallTimeout
-	}
-	rt := &runtime{t: e.Tooling, name: name, limits: lim, log: h.log.With(zap.String("tooling", name))}
-	rt.gate = newGate(rt, lim.MaxConcurrentCalls)
-	rt.pump = newResPump(rt)
+	rt := newServed(e, h.log)
 
 	h.dyn.mu.Lock()
 	defer h.dyn.mu.Unlock()
@@ -186,7 +158,7 @@ func (h *Hub) RemoveTooling(name string) error {
 // each; the MCP subscriptions are not withdrawn (the session is gone).
 func (p *resPump) endAll(herr *tooling.Error) {
 	p.mu.Lock()
-	var ended []*sub
+	var ended []*Sub
 	for _, u := range p.uris {
 		for id, s := range u.subs {
 			s.ended = true
@@ -204,10 +176,6 @@ func (p *resPump) endAll(herr *tooling.Error) {
 	}
 	p.mu.Unlock()
 	for _, s := range ended {
-		s.a.in.EndStream(s.id, inbox.Error{Err: *herr})
-		s.a.mu.Lock()
-		delete(s.a.subs, s.id)
-		delete(s.h.subs, s.id)
-		s.a.mu.Unlock()
+		s.to.Ended(herr)
 	}
 }

@@ -1,4 +1,4 @@
-package pump_test
+package contract_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // TestCallIDInProgressLogs: a queued call's progress notifications are
@@ -32,7 +34,7 @@ func TestCallIDInProgressLogs(t *testing.T) {
 	if env := recv(t, in); env.ID != id {
 		t.Fatalf("envelope %q, want %q", env.ID, id)
 	}
-	eventually(t, 10*time.Second, "the progress log entry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the progress log entry", func() bool {
 		for _, le := range logs.FilterMessage("progress").All() {
 			if f := le.ContextMap(); f["call_id"] == id && f["tool"] == "progress" && f["message"] == "done" {
 				return true

@@ -1,0 +1,269 @@
+// Package system is toolhostd's one composition root. New builds, from a
+// config and options, the graph every command runs on: the audit log, the
+// providers and their token budgets, the toolings (their sampling answered
+// through the providers, instrumented when metrics are given), the gateway
+// hub serving them and the host agents run on, each agent's contract
+// (audit, providers, chat observer) given by the host. Close takes it down
+// in the reverse order.
+//
+// serve (package daemon), run, chat and compile all build through New, so
+// that an agent's operations are checked, limited and audited alike
+// whichever command runs it.
+package system
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/gateway"
+	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+)
+
+// An Option changes what New builds.
+type Option func(*options)
+
+type options struct {
+	metrics     *metrics.Metrics
+	toolingOpts []mcpclient.Option
+	serve       func(tooling string) bool // nil: every tooling
+	epochTick   time.Duration
+	fuel        *bool
+	providers   []string // nil: every [provider.*]
+	noHost      bool
+	engineOnly  bool
+}
+
+// WithMetrics instruments every tooling (including those MakeToolings
+// makes later), reports chats and samplings to m and points m at the audit
+// log.
+func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
+
+// WithToolingOptions applies opts to every MCP tooling made.
+func WithToolingOptions(opts ...mcpclient.Option) Option {
+	return func(o *options) { o.toolingOpts = append(o.toolingOpts, opts...) }
+}
+
+// WithToolings starts only the toolings serve reports true for; the others
+// are served idle (an agent granted one gets it, and its operations fail
+// with unavailable), so that their names stay known.
+func WithToolings(serve func(name string) bool) Option {
+	return func(o *options) { o.serve = serve }
+}
+
+// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
+
+// WithFuel makes the engine meter fuel or not, instead of as the config's
+// agents need (toolhostd compile --fuel).
+func WithFuel(fuel bool) Option { return func(o *options) { o.fuel = &fuel } }
+
+// WithProviders opens only the providers named instead of every
+// [provider.*] (chat asks one; another's missing key must not stop it).
+func WithProviders(names ...string) Option { return func(o *options) { o.providers = names } }
+
+// WithoutHost builds no host (no engine) and opens no token budgets: for
+// commands that run no agent (chat).
+func WithoutHost() Option { return func(o *options) { o.noHost = true } }
+
+// EngineOnly builds the host and nothing else: no audit log, providers or
+// toolings (its gateway serves none). toolhostd compile uses it.
+func EngineOnly() Option { return func(o *options) { o.engineOnly = true } }
+
+// System is the graph of one config. Its fields are set by New and not
+// changed afterwards.
+type System struct {
+	Config *config.Config
+	// Audit is [host] audit_log; nil: none.
+	Audit *audit.Log
+	// Providers are the [provider.*], opened (no request made).
+	Providers *provider.Registry
+	// Budgets keeps the agents' token counters; nil without providers.
+	Budgets *provider.Budgets
+	// Toolings are the toolings the hub serves at New, by name.
+	Toolings map[string]tooling.Tooling
+	// Hub is the gateway serving the toolings.
+	Hub *gateway.Hub
+	// Host runs agents; nil WithoutHost.
+	Host *host.Host
+
+	log  *zap.Logger
+	opts options
+}
+
+// New builds the graph of cfg. Nothing runs until Serve (the audit writer,
+// the hub); Close releases what New made.
+func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err error) {
+	if cfg == nil {
+		return nil, errors.New("system: no config")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s = &System{Config: cfg, log: log}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+			s = nil
+		}
+	}()
+	if s.opts.engineOnly {
+		s.Hub = gateway.NewHub(nil, log)
+		if s.Host, err = host.New(s.hostOptions(), s.Hub); err != nil {
+			return s, &HostError{Err: err}
+		}
+		return s, nil
+	}
+	// The audit log and the providers come first: the toolings' samplers
+	// use them.
+	if err := s.openAudit(); err != nil {
+		return s, err
+	}
+	if err := s.openProviders(); err != nil {
+		return s, err
+	}
+	serve := cfg.Tooling
+	var idle []gateway.Entry
+	if only := s.opts.serve; only != nil {
+		serve = map[string]*config.Tooling{}
+		for _, n := range slices.Sorted(maps.Keys(cfg.Tooling)) {
+			if only(n) {
+				serve[n] = cfg.Tooling[n]
+			} else {
+				idle = append(idle, gateway.Entry{Tooling: tooling.Idle(n)})
+			}
+		}
+	}
+	if s.Toolings, err = s.MakeToolings(serve); err != nil {
+		return s, err
+	}
+	entries := idle
+	for _, name := range slices.Sorted(maps.Keys(s.Toolings)) {
+		entries = append(entries, gateway.Entry{Tooling: s.Toolings[name], Limits: gateway.LimitsFrom(cfg.Tooling[name])})
+	}
+	s.Hub = gateway.NewHub(entries, log)
+	if s.opts.noHost {
+		return s, nil
+	}
+	if s.Host, err = host.New(s.hostOptions(), s.Hub); err != nil {
+		return s, &HostError{Err: err}
+	}
+	return s, nil
+}
+
+// HostError is New's error when the host (its engine, its compile cache)
+// could not be made, as opposed to a config that does not open.
+type HostError struct{ Err error }
+
+func (e *HostError) Error() string { return e.Err.Error() }
+func (e *HostError) Unwrap() error { return e.Err }
+
+// HostOptions are the host options of cfg: its compile cache and the
+// engine settings that key the cache's entries (fuel metering on when some
+// agent has limits.fuel > 0), so that what compile fills is what serve
+// finds.
+func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
+	return host.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg), Log: log}
+}
+
+func (s *System) hostOptions() host.Options {
+	o := HostOptions(s.Config, s.log)
+	o.EpochTick = s.opts.epochTick
+	if s.opts.fuel != nil {
+		o.Fuel = *s.opts.fuel
+	}
+	o.Agent = s.AgentOptions()
+	return o
+}
+
+// needsFuel reports whether some agent of cfg has a fuel limit.
+func needsFuel(cfg *config.Config) bool {
+	for _, a := range cfg.Agent {
+		if a.Limits.Fuel > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Serve runs the audit writer and the hub until ctx ends, and returns once
+// both have stopped (the hub's calls cancelled, the audit log written and
+// closed). The daemon, which stops them in its own order, runs them itself.
+func (s *System) Serve(ctx context.Context) error {
+	auditCtx, stopAudit := context.WithCancel(context.Background())
+	auditDone := s.RunAudit(auditCtx)
+	err := s.Hub.Serve(ctx)
+	stopAudit()
+	<-auditDone
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Start runs Serve on a goroutine; stop ends it and waits.
+func (s *System) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// Close releases the host, the audit log and the providers. Agents must
+// have ended, and Serve returned.
+func (s *System) Close() error {
+	var err error
+	if s.Host != nil {
+		err = s.Host.Close()
+	}
+	s.Audit.Close()
+	if s.Providers != nil {
+		_ = s.Providers.Close()
+	}
+	return err
+}
+
+// AgentOptions are what every agent's contract.Agent is made with: the
+// providers, the audit log and, with metrics, the chat observer.
+func (s *System) AgentOptions() []contract.Option {
+	var opts []contract.Option
+	if s.Providers != nil {
+		opts = append(opts, contract.WithProviders(s.Providers.Get))
+	}
+	if s.Audit != nil {
+		opts = append(opts, contract.WithAudit(s.Audit))
+	}
+	if m := s.opts.metrics; m != nil {
+		opts = append(opts, contract.WithChatObserver(func(r contract.ChatRecord) {
+			m.ObserveChat(metrics.Chat{
+				Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
+				Duration: r.Duration, FirstToken: r.FirstToken, HasFirstToken: r.HasFirstToken,
+				InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+			})
+		}))
+	}
+	return opts
+}
+
+// Recorder is the metrics as the policy's Recorder (nil without metrics).
+func (s *System) Recorder() policy.Recorder {
+	if m := s.opts.metrics; m != nil {
+		return m
+	}
+	return nil
+}
