@@ -17,6 +17,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
@@ -56,6 +57,10 @@ type AgentConfig struct {
 	LogRate      float64
 	LogBurst     int
 	OnLogDropped func()
+	// Messaging is how the agent sends messages (toolhost:agent@0.3.0);
+	// the zero value: it cannot send. Messages to it come through its
+	// Mailbox.
+	Messaging contract.Messaging
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -65,10 +70,12 @@ func (e *RunError) Error() string { return e.Message }
 
 // Agent is one running instance of a Program.
 type Agent struct {
-	name string
-	cfg  AgentConfig
-	in   *inbox.Inbox
-	log  *zap.Logger
+	name     string
+	cfg      AgentConfig
+	in       *inbox.Inbox
+	log      *zap.Logger
+	pa       *contract.Agent
+	receives bool // the program can be given messages
 
 	stopping   context.Context
 	stop       context.CancelFunc
@@ -102,9 +109,23 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.killed, a.kill = context.WithCancel(context.Background())
+	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...)
+	a.receives = p.receives
 	go a.main(h, p, input)
 	return a
 }
+
+// Mailbox brings messages to the agent (see Receives).
+func (a *Agent) Mailbox() *message.Mailbox { return a.pa.Mailbox() }
+
+// Receives reports whether the agent's component can be given messages
+// (it imports toolhost:agent@0.3.0's inbox); a message to one that cannot
+// is refused, never dropped.
+func (a *Agent) Receives() bool { return a.receives }
+
+// Busy reports open work: a message not answered, a call, chat stream or
+// send open, or an envelope undelivered.
+func (a *Agent) Busy() bool { return a.pa.Busy() }
 
 // Name is the agent's name.
 func (a *Agent) Name() string { return a.name }
@@ -183,7 +204,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	defer close(a.done)
 	st := &agentState{
 		name:     a.name,
-		pa:       contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...),
+		pa:       a.pa,
 		in:       a.in,
 		log:      a.log,
 		stopping: a.stopping,
@@ -197,7 +218,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	stdout.limit, stderr.limit = st.logs, st.logs
 	defer func() {
 		st.closeHandles()
-		st.pa.Close()
+		st.pa.CloseWith(a.endText())
 		a.in.Shutdown()
 		stdout.Flush()
 		stderr.Flush()
@@ -214,6 +235,14 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	} else {
 		a.log.Info("agent finished", zap.Duration("duration", time.Since(start)))
 	}
+}
+
+// endText says why the agent ended, for the messages it leaves open.
+func (a *Agent) endText() string {
+	if a.err != nil {
+		return fmt.Sprintf("agent %s stopped before replying: %s", a.name, headline(a.err))
+	}
+	return fmt.Sprintf("agent %s ended (its run returned) before replying", a.name)
 }
 
 func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, stderr *lineLogger) (string, error) {

@@ -111,7 +111,8 @@ func New(opts Options, hub *gateway.Hub) (*Host, error) {
 // the agent's own.
 func (h *Host) agentOptions(cfg AgentConfig) []contract.Option {
 	return append(slices.Clip(h.agentOpts),
-		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers))
+		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers),
+		contract.WithMessaging(cfg.Messaging))
 }
 
 // tick advances the engine's epoch until ctx ends.
@@ -167,13 +168,14 @@ func (h *Host) Released() <-chan struct{} { return h.released }
 // contract, and linked with the host's imports. Many agents may run one
 // Program at once.
 type Program struct {
-	Name   string
-	comp   *wt.Component
-	linker *wt.Linker
-	image  *prefault.Image // set when comp is mapped from a cache file
-	share  *sharing        // set for a Program of Open
-	live   *atomic.Int64   // the host's count of live Programs
-	gone   atomic.Bool     // released
+	Name     string
+	receives bool // it imports toolhost:agent@0.3.0's inbox: it can be given messages
+	comp     *wt.Component
+	linker   *wt.Linker
+	image    *prefault.Image // set when comp is mapped from a cache file
+	share    *sharing        // set for a Program of Open
+	live     *atomic.Int64   // the host's count of live Programs
+	gone     atomic.Bool     // released
 }
 
 // Close releases the program; one of Open is released by the last of its
@@ -235,6 +237,11 @@ func (h *Host) Load(name string, component []byte) (*Program, error) {
 	}
 	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", c.cached), zap.Duration("duration", time.Since(start)))
 	p := &Program{Name: name, comp: comp, linker: l, live: &h.live}
+	if p.receives, err = receivesMessages(comp); err != nil {
+		l.Close()
+		comp.Close()
+		return nil, fmt.Errorf("load %s: %w", name, err)
+	}
 	if c.mapped != "" && !h.noPrefault {
 		if p.image, err = prefault.Open(c.mapped); err != nil {
 			h.log.Debug("no prefault", zap.String("component", name), zap.Error(err))
@@ -392,7 +399,7 @@ func provided(name string) bool {
 		switch name {
 		case w.types, w.tooling, w.inbox, w.log:
 			return true
-		case w.provider:
+		case w.provider, w.messages:
 			return name != ""
 		}
 	}

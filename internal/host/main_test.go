@@ -286,10 +286,11 @@ type probeOpts struct {
 	providers []string // nil: all
 	capacity  int
 	grace     time.Duration
+	messaging contract.Messaging // how it sends messages (0.3.0)
 }
 
 func (o probeOpts) config() AgentConfig {
-	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace}
+	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace, Messaging: o.messaging}
 	if cfg.Name == "" {
 		cfg.Name = "probe"
 	}
