@@ -18,12 +18,15 @@ import (
 
 // renew renews lease every TTL/5 and returns an error (ErrLeaseLost) once
 // no renewal sent in the last TTL/2 was answered, or etcd says the lease is
-// gone; nil when ctx ends. okSince is when the grant was sent.
+// gone; nil when ctx ends. okSince is when the grant was sent: both the
+// fencing deadline and the renewal schedule count from it, so a join whose
+// grant and registration took longer than TTL/5 renews at once instead of
+// waiting a period the deadline does not have.
 func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID, okSince time.Time) error {
 	ttl := n.o.LeaseTTL
 	every, fenceAfter := ttl/renewDiv, ttl/fenceDiv
 	lastOK := okSince
-	next := time.Now().Add(every)
+	next := okSince.Add(every)
 	for {
 		fenceAt := lastOK.Add(fenceAfter)
 		if !time.Now().Before(fenceAt) {

@@ -32,9 +32,14 @@
 // PREFIX/agents/NAME, which is created only if absent and attached to the
 // owner's lease; the key goes away only when the owner deletes it, after
 // its Stop returned, or when the owner's lease expires at etcd. The owner
-// renews its lease every lease_ttl/5 and remembers the local time at which
-// it sent the last renewal that etcd answered, t_ok: etcd renewed the
-// lease at or after t_ok, so it cannot expire before t_ok + lease_ttl.
+// remembers the local time at which it sent the last grant or renewal
+// that etcd answered, t_ok: etcd granted or renewed the lease at or after
+// t_ok, so it cannot expire before t_ok + lease_ttl. (Not the time of the
+// answer: etcd counts the TTL from when it handled the request, which may
+// be any time between the sending and the answer.) t_ok starts as the
+// grant's sending, and the renewals (every lease_ttl/5) count from it
+// too, starting while the member key is still being written: a slow join
+// does not eat the deadline's room before the first renewal.
 // From t_ok + lease_ttl/2 on, with no newer answered renewal, the host
 // fences: it stops every agent at once (assumption 2: done by
 // t_ok + 3/4 lease_ttl), then drops the lease. That leaves lease_ttl/4 of
@@ -76,6 +81,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 )
 
 // Runner starts and stops agents by name; the daemon is one.
@@ -316,8 +322,13 @@ func (n *Node) Run(ctx context.Context) error {
 // it ends with ctx (a graceful leave) or a lost lease (a fence).
 func (n *Node) session(ctx context.Context) error {
 	ttl := n.o.LeaseTTL
+	if err := n.connected(ctx); err != nil {
+		return err
+	}
 	sent := time.Now()
-	gctx, cancel := context.WithTimeout(ctx, ttl/fenceDiv)
+	// The grant must be answered before the fencing deadline, which counts
+	// from its sending (see renew).
+	gctx, cancel := context.WithDeadline(ctx, sent.Add(ttl/fenceDiv))
 	g, err := n.cli.Grant(gctx, int64(ttl/time.Second))
 	cancel()
 	n.count()
@@ -325,7 +336,18 @@ func (n *Node) session(ctx context.Context) error {
 		return fmt.Errorf("grant a lease: %w", err)
 	}
 	lease := g.ID
+	// Renewal starts with the lease, not with the registration: the
+	// schedule and the deadline both count from the grant's sending.
+	n.mu.Lock()
+	n.lastOK = sent
+	n.mu.Unlock()
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	lost := make(chan error, 1)
+	wg.Go(func() { lost <- n.renew(sctx, lease, sent) })
 	if err := n.register(ctx, lease); err != nil {
+		stop()
+		wg.Wait()
 		n.revoke(lease)
 		return err
 	}
@@ -333,16 +355,12 @@ func (n *Node) session(ctx context.Context) error {
 		h.Resume()
 	}
 	n.mu.Lock()
-	n.lease, n.joined, n.lastOK = lease, time.Now(), sent
+	n.lease, n.joined = lease, time.Now()
 	n.synced, n.passed, n.fencing = false, false, false
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
 
-	sctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	lost := make(chan error, 1)
-	wg.Go(func() { lost <- n.renew(sctx, lease, sent) })
 	wg.Go(func() { n.watch(sctx) })
 	wg.Go(func() { n.reconcile(sctx, lease) })
 	wg.Go(func() { n.publish(sctx, lease) })
@@ -365,6 +383,26 @@ func (n *Node) session(ctx context.Context) error {
 	n.leave(lease)
 	n.clearSession()
 	return nil
+}
+
+// connected waits until the client has a connection to an etcd member (a
+// few seconds at most), so that the grant's sending, from which the lease
+// is counted, is not taken before a connection (up to a few round trips)
+// was made.
+func (n *Node) connected(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL)
+	defer cancel()
+	conn := n.cli.ActiveConnection()
+	for {
+		st := conn.GetState()
+		if st == connectivity.Ready {
+			return nil
+		}
+		conn.Connect()
+		if !conn.WaitForStateChange(ctx, st) {
+			return fmt.Errorf("connect to etcd: %w (%s)", ctx.Err(), st)
+		}
+	}
 }
 
 // register writes this member's key, unless a live member holds the name.
