@@ -16,6 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	etcdtest.MemberMain() // an etcd member process of etcdtest.StartProcs: never returns
 	goleak.VerifyTestMain(m, etcdtest.LeakOptions()...)
 }
 

@@ -159,7 +159,7 @@ func (n *Node) pass(ctx context.Context, lease clientv3.LeaseID, wg *sync.WaitGr
 // false when etcd did not answer (the pass stops there).
 func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool {
 	key := n.agentKey(a)
-	cctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/renewDiv)
+	cctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
 	resp, err := n.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, n.ownerValue(), clientv3.WithLease(lease))).
@@ -208,7 +208,7 @@ func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, mov
 		n.mu.Lock()
 		la.stopped = true
 		n.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), n.o.LeaseTTL/renewDiv)
+		ctx, cancel := context.WithTimeout(context.Background(), n.o.LeaseTTL/requestDiv)
 		defer cancel()
 		n.deleteKey(ctx, a, lease, true)
 	})
@@ -218,7 +218,7 @@ func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, mov
 // It returns false when etcd did not answer (a later pass tries again).
 func (n *Node) deleteKey(ctx context.Context, a string, lease clientv3.LeaseID, first bool) bool {
 	key := n.agentKey(a)
-	dctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/renewDiv)
+	dctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
 	_, err := n.cli.Txn(dctx).
 		If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
 		Then(clientv3.OpDelete(key)).

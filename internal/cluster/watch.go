@@ -24,7 +24,7 @@ func (n *Node) watch(ctx context.Context) {
 		n.count()
 		if err != nil {
 			n.log.Debug("list the cluster's keys", zap.Error(err))
-			sleep(ctx, n.o.LeaseTTL/renewDiv)
+			sleep(ctx, n.o.LeaseTTL/requestDiv)
 			continue
 		}
 		n.relist(resp.Kvs, resp.Header.Revision)

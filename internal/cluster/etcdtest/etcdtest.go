@@ -52,22 +52,14 @@ func Start(t testing.TB, n int) *Cluster {
 	c := &Cluster{t: t}
 	var initial []string
 	for i := range n {
-		cfg := embed.NewConfig()
-		cfg.Name = fmt.Sprintf("m%d", i)
-		cfg.Dir = t.TempDir()
-		cfg.LogLevel = "error"
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-		cfg.UnsafeNoFsync = true
-		cfg.TickMs, cfg.ElectionMs = 50, 500
 		peer, client := freeURL(t), freeURL(t)
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+		cfg := memberConfig(fmt.Sprintf("m%d", i), t.TempDir(), peer, client)
+		cfg.TickMs, cfg.ElectionMs = 50, 500
 		initial = append(initial, cfg.Name+"="+peer.String())
 		c.cfgs = append(c.cfgs, cfg)
 	}
 	for _, cfg := range c.cfgs {
 		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = "toolhostd-test"
 	}
 	c.members = make([]*embed.Etcd, n)
 	var wg sync.WaitGroup
@@ -84,6 +76,20 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// memberConfig is the config of a quiet member on loopback that does not
+// fsync, with etcd's default timing.
+func memberConfig(name, dir string, peer, client url.URL) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = name, dir
+	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.UnsafeNoFsync = true
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.InitialClusterToken = "toolhostd-test"
+	return cfg
 }
 
 func (c *Cluster) start(i int) (*embed.Etcd, error) {
@@ -174,8 +180,9 @@ func Client(t testing.TB, endpoints ...string) *clientv3.Client {
 // Proxy forwards TCP connections from a loopback port to a target
 // address until Cut; Restore lets them through again.
 type Proxy struct {
-	l      net.Listener
-	target string
+	l        net.Listener
+	target   string
+	up, down time.Duration // added latency, see Latency
 
 	mu    sync.Mutex
 	cut   bool
@@ -183,9 +190,18 @@ type Proxy struct {
 	wg    sync.WaitGroup
 }
 
+// ProxyOption configures a Proxy.
+type ProxyOption func(*Proxy)
+
+// Latency delays every byte by up on its way to the target and by down on
+// its way back (a slow network path; throughput is not limited).
+func Latency(up, down time.Duration) ProxyOption {
+	return func(p *Proxy) { p.up, p.down = up, down }
+}
+
 // NewProxy proxies to target (host:port or an http URL); it stops when
 // the test ends.
-func NewProxy(t testing.TB, target string) *Proxy {
+func NewProxy(t testing.TB, target string, opts ...ProxyOption) *Proxy {
 	t.Helper()
 	if u, err := url.Parse(target); err == nil && u.Host != "" {
 		target = u.Host
@@ -195,6 +211,9 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{l: l, target: target, conns: map[net.Conn]bool{}}
+	for _, o := range opts {
+		o(p)
+	}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.Close)
 	return p
@@ -224,19 +243,66 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns[c], p.conns[up] = true, true
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(c, up) })
-		p.wg.Go(func() { p.pipe(up, c) })
+		p.wg.Go(func() { p.pipe(c, up, p.down) })
+		p.wg.Go(func() { p.pipe(up, c, p.up) })
 	}
 }
 
-func (p *Proxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
+// pipe copies src to dst, each chunk delay after it was read, then closes
+// both.
+func (p *Proxy) pipe(dst, src net.Conn, delay time.Duration) {
+	if delay > 0 {
+		p.delayed(dst, src, delay)
+	} else {
+		_, _ = io.Copy(dst, src)
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// chunk is bytes read from a connection, due at the other end at at.
+type chunk struct {
+	at time.Time
+	b  []byte
+}
+
+// delayed is io.Copy through a delay line: a reader stamps each chunk
+// with its due time, a writer holds it until then.
+func (p *Proxy) delayed(dst, src net.Conn, delay time.Duration) {
+	line := make(chan chunk, 1024)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for c := range line {
+			if wait := time.Until(c.at); wait > 0 {
+				t.Reset(wait)
+				<-t.C
+			}
+			if _, err := dst.Write(c.b); err != nil {
+				_ = src.Close() // the reader ends; drain what it queued
+				for range line {
+				}
+				return
+			}
+		}
+	})
+	for {
+		b := make([]byte, 32<<10)
+		n, err := src.Read(b)
+		if n > 0 {
+			line <- chunk{at: time.Now().Add(delay), b: b[:n]}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(line)
+	wg.Wait()
 }
 
 // Cut closes every connection and refuses new ones.
