@@ -84,6 +84,7 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	m.SetBackend(d)
 	srv, err := control.NewServer(control.Options{
 		Backend:  d,
+		Messages: d.Messages(),
 		Gatherer: m.Registry(),
 		Socket:   cfg.Host.ControlSocket,
 		Listen:   cfg.Host.ControlListen,

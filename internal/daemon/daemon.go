@@ -24,6 +24,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -102,7 +103,8 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit *audit.Log // sys.Audit: [host] audit_log; nil: none (grants.go)
+	audit  *audit.Log      // sys.Audit: [host] audit_log; nil: none (grants.go)
+	router *message.Router // messages to the agents (messages.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -176,6 +178,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	d.router = d.newRouter(cfg)
 	d.fuel = system.HostOptions(cfg, log).Fuel
 	for name, t := range sys.Toolings {
 		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}

@@ -178,6 +178,10 @@ type Program struct {
 	gone     atomic.Bool     // released
 }
 
+// Receives reports whether agents of the program can be given messages:
+// it imports toolhost:agent@0.3.0's inbox.
+func (p *Program) Receives() bool { return p.receives }
+
 // Close releases the program; one of Open is released by the last of its
 // users once its file changed or the host closed. Call it once per Load or
 // Open.

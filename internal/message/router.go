@@ -71,6 +71,9 @@ type Record struct {
 	Duration               time.Duration
 	FirstDelta             time.Duration
 	HasFirstDelta          bool
+	// Refused: the message was not accepted (Outcome is the refusal's
+	// code).
+	Refused bool
 }
 
 // Options configure a Router; zero values take the defaults.
@@ -204,7 +207,7 @@ func (r *Router) refused(req Request, start time.Time, err error) error {
 			Duration: r.opts.Now().Sub(start), Content: req.Content, HasContent: true, WithArgs: req.Audit})
 	}
 	if r.opts.Observe != nil {
-		r.opts.Observe(Record{Agent: req.Agent, Sender: req.Sender, Session: req.Session, Outcome: herr.Code.String()})
+		r.opts.Observe(Record{Agent: req.Agent, Sender: req.Sender, Session: req.Session, Outcome: herr.Code.String(), Refused: true})
 	}
 	return err
 }
