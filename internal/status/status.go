@@ -26,8 +26,8 @@ type Agent struct {
 type Instance struct {
 	// Session is the session it serves ("" for a single agent's instance
 	// or a one-off message's).
-	Session string `json:"session,omitempty"`
-	State   string `json:"state"` // starting|running|stopping
+	Session string    `json:"session,omitempty"`
+	State   string    `json:"state"` // starting|running|stopping
 	Since   time.Time `json:"since"`
 	// Messages counts the messages it answered.
 	Messages     uint64    `json:"messages_handled"`
