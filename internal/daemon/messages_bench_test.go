@@ -31,7 +31,9 @@ import (
 // unixClient is an HTTP client of the socket at path.
 func unixClient(path string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", path) },
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		},
 		MaxIdleConnsPerHost: 256,
 	}}
 }
