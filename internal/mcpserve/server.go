@@ -9,15 +9,11 @@ package mcpserve
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -75,9 +71,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Router == nil || opts.Catalog == nil {
 		return nil, errors.New("mcpserve: a router and a catalog are required")
 	}
-	loopback := isLoopback(opts.Listen)
-	if opts.Token == "" && !loopback {
-		return nil, fmt.Errorf("mcp listen %q is not loopback-only: set [host] mcp.token", opts.Listen)
+	if err := expose.CheckListen("mcp", opts.Listen, opts.Token); err != nil {
+		return nil, err
 	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = DefaultMaxRequestBytes
@@ -90,18 +85,13 @@ func New(opts Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolhostd", Version: opts.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	s.handler = expose.LimitBody(opts.MaxRequestBytes, expose.RequireToken(opts.Token, h))
 	if opts.Token != "" {
-		h = auth.RequireBearerToken(tokenVerifier(opts.Token), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 		s.log.Info("mcp endpoint requires a bearer token", zap.String("listen", opts.Listen))
 	} else {
 		s.log.Warn("mcp endpoint without a token: loopback only, any local process may call its agents", zap.String("listen", opts.Listen))
 	}
-	max := opts.MaxRequestBytes
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, max)
-		h.ServeHTTP(w, r)
-	})
 	s.stop = opts.Catalog.OnChange(s.sync)
 	s.sync()
 	return s, nil
@@ -209,26 +199,4 @@ func errorText(ev message.Event) string {
 		return ev.Text
 	}
 	return ev.Code + ": " + ev.Text
-}
-
-func tokenVerifier(token string) auth.TokenVerifier {
-	return func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
-		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			return nil, fmt.Errorf("wrong bearer token: %w", auth.ErrInvalidToken)
-		}
-		return &auth.TokenInfo{}, nil
-	}
-}
-
-// isLoopback reports whether addr (host:port) only listens on loopback.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -3,7 +3,6 @@ package mcpserve_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -53,19 +52,11 @@ func serve(t *testing.T, token string) *fixture {
 	return f
 }
 
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func connect(t *testing.T, url, token string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: url}
 	if token != "" {
-		tr.HTTPClient = &http.Client{Transport: bearer{token}}
+		tr.HTTPClient = testenv.BearerClient(token)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, opts)
 	cs, err := c.Connect(t.Context(), tr, nil)
