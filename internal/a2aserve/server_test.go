@@ -49,12 +49,15 @@ func serve(t *testing.T, token string) *fixture {
 		"quiet":   {Accepts: []string{"api"}},
 	})
 	f := &fixture{tk: tk, router: message.NewRouter(tk, message.Options{}), catalog: expose.NewStatic(exposed), token: token}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.srv.ServeHTTP(w, r) }))
-	srv, err := a2aserve.New(a2aserve.Options{Router: f.router, Catalog: f.catalog, BaseURL: hs.URL + "/", Listen: "127.0.0.1:0", Token: token})
+	hs := httptest.NewUnstartedServer(nil) // its listener's address is the cards' URL
+	f.url = "http://" + hs.Listener.Addr().String()
+	srv, err := a2aserve.New(a2aserve.Options{Router: f.router, Catalog: f.catalog, BaseURL: f.url + "/", Listen: "127.0.0.1:0", Token: token})
 	if err != nil {
+		hs.Close()
 		t.Fatal(err)
 	}
-	f.srv, f.url = srv, hs.URL
+	f.srv, hs.Config.Handler = srv, srv
+	hs.Start()
 	t.Cleanup(func() { srv.Close(); hs.Close() })
 	return f
 }

@@ -127,6 +127,9 @@ func (s *store) List(_ context.Context, req *a2a.ListTasksRequest) (*a2a.ListTas
 	case size < 1 || size > maxPageSize:
 		return nil, fmt.Errorf("page size must be 1 to %d, got %d: %w", maxPageSize, size, a2a.ErrInvalidRequest)
 	}
+	if !knownState(req.Status) {
+		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("no task state %q", req.Status))
+	}
 	type row struct {
 		id a2a.TaskID
 		st *stored
@@ -136,7 +139,7 @@ func (s *store) List(_ context.Context, req *a2a.ListTasksRequest) (*a2a.ListTas
 	var rows []row
 	for id, st := range s.tasks {
 		if req.ContextID != "" && st.context != req.ContextID ||
-			req.Status != a2a.TaskStateUnspecified && st.state != req.Status ||
+			req.Status != a2a.TaskStateUnspecified && req.Status != "TASK_STATE_UNSPECIFIED" && st.state != req.Status ||
 			req.StatusTimestampAfter != nil && st.status != nil && st.status.Before(*req.StatusTimestampAfter) {
 			continue
 		}
@@ -212,4 +215,16 @@ func (s *store) sweepLocked() {
 		}
 		delete(s.tasks, id)
 	}
+}
+
+// knownState reports a state a task can be in, or none (no filter);
+// TASK_STATE_UNSPECIFIED is none too.
+func knownState(st a2a.TaskState) bool {
+	switch st {
+	case a2a.TaskStateUnspecified, "TASK_STATE_UNSPECIFIED", a2a.TaskStateAuthRequired, a2a.TaskStateCanceled,
+		a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateInputRequired, a2a.TaskStateRejected,
+		a2a.TaskStateSubmitted, a2a.TaskStateWorking:
+		return true
+	}
+	return false
 }
