@@ -16,6 +16,9 @@ type Config struct {
 	Provider map[string]*Provider `toml:"provider" json:",omitempty"`
 	// Cluster is [cluster] (cluster.go); nil: a single host.
 	Cluster *Cluster `toml:"cluster" json:",omitempty"`
+	// Peer is the remote A2A agents local agents may send to, by name
+	// (peer.go).
+	Peer map[string]*Peer `toml:"peer" json:",omitempty"`
 
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
