@@ -54,6 +54,10 @@ type Host struct {
 	// MessageRetention is how long a message's reply is kept after it
 	// ended, for GET and resumption by id and for idempotency keys.
 	MessageRetention Duration `toml:"message_retention"`
+	// MCP and A2A serve the agents exposed over them (protocols.go); nil:
+	// not served.
+	MCP *Endpoint `toml:"mcp,omitempty" json:",omitempty"`
+	A2A *Endpoint `toml:"a2a,omitempty" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold

@@ -3,33 +3,19 @@ package expose
 import (
 	"crypto/subtle"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
+
+	"github.com/toolhostd/toolhostd/internal/config"
 )
 
 // CheckListen refuses a listener that is not loopback-only when no token
 // is configured: the endpoints take a bearer token unless nothing but
 // this machine can reach them.
 func CheckListen(protocol, listen, token string) error {
-	if token == "" && !IsLoopback(listen) {
+	if token == "" && !config.IsLoopback(listen) {
 		return fmt.Errorf("%s listen %q is not loopback-only: set [host] %s.token", protocol, listen, protocol)
 	}
 	return nil
-}
-
-// IsLoopback reports whether addr (host:port, or a host) only listens on
-// loopback.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // RequireToken wraps h so that a request without "Authorization: Bearer

@@ -84,6 +84,13 @@ func New(opts Options) (*Peer, error) {
 		ctx: ctx, stop: stop}, nil
 }
 
+// Target is what a message.Router needs of the peer: the local API and
+// any local agent may send to it (an agent's own sends_to is checked
+// before, by its Outbox).
+func (p *Peer) Target() message.Target {
+	return message.Target{Accepts: []string{message.SenderAPI, message.SenderAgentPrefix + "*"}}
+}
+
 // Close stops every stream (their messages fail as unavailable) and waits
 // for them.
 func (p *Peer) Close() error {

@@ -54,7 +54,7 @@ func (ps peers) Target(agent string) (message.Target, error) {
 	if agent != "far" {
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
-	return message.Target{Accepts: []string{"api", "agent:*"}}, nil
+	return ps.p.Target(), nil
 }
 
 func (ps peers) Deliver(ctx context.Context, m *message.Message) error { return ps.p.Deliver(ctx, m) }
