@@ -170,6 +170,7 @@ func (s *Server) endpoint(name string) *endpoint {
 	h := a2asrv.NewHandler(newExecutor(name, s.opts.Router, s.log),
 		a2asrv.WithTaskStore(newStore(s.opts.Retention, s.opts.MaxTasks, s.opts.Now)),
 		a2asrv.WithCapabilityChecks(&a2a.AgentCapabilities{Streaming: true}),
+		a2asrv.WithCallInterceptors(logFailures{log: s.log.With(zap.String("agent", name))}),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	producer := unionCard{a2av0.NewAgentCardProducer(a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
 		a, ok := expose.Find(s.opts.Catalog, expose.A2A, name)
@@ -263,4 +264,18 @@ func (u unionCard) CardJSON(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return json.MarshalIndent(card, "", "  ")
+}
+
+// logFailures logs the calls that end in an error (the SDK's own slog
+// lines are discarded: they would bypass the daemon's log).
+type logFailures struct {
+	a2asrv.PassthroughCallInterceptor
+	log *zap.Logger
+}
+
+func (l logFailures) After(_ context.Context, cc *a2asrv.CallContext, resp *a2asrv.Response) error {
+	if resp.Err != nil {
+		l.log.Debug("a2a call failed", zap.String("method", cc.Method()), zap.Error(resp.Err))
+	}
+	return nil
 }

@@ -139,6 +139,9 @@ func (s *Server) sync() {
 // call is the tool of agent: send the message, follow its reply.
 func (s *Server) call(agent string) mcp.ToolHandlerFor[Input, any] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, any, error) {
+		if in.Message == "" {
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "message is empty"}
+		}
 		session := in.Session
 		if session == "" && req.Session != nil {
 			session = req.Session.ID()

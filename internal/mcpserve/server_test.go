@@ -124,6 +124,7 @@ func TestCall(t *testing.T) {
 		{"sender not accepted", "quiet", map[string]any{"message": "hi"}, `does not accept messages from "mcp"`, true, false},
 		{"no message", "talk", map[string]any{"session": "s1"}, "message", true, false},
 		{"unknown field", "talk", map[string]any{"message": "x", "extra": 1}, "extra", true, false},
+		{"empty message", "talk", map[string]any{"message": ""}, "message is empty", false, true},
 		{"too large", "talk", map[string]any{"message": strings.Repeat("x", 65)}, "max_message_bytes", false, true},
 		{"unknown tool", "nobody", map[string]any{"message": "hi"}, "nobody", false, true},
 	} {
