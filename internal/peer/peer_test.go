@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"go.uber.org/goleak"
 
 	"github.com/toolhostd/toolhostd/internal/a2aserve"
@@ -61,12 +64,18 @@ func (ps peers) Deliver(ctx context.Context, m *message.Message) error { return 
 
 func local(t *testing.T, cardURL, token string) *message.Router {
 	t.Helper()
+	r, _ := localPeer(t, cardURL, token)
+	return r
+}
+
+func localPeer(t *testing.T, cardURL, token string) (*message.Router, *peer.Peer) {
+	t.Helper()
 	p, err := peer.New(peer.Options{Name: "far", CardURL: cardURL, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return message.NewRouter(peers{p}, message.Options{})
+	return message.NewRouter(peers{p}, message.Options{}), p
 }
 
 // events waits for m's reply and returns its events.
@@ -161,5 +170,43 @@ func TestUnreachable(t *testing.T) {
 				t.Fatalf("want unavailable with the 401, got %+v", last)
 			}
 		})
+	}
+}
+
+// TestV03 reaches the remote through a card that offers only its A2A 0.3
+// interface (as a 0.3-only agent's would).
+func TestV03(t *testing.T) {
+	r := newRemote(t, "")
+	card := &a2a.AgentCard{Name: "talk", Description: "talks back", Version: "0",
+		Capabilities: a2a.AgentCapabilities{Streaming: true},
+		SupportedInterfaces: []*a2a.AgentInterface{{URL: r.url + "/talk" + a2aserve.V0Path,
+			ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version}}}
+	cs := httptest.NewServer(a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card)))
+	t.Cleanup(cs.Close)
+	lr := local(t, cs.URL+"/card.json", "")
+	m, _, err := lr.Send(t.Context(), message.Request{Agent: "far", Sender: "api", Content: "words over 0.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := events(t, m)
+	if last := evs[len(evs)-1]; last.Kind != message.KindReply || last.Text != "over 0.3 ." || len(evs) != 4 {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestCloseEndsStreams(t *testing.T) {
+	r := newRemote(t, "")
+	lr, p := localPeer(t, r.srv.CardURL("talk"), "")
+	m, _, err := lr.Send(t.Context(), message.Request{Agent: "far", Sender: "api", Content: "hold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the remote's first delta", func() bool {
+		return m.View().Reply == "holding "
+	})
+	p.Close()
+	v := m.View()
+	if v.Status != message.StatusFailed || v.Error == nil || v.Error.Code != "unavailable" || !strings.Contains(v.Error.Message, "stopping") {
+		t.Fatalf("after Close: %+v %+v", v, v.Error)
 	}
 }
