@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolhostd/toolhostd/internal/a2aserve"
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/expose"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/testenv"
@@ -353,4 +354,40 @@ func TestClientGoneMessageGoesOn(t *testing.T) {
 		got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
 		return err == nil && got.Status.State == a2a.TaskStateCompleted && reply(t, got) == "holding released"
 	})
+}
+
+// TestMounted serves the endpoint as the daemon does: under /a2a on a mux
+// shared with other handlers, its cards naming the prefixed URLs.
+func TestMounted(t *testing.T) {
+	tk := talker.New(t, 8, map[string]message.Target{"talk": {Accepts: []string{"a2a"}}})
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String() + config.A2APath
+	srv, err := a2aserve.New(a2aserve.Options{Router: message.NewRouter(tk, message.Options{}), BaseURL: base, Listen: "127.0.0.1:0",
+		Catalog: expose.NewStatic(map[string][]expose.Agent{expose.A2A: {{Name: "talk"}}})})
+	if err != nil {
+		hs.Close()
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(config.A2APath+"/", http.StripPrefix(config.A2APath, srv))
+	hs.Config.Handler = mux
+	hs.Start()
+	t.Cleanup(func() { srv.Close(); hs.Close() })
+
+	card, err := agentcard.DefaultResolver.Resolve(t.Context(), base+"/talk")
+	if err != nil || srv.CardURL("talk") != base+"/talk"+a2aserve.CardPath {
+		t.Fatalf("card %v, CardURL %s", err, srv.CardURL("talk"))
+	}
+	c, err := a2aclient.NewFromCard(t.Context(), card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	res, err := c.SendMessage(t.Context(), userMessage("words under a prefix", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task := res.(*a2a.Task); reply(t, task) != "under a prefix ." {
+		t.Fatalf("reply %q", reply(t, task))
+	}
 }

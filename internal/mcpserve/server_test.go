@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/expose"
 	"github.com/toolhostd/toolhostd/internal/mcpserve"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -46,9 +48,11 @@ func serve(t *testing.T, token string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s)
+	mux := http.NewServeMux() // mounted as the daemon mounts it
+	mux.Handle(config.MCPPath, s)
+	hs := httptest.NewServer(mux)
 	t.Cleanup(func() { s.Close(); hs.Close() })
-	f.url = hs.URL
+	f.url = hs.URL + config.MCPPath
 	return f
 }
 
