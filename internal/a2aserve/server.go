@@ -30,6 +30,7 @@ import (
 const (
 	DefaultMaxRequestBytes = 4 << 20
 	DefaultMaxTasks        = 10000
+	keepAliveEvery         = 15 * time.Second
 )
 
 // Paths under the handler's root, for an agent NAME.
@@ -179,7 +180,11 @@ func (s *Server) endpoint(name string) *endpoint {
 		}
 		return s.card(a), nil
 	}))}
-	e := &endpoint{card: a2asrv.NewAgentCardHandler(producer), v1: a2asrv.NewJSONRPCHandler(h), v0: a2av0.NewJSONRPCHandler(h)}
+	// A stream that waits on a slow agent still gets a comment line now
+	// and then (proxies drop idle connections).
+	keepAlive := a2asrv.WithTransportKeepAlive(keepAliveEvery)
+	e := &endpoint{card: a2asrv.NewAgentCardHandler(producer),
+		v1: a2asrv.NewJSONRPCHandler(h, keepAlive), v0: a2av0.NewJSONRPCHandler(h, keepAlive)}
 	s.agents[name] = e
 	return e
 }
