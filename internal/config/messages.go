@@ -4,6 +4,8 @@ package config
 // instances are made) and [host] messages (how long replies are kept).
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,7 +50,37 @@ type Messaging struct {
 	// Description says what the agent does (its MCP tool's description,
 	// its A2A card).
 	Description string `toml:"description"`
+	// Expose lists the protocols it is served over besides the control
+	// API: "mcp" (a tool of the MCP endpoint), "a2a" (an A2A agent); each
+	// must be among its accepts.
+	Expose []string `toml:"expose,omitempty" json:",omitempty"`
+	// Skills are its A2A card's skills (none: one from its description).
+	Skills []Skill `toml:"skills,omitempty" json:",omitempty"`
 }
+
+// Skill is one A2A skill of an agent: skills = ["text", ...] names each
+// one (its id the name, its description the agent's), or an inline table
+// {id, name, description, tags, examples}.
+type Skill struct {
+	ID          string   `toml:"id"`
+	Name        string   `toml:"name"`
+	Description string   `toml:"description,omitempty"`
+	Tags        []string `toml:"tags,omitempty"`
+	Examples    []string `toml:"examples,omitempty"`
+}
+
+// UnmarshalText reads a skill written as its name (go-toml's decoding of
+// skills = ["name", ...]; the decoder above reads both forms).
+func (k *Skill) UnmarshalText(b []byte) error {
+	*k = Skill{ID: string(b), Name: string(b)}
+	return nil
+}
+
+// Protocols an agent can be exposed over.
+const (
+	ExposeMCP = "mcp"
+	ExposeA2A = "a2a"
+)
 
 // messagingHandlers decode an agent's messaging keys into m.
 func (d *decoder) messagingHandlers(m *Messaging) handlers {
@@ -82,7 +114,59 @@ func (d *decoder) messagingHandlers(m *Messaging) handlers {
 		"max_message_bytes": func(p []string, v any) { m.MaxMessageBytes, _ = d.asByteSize(p, v) },
 		"audit_arguments":   func(p []string, v any) { m.AuditArguments, _ = d.asBool(p, v) },
 		"description":       func(p []string, v any) { m.Description, _ = d.asPlainString(p, v) },
+		"expose": func(p []string, v any) {
+			m.Expose, _ = d.asStrings(p, v, func(p []string, s string) bool {
+				if s != ExposeMCP && s != ExposeA2A {
+					d.errAt(p, `want "mcp" or "a2a", got %q`, s)
+					return false
+				}
+				return true
+			})
+		},
+		"skills": func(p []string, v any) { m.Skills = d.skills(p, v) },
 	}
+}
+
+// skills decodes an agent's skills: strings or inline tables.
+func (d *decoder) skills(path []string, v any) []Skill {
+	arr, ok := v.([]any)
+	if !ok {
+		d.errAt(path, "want an array of skill names or {id, name, ...} tables, got %s", typeName(v))
+		return nil
+	}
+	var out []Skill
+	ids := map[string]bool{}
+	for i, e := range arr {
+		p := child(path, elem(i))
+		var k Skill
+		switch e := e.(type) {
+		case string:
+			k = Skill{ID: e, Name: e}
+		case map[string]any:
+			d.fields(p, e, handlers{
+				"id":          func(p []string, v any) { k.ID, _ = d.asPlainString(p, v) },
+				"name":        func(p []string, v any) { k.Name, _ = d.asPlainString(p, v) },
+				"description": func(p []string, v any) { k.Description, _ = d.asPlainString(p, v) },
+				"tags":        func(p []string, v any) { k.Tags, _ = d.asStrings(p, v, nil) },
+				"examples":    func(p []string, v any) { k.Examples, _ = d.asStrings(p, v, nil) },
+			})
+			setDefault(&k.Name, k.ID)
+		default:
+			d.errAt(p, "want a skill name or an {id, name, ...} table, got %s", typeName(e))
+			continue
+		}
+		switch {
+		case k.ID == "":
+			d.errAt(p, "a skill needs an id")
+			continue
+		case ids[k.ID]:
+			d.errAt(p, "skill %q is listed twice", k.ID)
+			continue
+		}
+		ids[k.ID] = true
+		out = append(out, k)
+	}
+	return out
 }
 
 // checkMessaging checks the keys against each other and sets defaults.
@@ -105,6 +189,22 @@ func (d *decoder) checkMessaging(path []string, keys map[string]any, m *Messagin
 	if m.MaxMessageBytes == 0 {
 		m.MaxMessageBytes = DefaultMsgBytes
 	}
+	for i, proto := range m.Expose {
+		if (proto == ExposeMCP || proto == ExposeA2A) && !slices.Contains(m.Accepts, proto) {
+			d.errAt(child(child(path, "expose"), elem(i)), "exposed over %s but %q is not in its accepts %s: add it there", proto, proto, quoteAll(m.Accepts))
+		}
+	}
+	if len(m.Skills) > 0 && !slices.Contains(m.Expose, ExposeA2A) {
+		d.errAt(child(path, "skills"), `skills are the A2A card's: only with expose = ["a2a"]`)
+	}
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // checkSender validates an accepts entry.

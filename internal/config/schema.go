@@ -16,6 +16,9 @@ type Config struct {
 	Provider map[string]*Provider `toml:"provider" json:",omitempty"`
 	// Cluster is [cluster] (cluster.go); nil: a single host.
 	Cluster *Cluster `toml:"cluster" json:",omitempty"`
+	// Peer is the remote A2A agents local agents may send to, by name
+	// (peer.go).
+	Peer map[string]*Peer `toml:"peer" json:",omitempty"`
 
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
@@ -51,6 +54,10 @@ type Host struct {
 	// MessageRetention is how long a message's reply is kept after it
 	// ended, for GET and resumption by id and for idempotency keys.
 	MessageRetention Duration `toml:"message_retention"`
+	// MCP and A2A serve the agents exposed over them (protocols.go); nil:
+	// not served.
+	MCP *Endpoint `toml:"mcp,omitempty" json:",omitempty"`
+	A2A *Endpoint `toml:"a2a,omitempty" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
