@@ -77,7 +77,7 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 
 	m := metrics.New()
 	listening := make(chan struct{})
-	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)))
+	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)), daemon.WithVersion(toolhostdVersion()))
 	if err != nil {
 		return withExit(exitHost, err)
 	}

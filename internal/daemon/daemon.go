@@ -55,6 +55,7 @@ type options struct {
 	epochTick   time.Duration
 	metrics     *metrics.Metrics
 	overrun     func() // cluster.go
+	version     string
 }
 
 // WithMetrics records the toolings' calls, reads and notifications (every
@@ -74,6 +75,10 @@ func WithToolingOptions(opts ...mcpclient.Option) Option {
 func WithReadyGate(gate <-chan struct{}) Option {
 	return func(o *options) { o.readyGate = gate }
 }
+
+// WithVersion is toolhostd's version, as the MCP handshake and A2A cards
+// name it.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 // WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
 func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
@@ -105,6 +110,7 @@ type Daemon struct {
 
 	audit  *audit.Log      // sys.Audit: [host] audit_log; nil: none (grants.go)
 	router *message.Router // messages to the agents (messages.go)
+	protos *protocols      // MCP and A2A endpoints, peers (protocols.go); set by New
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -179,6 +185,11 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
 	d.router = d.newRouter(cfg)
+	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
+		d.stopProtocols()
+		_ = sys.Close()
+		return nil, err
+	}
 	d.fuel = system.HostOptions(cfg, log).Fuel
 	for name, t := range sys.Toolings {
 		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
@@ -254,6 +265,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
 	d.runCluster()
+	d.serveProtocols()
 
 	monCtx, stopMon := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -266,6 +278,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.notify.send("STOPPING=1")
 	stopMon()
 	bg.Wait()
+	d.stopProtocols()
 	d.stopCluster()
 	d.shutdown(root, stopRoot, rootDone, hubDone)
 	return nil
@@ -339,6 +352,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // for a daemon that is never served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
+		d.stopProtocols()
 		d.closeErr = d.sys.Close()
 		d.closeCluster()
 	})

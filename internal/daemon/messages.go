@@ -57,6 +57,9 @@ func (ra routerAgents) Target(agent string) (message.Target, error) {
 	defer d.mu.Unlock()
 	r := d.agents[agent]
 	if r == nil {
+		if p, ok := d.peer(agent); ok {
+			return p.Target(), nil
+		}
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
 	if d.cluster != nil && !d.cluster.node.Owns(agent) {
@@ -76,6 +79,9 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 		r := d.agents[m.Agent()]
 		if r == nil {
 			d.mu.Unlock()
+			if p, ok := d.peer(m.Agent()); ok {
+				return p.Deliver(ctx, m)
+			}
 			return message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", m.Agent())
 		}
 		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
