@@ -144,35 +144,40 @@ func TestMessageReceiveReply(t *testing.T) {
 
 // TestMessageAgentToAgent: an agent sends to another and follows the reply
 // (reply-delta envelopes, then the whole reply); is-open holds until the
-// reply; sends_to, unknown agents and agents that cannot receive are
+// reply or a cancel, and cancel is true once; sends_to, unknown agents and agents that cannot receive are
 // refused before anything is delivered.
 func TestMessageAgentToAgent(t *testing.T) {
 	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 		s := env(t)
 		w := newMsgWorld()
 		helper := w.start(t, s, g, "helper", nil, step{"op": "serve", "mode": "deltas", "count": 1})
+		w.start(t, s, g, "silent", nil, step{"op": "serve", "mode": "silent"})
 		old := s.host.Start(s.program(t, guestJS020.dir(), "probe"), probeOpts{name: "old"}.config(),
 			probeInput(t, []step{{"op": "recv", "timeout": 30000}}))
 		t.Cleanup(func() { old.Stop(); <-old.Done() })
 		w.mu.Lock()
 		w.agents["old"] = old
 		w.mu.Unlock()
-		boss := w.start(t, s, g, "boss", []string{"helper", "old", "nobody"},
+		boss := w.start(t, s, g, "boss", []string{"helper", "silent", "old", "nobody"},
 			step{"op": "send", "to": "helper", "content": "two words", "session": "s", "as": "q"},
-			step{"op": "msg-is-open", "id": "q"},
 			step{"op": "recv-reply", "id": "q", "timeout": 30000},
 			step{"op": "msg-is-open", "id": "q"},
+			step{"op": "send", "to": "silent", "content": "never answered", "as": "n"},
+			step{"op": "msg-is-open", "id": "n"},
+			step{"op": "msg-cancel", "id": "n"},
+			step{"op": "msg-is-open", "id": "n"},
+			step{"op": "msg-cancel", "id": "n"},
 			step{"op": "send", "to": "stranger", "content": "x"},
 			step{"op": "send", "to": "nobody", "content": "x"},
 			step{"op": "send", "to": "old", "content": "x"},
 		)
 		rs := finish(t, boss)
-		checkSteps(t, rs, `"q"`, "true", "*", "false", "err denied", "err not-found", "err unsupported")
+		checkSteps(t, rs, `"q"`, "*", "false", `"n"`, "true", "true", "false", "false", "err denied", "err not-found", "err unsupported")
 		r := okAs[struct {
 			Deltas int
 			Text   string
 			End    envelope
-		}](t, rs[2])
+		}](t, rs[1])
 		var whole string
 		if err := json.Unmarshal(r.End.Val, &whole); err != nil {
 			t.Fatal(err)
