@@ -74,7 +74,7 @@ func WithReadyGate(gate <-chan struct{}) Option {
 	return func(o *options) { o.readyGate = gate }
 }
 
-// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
 func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
 
 // Daemon runs the agents and toolings of one config.
@@ -176,7 +176,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
-	d.fuel = system.HostOptions(cfg, log).Fuel
+	d.fuel = system.HostOptions(cfg, log).Engine.Fuel
 	for name, t := range sys.Toolings {
 		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
 	}
@@ -206,7 +206,7 @@ func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*tool
 
 // needsFuel reports whether some agent of cfg has a fuel limit (the
 // engine then meters fuel).
-func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Fuel }
+func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Engine.Fuel }
 
 // Serve runs the toolings and every configured agent until ctx ends, then
 // stops everything in order: each agent gets its shutdown envelope and its
