@@ -80,7 +80,7 @@ func WithReadyGate(gate <-chan struct{}) Option {
 // name it.
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
-// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
 func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
 
 // Daemon runs the agents and toolings of one config.
@@ -190,7 +190,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		_ = sys.Close()
 		return nil, err
 	}
-	d.fuel = system.HostOptions(cfg, log).Fuel
+	d.fuel = system.HostOptions(cfg, log).Engine.Fuel
 	for name, t := range sys.Toolings {
 		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
 	}
@@ -220,7 +220,7 @@ func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*tool
 
 // needsFuel reports whether some agent of cfg has a fuel limit (the
 // engine then meters fuel).
-func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Fuel }
+func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Engine.Fuel }
 
 // Serve runs the toolings and every configured agent until ctx ends, then
 // stops everything in order: each agent gets its shutdown envelope and its

@@ -202,7 +202,7 @@ func (s *agentService) serveSessions(ctx context.Context) error {
 		return s.cannotRun(err)
 	}
 	defer prog.Close()
-	if !prog.Receives() {
+	if !host.Receives(prog) {
 		return s.cannotRun(fmt.Errorf(`instances = "per-session" needs a component that receives messages (built against toolhost:agent@0.3.0); %s is not`, s.cfg.Component))
 	}
 	env, err := s.cfg.ExpandedEnv()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
-	"github.com/toolhostd/toolhostd/internal/host/prefault"
+	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -110,7 +110,7 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.killed, a.kill = context.WithCancel(context.Background())
 	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...)
-	a.receives = p.receives
+	a.receives = Receives(p)
 	go a.main(h, p, input)
 	return a
 }
@@ -263,7 +263,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		}
 	}
 	defer release()
-	store, err := wt.NewStore(h.engine, wt.StoreConfig{
+	store, err := wt.NewStore(h.Wasmtime(), wt.StoreConfig{
 		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
 		MemoryLimit: a.cfg.MemoryLimit,
 		Fuel:        a.cfg.Fuel,
@@ -292,7 +292,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		defer t.Stop()
 	}
 	instStart := time.Now()
-	inst, m, err := p.instantiate(store)
+	inst, m, err := p.Instantiate(store)
 	if err != nil {
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
@@ -323,23 +323,6 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		return "", &RunError{Message: string(s)}
 	}
 	return string(s), nil
-}
-
-// instantiate instantiates p in store; with p's Image, under it (package
-// prefault), returning the instance's mapping of the memory image (nil when
-// none was found).
-func (p *Program) instantiate(store *wt.Store) (*wt.Instance, *prefault.Mapping, error) {
-	if p.image == nil {
-		inst, err := p.linker.Instantiate(store, p.comp)
-		return inst, nil, err
-	}
-	var inst *wt.Instance
-	m, err := p.image.Instantiate(func() error {
-		var err error
-		inst, err = p.linker.Instantiate(store, p.comp)
-		return err
-	})
-	return inst, m, err
 }
 
 // explain attaches the host's reason to a failure it caused (an interrupt);

@@ -18,10 +18,10 @@ func TestContractSignatures(t *testing.T) {
 	for _, g := range allGuests {
 		t.Run(g.String(), func(t *testing.T) {
 			p := s.program(t, g.dir(), "probe")
-			if err := checkImports(p.comp); err != nil {
+			if err := checkImports(p.Component()); err != nil {
 				t.Fatal(err)
 			}
-			imports, err := p.comp.Imports()
+			imports, err := p.Component().Imports()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/contract"
-	"github.com/toolhostd/toolhostd/internal/host/prefault"
+	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 )
