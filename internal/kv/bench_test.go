@@ -2,7 +2,6 @@ package kv_test
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -10,17 +9,8 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 	"github.com/toolhostd/toolhostd/internal/kv"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-// reportLatency reports the p50 and p99 of lat.
-func reportLatency(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Nanoseconds()), "p99-ns")
-}
 
 // BenchmarkGetSet: a 100-byte value's get and set through the Service on
 // bbolt, and the baseline: bbolt called directly (a View, an Update with
@@ -38,24 +28,14 @@ func BenchmarkGetSet(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("set", func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(name).Put([]byte("k"), value) }); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			reportLatency(b, lat)
+			testenv.Latencies(b, func() error {
+				return db.Update(func(tx *bolt.Tx) error { return tx.Bucket(name).Put([]byte("k"), value) })
+			})
 		})
 		b.Run("get", func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				_ = db.View(func(tx *bolt.Tx) error { _ = tx.Bucket(name).Get([]byte("k")); return nil })
-				lat = append(lat, time.Since(start))
-			}
-			reportLatency(b, lat)
+			testenv.Latencies(b, func() error {
+				return db.View(func(tx *bolt.Tx) error { _ = tx.Bucket(name).Get([]byte("k")); return nil })
+			})
 		})
 	})
 	b.Run("service-bbolt", func(b *testing.B) {
@@ -69,26 +49,10 @@ func BenchmarkGetSet(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("set", func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if err := bk.Set(b.Context(), "k", value); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			reportLatency(b, lat)
+			testenv.Latencies(b, func() error { return bk.Set(b.Context(), "k", value) })
 		})
 		b.Run("get", func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if _, _, err := bk.Get(b.Context(), "k"); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			reportLatency(b, lat)
+			testenv.Latencies(b, func() error { _, _, err := bk.Get(b.Context(), "k"); return err })
 		})
 	})
 }
