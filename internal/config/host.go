@@ -44,6 +44,7 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			h.StateDir = d.resolvePath(s)
 		},
 		"message_retention": func(p []string, v any) { h.MessageRetention, _ = d.asDuration(p, v, true) },
+		"store":             func(p []string, v any) { d.hostStore(p, v, &h.Store) },
 		"max_threads": func(p []string, v any) {
 			n, ok := d.asInt(p, v, MinMaxThreads)
 			if ok && n > MaxMaxThreads {

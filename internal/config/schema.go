@@ -51,6 +51,9 @@ type Host struct {
 	// MessageRetention is how long a message's reply is kept after it
 	// ended, for GET and resumption by id and for idempotency keys.
 	MessageRetention Duration `toml:"message_retention"`
+
+	// Store is the key-value store's backend (store.go).
+	Store HostStore `toml:"store"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -120,6 +123,7 @@ type Agent struct {
 	// Messaging is who may talk to the agent and how its instances are
 	// made (messages.go).
 	Messaging
+	AgentStore // stores, store: its key-value buckets (store.go)
 }
 
 // Backoff is an initial and a maximum delay.

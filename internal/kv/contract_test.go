@@ -96,8 +96,10 @@ var contract = []struct {
 				t.Errorf("open(%q) session %q stores %q: %v (kind %d); want kind %d", tc.id, tc.session, tc.p.Stores, err, kv.KindOf(err), tc.want)
 			}
 		}
-		if _, err := s.Open("a", "s", kv.Policy{Stores: []string{"default", "session"}}, "session"); err != nil {
-			t.Errorf("open of a listed session bucket: %v", err)
+		for _, id := range []string{"session", "cache-1", "default"} {
+			if _, err := s.Open("a", "s", kv.Policy{Stores: []string{"default", "session", "cache-*"}}, id); err != nil {
+				t.Errorf("open of %q, which stores allows: %v", id, err)
+			}
 		}
 	}},
 	{"list-keys pages in a stable order", func(t *testing.T, st kv.Store) {

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
 // Service serves the guests' wasi:keyvalue calls and the operators'
@@ -50,10 +53,23 @@ func New(store Store, opts ...Option) *Service {
 
 // Policy is what an agent may do with the store (its config).
 type Policy struct {
-	// Stores lists the identifiers it may open; nil: any. The session
-	// bucket's identifier is "session".
+	// Stores are globs of the identifiers it may open (internal/policy's
+	// syntax); nil: any. The session bucket's identifier is "session".
 	Stores []string
 	Quota  Quota
+}
+
+// PolicyOf is an agent's Policy from its config ([agent.X] stores, store).
+func PolicyOf(a *config.Agent) Policy {
+	return Policy{Stores: a.Stores, Quota: Quota{MaxKeys: int64(a.Store.MaxKeys), MaxBytes: int64(a.Store.MaxBytes)}}
+}
+
+// allows reports whether the policy lets the agent open identifier.
+func (p Policy) allows(identifier string) bool {
+	if p.Stores == nil {
+		return true
+	}
+	return slices.ContainsFunc(p.Stores, func(g string) bool { return policy.Compile(g).Match(identifier) })
 }
 
 // Bucket is a guest's open bucket: the handle behind wasi:keyvalue's
@@ -69,7 +85,7 @@ type Bucket struct {
 // a per-session instance is the session's private bucket "session/ID";
 // elsewhere it is no-such-store. An identifier that is empty, longer than
 // 255 bytes or holds a "/" is no-such-store; one the policy's Stores do not
-// list is access-denied.
+// match is access-denied.
 func (s *Service) Open(agent, session string, p Policy, identifier string) (*Bucket, error) {
 	name := identifier
 	switch {
@@ -79,7 +95,7 @@ func (s *Service) Open(agent, session string, p Policy, identifier string) (*Buc
 	case identifier == SessionBucket && session == "":
 		s.ops.add(opOpen, ErrNoSuchStore)
 		return nil, fmt.Errorf("%w: %q is the bucket of a per-session instance's session, and this instance has none", ErrNoSuchStore, identifier)
-	case p.Stores != nil && !slices.Contains(p.Stores, identifier):
+	case !p.allows(identifier):
 		s.ops.add(opOpen, ErrAccessDenied)
 		return nil, fmt.Errorf("%w: agent %s may open only %s", ErrAccessDenied, agent, strings.Join(p.Stores, ", "))
 	case identifier == SessionBucket:

@@ -1,0 +1,56 @@
+package kv_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/kv"
+)
+
+// TestPolicyOf: an agent's stores and store keys become its Policy; an
+// agent without them may open any bucket, unbounded.
+func TestPolicyOf(t *testing.T) {
+	c, err := config.Parse("t.toml", []byte(`version = 1
+[agent.a]
+component = "a.wasm"
+stores = ["notes", "cache-*"]
+store = { max_keys = 1, max_bytes = "1KiB" }
+[agent.b]
+component = "b.wasm"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, cx := kv.New(st), ctx(t)
+	pa, pb := kv.PolicyOf(c.Agent["a"]), kv.PolicyOf(c.Agent["b"])
+	if pa.Quota != (kv.Quota{MaxKeys: 1, MaxBytes: 1024}) {
+		t.Errorf("quota %+v", pa.Quota)
+	}
+	for _, tc := range []struct {
+		p    kv.Policy
+		id   string
+		want kv.Kind
+		ok   bool
+	}{
+		{pa, "notes", 0, true}, {pa, "cache-x", 0, true}, {pa, "other", kv.KindAccessDenied, false},
+		{pb, "anything", 0, true}, {pb, "session", kv.KindNoSuchStore, false},
+	} {
+		_, err := s.Open("a", "", tc.p, tc.id)
+		if (err == nil) != tc.ok || (err != nil && kv.KindOf(err) != tc.want) {
+			t.Errorf("open(%q) with %q: %v", tc.id, tc.p.Stores, err)
+		}
+	}
+	b := open(t, s, "a", "", pa, "notes")
+	if err := b.Set(cx, "one", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set(cx, "two", nil); err == nil {
+		t.Error("a second key past max_keys = 1 was written")
+	}
+}
