@@ -54,3 +54,25 @@ component = "b.wasm"
 		t.Error("a second key past max_keys = 1 was written")
 	}
 }
+
+// TestOpenConfigured: the default backend of one host is bbolt's kv.db in
+// the state directory.
+func TestOpenConfigured(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	c, err := config.Parse("t.toml", []byte("version = 1\n[host]\nstate_dir = \""+dir+"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.OpenConfigured(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if b, ok := st.(*kv.Bolt); !ok || b.Path() != filepath.Join(dir, "kv.db") {
+		t.Errorf("store %T at %v; want bbolt at %s", st, st, filepath.Join(dir, "kv.db"))
+	}
+	c.Host.Store.Backend = config.StoreEtcd
+	if _, err := kv.OpenConfigured(c, nil); err == nil {
+		t.Error("etcd without a client opened")
+	}
+}
