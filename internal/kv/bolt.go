@@ -106,46 +106,60 @@ func (s *Bolt) Get(_ context.Context, b Ref, key string) ([]byte, bool, error) {
 	return v, ok, err
 }
 
+// Update runs fn in a write transaction, fsynced before it returns. The
+// wait is bounded by ctx: a disk that does not answer makes the call fail
+// when ctx ends (the transaction may still commit after).
 func (s *Bolt) Update(ctx context.Context, b Ref, key string, q Quota, fn UpdateFunc) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var out []byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		bk, err := bucket(tx, b, true)
+	done := make(chan error, 1)
+	go func() { done <- s.db.Update(func(tx *bolt.Tx) error { return s.update(tx, b, key, q, fn, &out) }) }()
+	select {
+	case err := <-done:
 		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("bbolt write to %s not done in time (a slow or stuck disk?); it may still complete: %w", s.path, ctx.Err())
+	}
+}
+
+func (s *Bolt) update(tx *bolt.Tx, b Ref, key string, q Quota, fn UpdateFunc, out *[]byte) error {
+	bk, err := bucket(tx, b, true)
+	if err != nil {
+		return err
+	}
+	cur := Version{}
+	if x := bk.Get([]byte(key)); x != nil {
+		cur = Version{Value: bytes.Clone(x), Present: true}
+	}
+	value, keep, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	dk, db := delta(key, cur, value, keep)
+	u, err := checkQuota(b.Agent, readUsage(tx, b.Agent), dk, db, q)
+	if err != nil {
+		return err
+	}
+	if keep {
+		err = bk.Put([]byte(key), value)
+	} else if cur.Present {
+		err = bk.Delete([]byte(key))
+	}
+	if err != nil {
+		return err
+	}
+	if !keep {
+		if err := dropIfEmpty(tx, b, bk); err != nil {
 			return err
 		}
-		cur := Version{}
-		if x := bk.Get([]byte(key)); x != nil {
-			cur = Version{Value: bytes.Clone(x), Present: true}
-		}
-		value, keep, err := fn(cur)
-		if err != nil {
-			return err
-		}
-		dk, db := delta(key, cur, value, keep)
-		u, err := checkQuota(b.Agent, readUsage(tx, b.Agent), dk, db, q)
-		if err != nil {
-			return err
-		}
-		if keep {
-			err = bk.Put([]byte(key), value)
-		} else if cur.Present {
-			err = bk.Delete([]byte(key))
-		}
-		if err != nil {
-			return err
-		}
-		if !keep {
-			if err := dropIfEmpty(tx, b, bk); err != nil {
-				return err
-			}
-		}
-		out = value
-		return writeUsage(tx, b.Agent, u)
-	})
-	return out, err
+	}
+	*out = value
+	return writeUsage(tx, b.Agent, u)
 }
 
 // dropIfEmpty removes an emptied bucket (and an emptied agent), so that

@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/toolhostd/toolhostd/internal/config"
@@ -74,5 +75,44 @@ func TestOpenConfigured(t *testing.T) {
 	c.Host.Store.Backend = config.StoreEtcd
 	if _, err := kv.OpenConfigured(c, nil); err == nil {
 		t.Error("etcd without a client opened")
+	}
+}
+
+// TestOpsAndKeys: operations are counted by kind and outcome, usage by
+// agent, and the operators' listing filters by prefix and pages.
+func TestOpsAndKeys(t *testing.T) {
+	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, cx := kv.New(st), ctx(t)
+	b := open(t, s, "a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 3}}, "x")
+	for _, k := range []string{"p/1", "p/2", "q"} {
+		if err := b.Set(cx, k, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = b.Set(cx, "over", nil)                                    // quota
+	_, _ = s.Open("a", "", kv.Policy{Stores: []string{"x"}}, "y") // access_denied
+	_, _, _ = b.Get(cx, "q")                                      // ok
+	want := []kv.OpCount{
+		{Op: "open", Outcome: "ok", N: 1}, {Op: "open", Outcome: "access_denied", N: 1},
+		{Op: "get", Outcome: "ok", N: 1}, {Op: "set", Outcome: "ok", N: 3}, {Op: "set", Outcome: "quota", N: 1},
+	}
+	if got := s.Ops(); !slices.Equal(got, want) {
+		t.Errorf("ops %+v\nwant %+v", got, want)
+	}
+	keys, more, err := s.Keys(cx, b.Ref(), "p/", "", 1)
+	if err != nil || !more || !slices.Equal(keys, []string{"p/1"}) {
+		t.Errorf("first page of p/: %q, %v, %v", keys, more, err)
+	}
+	keys, more, err = s.Keys(cx, b.Ref(), "p/", "p/1", 1)
+	if err != nil || more || !slices.Equal(keys, []string{"p/2"}) {
+		t.Errorf("second page of p/: %q, %v, %v", keys, more, err)
+	}
+	u, err := s.Usage(cx)
+	if err != nil || !slices.Equal(u, []kv.AgentUsage{{Agent: "a", Usage: kv.Usage{Keys: 3, Bytes: 4 + 4 + 2}}}) {
+		t.Errorf("usage %+v, %v", u, err)
 	}
 }
