@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestConcurrentIncrements(t *testing.T) {
 							errs <- err
 							return
 						}
-						if err := casAppend(b, t, "log"); err != nil {
+						if err := casAppend(cx, b, "log"); err != nil {
 							errs <- err
 							return
 						}
@@ -75,11 +76,11 @@ func TestConcurrentIncrements(t *testing.T) {
 }
 
 // casAppend appends a byte to key with a compare-and-swap loop.
-func casAppend(b *kv.Bucket, t *testing.T, key string) error {
-	cas, err := b.NewCAS(ctx(t), key)
+func casAppend(cx context.Context, b *kv.Bucket, key string) error {
+	cas, err := b.NewCAS(cx, key)
 	for err == nil {
 		v, _ := cas.Current()
-		cas, err = cas.Swap(ctx(t), append(bytes.Clone(v), 'x'))
+		cas, err = cas.Swap(cx, append(bytes.Clone(v), 'x'))
 		if err == nil {
 			return nil
 		}
