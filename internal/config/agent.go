@@ -19,6 +19,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	_, graceSet := m["stop_grace"]
 	var backoffSet, logRateSet bool
 	h := d.messagingHandlers(&a.Messaging)
+	maps.Copy(h, d.agentStoreHandlers(&a.AgentStore))
 	maps.Copy(h, handlers{
 		"component": func(p []string, v any) {
 			s, ok := d.asPlainString(p, v)

@@ -210,6 +210,7 @@ func TestDefaults(t *testing.T) {
 		Limits: Limits{LogRate: 1000, LogBurst: 10000},
 		Messaging: Messaging{Instances: "single", Start: "serve", IdleTimeout: Duration{5 * time.Minute},
 			Accepts: []string{"api"}, MaxMessageBytes: 1 << 20},
+		AgentStore: AgentStore{Stores: []string{"*"}},
 	}
 	if w == nil || !equalJSON(t, *w, wantA) {
 		t.Errorf("agent w = %+v\nwant %+v", w, wantA)

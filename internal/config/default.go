@@ -34,6 +34,7 @@ log_format = "console"          # console | json
 # max_threads = 10000             # OS threads: each agent waiting in recv holds one, so at most
 #                                 # max_threads - 256 agents; raise it with ulimit -u and TasksMax
 # message_retention = "10m"       # a reply is kept this long after it ended (GET by id, resuming, idempotency keys)
+# store = { backend = "bbolt" }   # the key-value store: bbolt (state_dir/kv.db) | etcd (the default with [cluster])
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.
@@ -128,6 +129,8 @@ stop_grace = "10s"              # on stop, time to return before the agent is in
 # max_message_bytes = "1MiB"      # a message's content at most (413 past it)
 # audit_arguments = false         # the audit log may carry its messages' text
 # description = "what it does"    # for people and for the protocols that list it
+# stores = ["*"]                 # globs of the key-value buckets it may open ("session": its session's)
+# store = { max_keys = 10000, max_bytes = "64MiB" }   # what it may keep (none: unbounded)
 # An agent's limits on a provider: [agent.<name>.grants.<provider>]; every key is optional.
 # [agent.watcher.grants.gpt]
 # models = ["gpt-4o*"]            # globs of the models it may ask for (the default model too)

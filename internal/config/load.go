@@ -296,6 +296,7 @@ func (d *decoder) config(doc map[string]any) *Config {
 		c.Host.MaxThreads = DefaultMaxThreads
 	}
 	setDefaultDuration(&c.Host.MessageRetention, DefaultRetention)
+	d.checkStore(c)
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {
 			t.OAuth.StateDir = c.Host.StateDir

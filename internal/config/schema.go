@@ -58,6 +58,9 @@ type Host struct {
 	// not served.
 	MCP *Endpoint `toml:"mcp,omitempty" json:",omitempty"`
 	A2A *Endpoint `toml:"a2a,omitempty" json:",omitempty"`
+
+	// Store is the key-value store's backend (store.go).
+	Store HostStore `toml:"store"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -127,6 +130,7 @@ type Agent struct {
 	// Messaging is who may talk to the agent and how its instances are
 	// made (messages.go).
 	Messaging
+	AgentStore // stores, store: its key-value buckets (store.go)
 }
 
 // Backoff is an initial and a maximum delay.
