@@ -3,6 +3,7 @@ module github.com/toolhostd/toolhostd
 go 1.26.0
 
 require (
+	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/coreos/go-systemd/v22 v22.7.0
@@ -29,6 +30,7 @@ require (
 )
 
 require (
+	github.com/a2aproject/a2a-go v0.3.15 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect

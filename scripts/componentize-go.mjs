@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { componentEmbed, componentNew } from '@bytecodealliance/jco';
+import { witSource } from './wit-source.mjs';
 
 const { values, positionals } = parseArgs({
   options: { wit: { type: 'string' }, world: { type: 'string', default: 'agent' } },
@@ -29,12 +30,9 @@ const jcoDir = path.dirname(path.dirname(fileURLToPath(import.meta.resolve('@byt
 const adapterPath = path.join(jcoDir, 'lib', 'wasi_snapshot_preview1.reactor.wasm');
 
 try {
-  const [binary, witSource, adapter] = await Promise.all([
-    readFile(core),
-    readFile(values.wit, 'utf8'),
-    readFile(adapterPath),
-  ]);
-  const embedded = await componentEmbed({ binary, witSource, world: values.world });
+  const [binary, adapter] = await Promise.all([readFile(core), readFile(adapterPath)]);
+  // The file's text and the packages of the deps/ directory beside it.
+  const embedded = await componentEmbed({ binary, witSource: witSource(values.wit), world: values.world });
   const component = await componentNew(embedded, [['wasi_snapshot_preview1', adapter]]);
   await mkdir(path.dirname(out), { recursive: true });
   await writeFile(out, component);

@@ -1,15 +1,18 @@
 // js-types.mjs: writes the TypeScript declarations of toolhost:agent's
 // imports for guest code (the modules an agent imports, such as
-// 'toolhost:agent/tooling@0.2.0') into sdk/js/types, generated from
+// 'toolhost:agent/tooling@0.3.0') into sdk/js/types, generated from
 // wit/agent.wit by jco's bindings generator. With --check it writes
 // nothing and exits 1 when the files there differ from what it would
 // write. Usage: node scripts/js-types.mjs [--check] [WIT] [OUT_DIR]
 //
 // The WIT is handed over as text: jco's `guest-types` command reads the
-// path through its WASI sandbox, which fails here (os error 44).
+// path through its WASI sandbox, which fails here (os error 44). The
+// packages under the WIT's deps/ directory are appended to that text as
+// nested packages.
 import { readFileSync, writeFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { witSource } from './wit-source.mjs';
 
 const args = process.argv.slice(2);
 const check = args[0] === '--check';
@@ -23,7 +26,7 @@ const bindgen = await import(pathToFileURL(join(root, 'node_modules/@bytecodeall
 await bindgen.$init;
 
 const files = bindgen.generateTypes('agent', {
-  wit: { tag: 'source', val: readFileSync(wit, 'utf8') },
+  wit: { tag: 'source', val: witSource(wit) },
   world: 'agent',
   guest: true,
   tlaCompat: false,

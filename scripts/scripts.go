@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed componentize-go.mjs
 var ComponentizeGo []byte
+
+// WitSource is wit-source.mjs, which componentize-go.mjs imports: a WIT
+// file's text with the packages of its deps/ directory.
+//
+//go:embed wit-source.mjs
+var WitSource []byte

@@ -59,11 +59,11 @@ func compileAgents(cmd *cobra.Command, g *globalOptions, fuel bool, paths []stri
 		return withExit(exitHost, err)
 	}
 	defer sys.Close()
-	h := sys.Host
+	eng := sys.Engine
 	var failed []error
 	for _, p := range paths {
 		start := time.Now()
-		cached, err := h.Precompile(p)
+		cached, err := eng.Precompile(p)
 		switch {
 		case err != nil:
 			failed = append(failed, err)
@@ -76,6 +76,6 @@ func compileAgents(cmd *cobra.Command, g *globalOptions, fuel bool, paths []stri
 	if len(failed) > 0 {
 		return withExit(exitHost, errors.Join(failed...))
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "compile cache: %s\n", h.Cache().Dir())
+	fmt.Fprintf(cmd.OutOrStdout(), "compile cache: %s\n", eng.Cache().Dir())
 	return nil
 }

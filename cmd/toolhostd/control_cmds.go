@@ -102,6 +102,17 @@ func agentTable(w io.Writer, agents []control.AgentStatus, now time.Time) error 
 	fmt.Fprintln(tw, "NAME\tSTATE\tSINCE\tRESTARTS\tTRAPS\tINBOX\tLAST ERROR")
 	for _, a := range agents {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.Name, a.State, age(a.Since, now), a.Restarts, a.Traps, a.Inbox, oneLine(a.LastError))
+		// A per-session agent's instances, one row each: agent/session.
+		for _, in := range a.Instances {
+			if in.Session == "" && len(a.Instances) == 1 && in.State == a.State {
+				continue // a single agent's one instance is its row
+			}
+			session := in.Session
+			if session == "" {
+				session = "(one-off)"
+			}
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t-\t-\t-\tmessages=%d idle=%s\n", a.Name, session, in.State, age(in.Since, now), in.Messages, age(in.LastActivity, now))
+		}
 	}
 	return tw.Flush()
 }

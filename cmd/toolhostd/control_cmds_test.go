@@ -13,6 +13,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/control/controltest"
+	"github.com/toolhostd/toolhostd/internal/status"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -48,6 +49,10 @@ func TestControlCommands(t *testing.T) {
 	noConfig(t)
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "multi", State: "failed", LastError: "trap: unreachable\nwasm backtrace:\n  0: f", Since: time.Now().Add(-90 * time.Minute)})
+	be.AddAgent(control.AgentStatus{Name: "talk", State: "running", Since: time.Now().Add(-2 * time.Hour), Instances: []status.Instance{
+		{Session: "alice", State: "running", Since: time.Now().Add(-3 * time.Minute), Messages: 4, LastActivity: time.Now().Add(-10 * time.Second)},
+		{State: "stopping", Since: time.Now().Add(-time.Minute), Messages: 1, LastActivity: time.Now().Add(-30 * time.Second)},
+	}})
 	sock := controltest.Serve(t, control.Options{Backend: be}).Socket()
 
 	tests := []struct {
@@ -63,13 +68,16 @@ func TestControlCommands(t *testing.T) {
 			"a      running  *      2         1      3",
 			"b      stopped  *      0         0      0      exited with err: nope",
 			"multi  failed   1h30m  0         0      0      trap: unreachable …",
+			"talk   running  2h0m   0         0      0",
+			"talk/alice  running  3m0s  -  -  -  messages=4  idle=10s",
+			"talk/(one-off)  stopping  1m0s  -  -  -  messages=1  idle=30s",
 		}},
 		{name: "ps json", args: []string{"ps", "--json", "--socket", sock}, jsonList: func(t *testing.T, out string) {
 			var agents []control.AgentStatus
 			if err := json.Unmarshal([]byte(out), &agents); err != nil {
 				t.Fatalf("ps --json: %v\n%s", err, out)
 			}
-			if len(agents) != 3 || agents[0].Name != "a" || agents[0].Inbox != 3 || agents[2].LastError == "" {
+			if len(agents) != 4 || agents[0].Name != "a" || agents[0].Inbox != 3 || agents[2].LastError == "" {
 				t.Errorf("ps --json = %+v", agents)
 			}
 		}},

@@ -77,13 +77,14 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 
 	m := metrics.New()
 	listening := make(chan struct{})
-	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)))
+	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)), daemon.WithVersion(toolhostdVersion()))
 	if err != nil {
 		return withExit(exitHost, err)
 	}
 	m.SetBackend(d)
 	srv, err := control.NewServer(control.Options{
 		Backend:  d,
+		Messages: d.Messages(),
 		Gatherer: m.Registry(),
 		Socket:   cfg.Host.ControlSocket,
 		Listen:   cfg.Host.ControlListen,

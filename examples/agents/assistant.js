@@ -9,11 +9,10 @@
 // "prompt", "toolings": [...], "max_turns", "max_tokens", "stream"}. With
 // "stream" each answer comes from chatStream: the deltas are joined as they
 // arrive and the chat-done envelope ends the turn.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
-import { recv } from 'toolhost:agent/inbox@0.2.0';
-import { write } from 'toolhost:agent/log@0.2.0';
-import { agent, errorText } from '../../sdk/js/toolhost.js';
+import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
+import { recv } from 'toolhost:agent/inbox@0.3.0';
+import { write } from 'toolhost:agent/log@0.3.0';
+import { agent, errorText, Inbox, Toolbox } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   provider: 'model',
@@ -53,55 +52,6 @@ function ask(p, req, stream) {
   }
 }
 
-// resultText is the text of a CallToolResult (JSON), marked when isError.
-function resultText(value) {
-  try {
-    const v = JSON.parse(value);
-    const text = (v.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-    return v.isError ? `error: ${text}` : text;
-  } catch {
-    return value;
-  }
-}
-
-// callTools queues every call with callTool, then answers each, in the
-// model's order, with a tool message: the tool's text, or what failed.
-function callTools(owner, calls) {
-  const answers = new Array(calls.length);
-  const waiting = new Map(); // call id -> index
-  const via = new Map();
-  calls.forEach((c, i) => {
-    const t = owner.get(c.name);
-    if (!t) {
-      answers[i] = `error: there is no tool named ${c.name}`;
-      return;
-    }
-    const args = c.arguments.trim() === '' ? '{}' : c.arguments;
-    try {
-      const id = t.callTool(c.name, args);
-      write('info', `assistant: tool call ${c.name} ${args}`);
-      waiting.set(id, i);
-      via.set(id, t);
-    } catch (e) {
-      answers[i] = `error: ${errorText(e)}`;
-    }
-  });
-  while (waiting.size > 0) {
-    const env = recv(replyTimeout);
-    if (env == null || env.event.tag === 'shutdown') break;
-    const i = waiting.get(env.id);
-    if (i === undefined) continue;
-    waiting.delete(env.id);
-    const ev = env.event;
-    answers[i] = ev.tag === 'tool-result' ? resultText(ev.val.value) : `error: ${ev.val.code}: ${ev.val.message}`;
-  }
-  for (const [id, i] of waiting) {
-    via.get(id).cancel(id);
-    answers[i] = 'error: no result in time';
-  }
-  return calls.map((c, i) => message('tool', answers[i], c.id));
-}
-
 function assistant(o) {
   let p;
   try {
@@ -109,30 +59,12 @@ function assistant(o) {
   } catch (e) {
     throw `provider ${o.provider}: ${errorText(e)}`;
   }
-  const handles = [p];
+  let box;
   try {
     // The tools of every tooling, as list-tools returns them; the first
     // tooling offering a name answers its calls.
-    const tools = [];
-    const owner = new Map();
-    for (const name of o.toolings) {
-      let t;
-      try {
-        t = get(name);
-        handles.push(t);
-        for (const tl of t.listTools()) {
-          if (owner.has(tl.name)) {
-            write('warn', `assistant: tool ${tl.name} of ${name} hidden by another tooling's`);
-            continue;
-          }
-          owner.set(tl.name, t);
-          tools.push(tl);
-        }
-      } catch (e) {
-        throw `tooling ${name}: ${errorText(e)}`;
-      }
-    }
-    const req = { model: o.model ?? undefined, messages: [], tools, toolChoice: undefined, maxTokens: o.max_tokens ?? undefined, temperature: undefined, stop: [] };
+    box = new Toolbox(o.toolings);
+    const req = { model: o.model ?? undefined, messages: [], tools: box.tools, toolChoice: undefined, maxTokens: o.max_tokens ?? undefined, temperature: undefined, stop: [] };
     if (o.system) req.messages.push(message('system', o.system));
     req.messages.push(message('user', o.prompt));
     let input = 0;
@@ -151,11 +83,13 @@ function assistant(o) {
         write('info', `assistant: ${resp.model} answered in ${turn} turns (${resp.finishReason}), ${input} input and ${output} output tokens`);
         return resp.message.content;
       }
-      req.messages.push(...callTools(owner, resp.message.toolCalls));
+      for (const c of resp.message.toolCalls) write('info', `assistant: tool call ${c.name} ${c.arguments}`);
+      req.messages.push(...box.call(resp.message.toolCalls, new Inbox(), replyTimeout));
     }
     throw `no answer after ${o.max_turns} turns`;
   } finally {
-    for (const h of handles) h[dispose]();
+    if (box) box.close();
+    p[dispose]();
   }
 }
 

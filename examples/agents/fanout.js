@@ -3,9 +3,9 @@
 // {"tooling", "tool", "arguments", "n", "slow": {"tool", "arguments"},
 // "every": seconds}. With "every" it runs as a daemon's agent: it logs each
 // round's summary, waits that long and fans out again, until shutdown.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { recv } from 'toolhost:agent/inbox@0.2.0';
-import { write } from 'toolhost:agent/log@0.2.0';
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { recv } from 'toolhost:agent/inbox@0.3.0';
+import { write } from 'toolhost:agent/log@0.3.0';
 import { agent } from '../../sdk/js/toolhost.js';
 
 const defaults = {

@@ -2,10 +2,12 @@
 // a summary. Input: JSON {"toolings": [...], "call": {"tooling", "tool",
 // "arguments"}, "every": seconds}; every key is optional (defaults below).
 // With "every" it runs as a daemon's agent: it logs the summary, waits that
-// long and does it again, until the host shuts it down.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { recv } from 'toolhost:agent/inbox@0.2.0';
-import { write } from 'toolhost:agent/log@0.2.0';
+// long and does it again, until the host shuts it down; meanwhile it
+// answers each message with "hello, SENDER" and its last summary.
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { reply } from 'toolhost:agent/messages@0.3.0';
+import { recv } from 'toolhost:agent/inbox@0.3.0';
+import { write } from 'toolhost:agent/log@0.3.0';
 import { agent, errorText } from '../../sdk/js/toolhost.js';
 
 const defaults = {
@@ -13,14 +15,22 @@ const defaults = {
   call: { tooling: 'everything', tool: 'echo', arguments: { message: 'hello from a WebAssembly agent' } },
 };
 
-// shutdownWithin waits up to ms for the host's shutdown envelope; other
-// envelopes (none are expected: hello's calls are blocking) are skipped.
-function shutdownWithin(ms) {
+// shutdownWithin waits up to ms for the host's shutdown envelope,
+// answering messages with lines meanwhile; other envelopes (none are
+// expected: hello's calls are blocking) are skipped.
+function shutdownWithin(ms, lines) {
   const end = Date.now() + ms;
   for (let left = ms; left > 0; left = end - Date.now()) {
     const env = recv(left);
     if (env == null) return false; // none: undefined (componentize-js) or null (componentize-qjs)
     if (env.event.tag === 'shutdown') return true;
+    if (env.event.tag === 'message') {
+      try {
+        reply(env.id, [`hello, ${env.event.val.sender}`, ...lines].join('\n'));
+      } catch (e) {
+        write('warn', `hello: reply: ${errorText(e)}`);
+      }
+    }
   }
   return false;
 }
@@ -33,8 +43,9 @@ export const run = agent((input) => {
     return lines.join('\n');
   }
   for (let round = 1; ; round++) {
-    write('info', `round ${round}: ${summary(opts).join('; ')}`);
-    if (shutdownWithin(opts.every * 1000)) return `stopped after ${round} rounds`;
+    const lines = summary(opts);
+    write('info', `round ${round}: ${lines.join('; ')}`);
+    if (shutdownWithin(opts.every * 1000, lines)) return `stopped after ${round} rounds`;
   }
 });
 

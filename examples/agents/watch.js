@@ -2,9 +2,9 @@
 // `count` of them or the host shuts it down. Input: a URI, or JSON
 // {"tooling", "uri", "count", "toggle"}; "toggle" calls server-everything's
 // toggle-subscriber-updates tool first so that it starts sending updates.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { recv } from 'toolhost:agent/inbox@0.2.0';
-import { write } from 'toolhost:agent/log@0.2.0';
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { recv } from 'toolhost:agent/inbox@0.3.0';
+import { write } from 'toolhost:agent/log@0.3.0';
 import { agent } from '../../sdk/js/toolhost.js';
 
 const defaults = {

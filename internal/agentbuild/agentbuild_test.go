@@ -86,9 +86,9 @@ func TestGoProxyLayout(t *testing.T) {
 	}
 	v := filepath.Join(dir, "github.com", "toolhostd", "toolhostd", "sdk", "go", "@v")
 	for name, want := range map[string]string{
-		"list":        SDKVersion + "\n",
-		"v0.2.0.info": `{"Version":"v0.2.0"}` + "\n",
-		"v0.2.0.mod":  "module " + SDKModule + "\n",
+		"list":               SDKVersion + "\n",
+		SDKVersion + ".info": `{"Version":"` + SDKVersion + `"}` + "\n",
+		SDKVersion + ".mod":  "module " + SDKModule + "\n",
 	} {
 		data, err := os.ReadFile(filepath.Join(v, name))
 		if err != nil {
@@ -98,8 +98,8 @@ func TestGoProxyLayout(t *testing.T) {
 			t.Errorf("%s = %q, want it to start %q", name, data, want)
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(v, "v0.2.0.zip")); err != nil || !bytes.Equal(data, sdkZip) {
-		t.Errorf("v0.2.0.zip is not the embedded zip (%v)", err)
+	if data, err := os.ReadFile(filepath.Join(v, SDKVersion+".zip")); err != nil || !bytes.Equal(data, sdkZip) {
+		t.Errorf("%s.zip is not the embedded zip (%v)", SDKVersion, err)
 	}
 	// A second write changes nothing and leaves no temporary file.
 	if err := writeGoProxy(dir); err != nil {

@@ -140,14 +140,13 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	// agent.wit and its deps (wasi:keyvalue): the JS toolchains read the
+	// directory, componentize-go.mjs the file with the deps beside it.
 	witDir := filepath.Join(work, "wit")
-	if err := os.Mkdir(witDir, 0o755); err != nil {
+	if err := wit.WriteDir(witDir); err != nil {
 		return nil, err
 	}
 	witFile := filepath.Join(witDir, "agent.wit")
-	if err := os.WriteFile(witFile, wit.Agent, 0o644); err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}

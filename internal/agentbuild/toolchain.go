@@ -137,6 +137,9 @@ func ensureToolchain(ctx context.Context, root, name string, progress io.Writer)
 		if err := writeFileIfChanged(filepath.Join(dir, "componentize-go.mjs"), scripts.ComponentizeGo); err != nil {
 			return nil, err
 		}
+		if err := writeFileIfChanged(filepath.Join(dir, "wit-source.mjs"), scripts.WitSource); err != nil {
+			return nil, err
+		}
 	}
 	return &toolchain{dir: dir, node: node}, nil
 }

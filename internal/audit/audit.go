@@ -34,6 +34,7 @@ const (
 	OpChat                    = "chat"
 	OpChatStream              = "chat-stream"
 	OpSampling                = "sampling" // a tooling's server's sampling/createMessage, answered by a provider
+	OpMessage                 = "message"  // a message to an agent, accepted and answered or refused
 )
 
 // Outcomes besides the error codes.
@@ -79,6 +80,16 @@ type Record struct {
 	Request       []byte
 	HasRequest    bool
 	StreamID      string
+
+	// Messages (op message): who sent it, its id, session and instance,
+	// and its content: size and sha256 written, the text only with
+	// WithArgs.
+	Sender     string
+	MessageID  string
+	Session    string
+	Instance   string
+	Content    string
+	HasContent bool
 }
 
 // line is a Record as written.
@@ -106,6 +117,13 @@ type line struct {
 	ReqBytes   *int            `json:"request_bytes,omitempty"`
 	ReqSHA256  string          `json:"request_sha256,omitempty"`
 	Req        json.RawMessage `json:"request,omitempty"`
+	Sender     string          `json:"sender,omitempty"`
+	MessageID  string          `json:"message_id,omitempty"`
+	Session    string          `json:"session,omitempty"`
+	Instance   string          `json:"instance,omitempty"`
+	ContBytes  *int            `json:"content_bytes,omitempty"`
+	ContSHA256 string          `json:"content_sha256,omitempty"`
+	Content    *string         `json:"content,omitempty"`
 }
 
 func millis(d time.Duration) json.Number {
@@ -142,6 +160,16 @@ func Encode(r Record) []byte {
 			l.Arguments = json.RawMessage(r.Args)
 		}
 	}
+	if r.HasContent {
+		n := len(r.Content)
+		sum := sha256.Sum256([]byte(r.Content))
+		l.ContBytes, l.ContSHA256 = &n, hex.EncodeToString(sum[:])
+		if r.WithArgs {
+			c := r.Content
+			l.Content = &c
+		}
+	}
+	l.Sender, l.MessageID, l.Session, l.Instance = r.Sender, r.MessageID, r.Session, r.Instance
 	b, err := json.Marshal(l)
 	if err != nil { // cannot happen: every field is a plain value
 		b = fmt.Appendf(nil, `{"time":%q,"outcome":"internal","message":%q}`, l.Time, err.Error())

@@ -3,6 +3,7 @@ package config
 // The [agent.<name>] tables and their limits.
 
 import (
+	"maps"
 	"math"
 )
 
@@ -17,7 +18,9 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	a := &Agent{Name: name}
 	_, graceSet := m["stop_grace"]
 	var backoffSet, logRateSet bool
-	d.fields(path, m, handlers{
+	h := d.messagingHandlers(&a.Messaging)
+	maps.Copy(h, d.agentStoreHandlers(&a.AgentStore))
+	maps.Copy(h, handlers{
 		"component": func(p []string, v any) {
 			s, ok := d.asPlainString(p, v)
 			if ok && s == "" {
@@ -96,7 +99,9 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 		"grants":    func(p []string, v any) { a.Grants, a.ProviderGrants = d.grants(p, v) },
 		"providers": func(p []string, v any) { a.Providers = d.asNames(p, v, d.providers, "provider", d.knownProviders) },
 	})
+	d.fields(path, m, h)
 	d.checkGrants(path, a)
+	d.checkMessaging(path, m, &a.Messaging)
 	if _, ok := m["component"]; !ok {
 		d.errAt(child(path, "component"), "missing (the agent's WebAssembly component)")
 	}

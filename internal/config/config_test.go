@@ -208,6 +208,9 @@ func TestDefaults(t *testing.T) {
 		RestartBackoff: Backoff{Duration{time.Second}, Duration{time.Minute}},
 		InboxCapacity:  1024, StopGrace: Duration{10 * time.Second},
 		Limits: Limits{LogRate: 1000, LogBurst: 10000},
+		Messaging: Messaging{Instances: "single", Start: "serve", IdleTimeout: Duration{5 * time.Minute},
+			Accepts: []string{"api"}, MaxMessageBytes: 1 << 20},
+		AgentStore: AgentStore{Stores: []string{"*"}},
 	}
 	if w == nil || !equalJSON(t, *w, wantA) {
 		t.Errorf("agent w = %+v\nwant %+v", w, wantA)

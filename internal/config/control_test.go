@@ -70,7 +70,8 @@ func TestDefaultConfigControl(t *testing.T) {
 		t.Fatalf("Default() with control keys uncommented:\n%v", err)
 	}
 	want := Host{LogLevel: "info", LogFormat: "console", ControlSocket: "/run/toolhostd/toolhostd.sock",
-		ControlListen: "127.0.0.1:7070", ControlToken: "${env:TOOLHOSTD_TOKEN}", MaxThreads: DefaultMaxThreads}
+		ControlListen: "127.0.0.1:7070", ControlToken: "${env:TOOLHOSTD_TOKEN}", MaxThreads: DefaultMaxThreads,
+		MessageRetention: Duration{DefaultRetention}, Store: HostStore{Backend: StoreBbolt}}
 	if c.Host != want {
 		t.Errorf("host = %+v, want %+v", c.Host, want)
 	}

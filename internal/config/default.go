@@ -33,6 +33,8 @@ log_format = "console"          # console | json
 #                                 # $STATE_DIRECTORY, else $XDG_STATE_HOME/toolhostd, else ~/.local/state/toolhostd
 # max_threads = 10000             # OS threads: each agent waiting in recv holds one, so at most
 #                                 # max_threads - 256 agents; raise it with ulimit -u and TasksMax
+# message_retention = "10m"       # a reply is kept this long after it ended (GET by id, resuming, idempotency keys)
+# store = { backend = "bbolt" }   # the key-value store: bbolt (state_dir/kv.db) | etcd (the default with [cluster])
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.
@@ -117,6 +119,18 @@ limits = { memory = "256MiB", fuel = 0, run_timeout = "0s", log_rate = 1000, log
                                 # stdout, stderr) per second, log_burst at once; more are dropped
 stop_grace = "10s"              # on stop, time to return before the agent is interrupted
 # providers = ["gpt"]             # the providers the agent may get (none when left out)
+# Messages (toolhostd send, POST /v1/agents/<name>/messages); every key is optional.
+# instances = "single"            # single | per-session: an instance per session (conversation)
+# start = "serve"                 # serve | on-message: a single agent started by its first message
+# idle_timeout = "5m"             # a per-session or on-message instance idle this long is stopped
+# max_instances = 100             # per-session: past it the longest-idle instance is stopped, or 429
+# accepts = ["api"]               # senders it takes: "api", "mcp", "a2a", "agent:NAME" (globs)
+# sends_to = []                   # globs of the agents it may send to (none when left out)
+# max_message_bytes = "1MiB"      # a message's content at most (413 past it)
+# audit_arguments = false         # the audit log may carry its messages' text
+# description = "what it does"    # for people and for the protocols that list it
+# stores = ["*"]                 # globs of the key-value buckets it may open ("session": its session's)
+# store = { max_keys = 10000, max_bytes = "64MiB" }   # what it may keep (none: unbounded)
 # An agent's limits on a provider: [agent.<name>.grants.<provider>]; every key is optional.
 # [agent.watcher.grants.gpt]
 # models = ["gpt-4o*"]            # globs of the models it may ask for (the default model too)

@@ -43,6 +43,10 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 			s, _ := d.asPlainString(p, v)
 			h.StateDir = d.resolvePath(s)
 		},
+		"message_retention": func(p []string, v any) { h.MessageRetention, _ = d.asDuration(p, v, true) },
+		"mcp":               func(p []string, v any) { h.MCP = d.endpoint(p, v, "mcp") },
+		"a2a":               func(p []string, v any) { h.A2A = d.endpoint(p, v, "a2a") },
+		"store":             func(p []string, v any) { d.hostStore(p, v, &h.Store) },
 		"max_threads": func(p []string, v any) {
 			n, ok := d.asInt(p, v, MinMaxThreads)
 			if ok && n > MaxMaxThreads {

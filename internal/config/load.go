@@ -267,6 +267,10 @@ func (d *decoder) config(doc map[string]any) *Config {
 			}
 		},
 		"cluster": func(p []string, v any) { c.Cluster = d.cluster(p, v) },
+		"peer": func(p []string, v any) {
+			agents, _ := doc["agent"].(map[string]any)
+			c.Peer = d.peers(p, v, agents)
+		},
 		"agent": func(p []string, v any) {
 			m, ok := d.asTable(p, v)
 			if !ok {
@@ -291,6 +295,8 @@ func (d *decoder) config(doc map[string]any) *Config {
 	if c.Host.MaxThreads == 0 {
 		c.Host.MaxThreads = DefaultMaxThreads
 	}
+	setDefaultDuration(&c.Host.MessageRetention, DefaultRetention)
+	d.checkStore(c)
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {
 			t.OAuth.StateDir = c.Host.StateDir

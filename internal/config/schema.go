@@ -16,6 +16,9 @@ type Config struct {
 	Provider map[string]*Provider `toml:"provider" json:",omitempty"`
 	// Cluster is [cluster] (cluster.go); nil: a single host.
 	Cluster *Cluster `toml:"cluster" json:",omitempty"`
+	// Peer is the remote A2A agents local agents may send to, by name
+	// (peer.go).
+	Peer map[string]*Peer `toml:"peer" json:",omitempty"`
 
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
@@ -48,6 +51,16 @@ type Host struct {
 	// SetMaxThreads): every agent waiting in recv or a blocking host call
 	// holds one, so it bounds the agents one host can run.
 	MaxThreads int `toml:"max_threads"`
+	// MessageRetention is how long a message's reply is kept after it
+	// ended, for GET and resumption by id and for idempotency keys.
+	MessageRetention Duration `toml:"message_retention"`
+	// MCP and A2A serve the agents exposed over them (protocols.go); nil:
+	// not served.
+	MCP *Endpoint `toml:"mcp,omitempty" json:",omitempty"`
+	A2A *Endpoint `toml:"a2a,omitempty" json:",omitempty"`
+
+	// Store is the key-value store's backend (store.go).
+	Store HostStore `toml:"store"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -114,6 +127,10 @@ type Agent struct {
 	// provider name: the [agent.X.grants.P] tables whose P is a provider
 	// (toolings and providers share one namespace).
 	ProviderGrants map[string]*ProviderGrant `toml:"-" json:",omitempty"`
+	// Messaging is who may talk to the agent and how its instances are
+	// made (messages.go).
+	Messaging
+	AgentStore // stores, store: its key-value buckets (store.go)
 }
 
 // Backoff is an initial and a maximum delay.

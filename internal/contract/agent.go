@@ -11,6 +11,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -40,6 +41,11 @@ type Agent struct {
 	streams map[string]*stream // open chat streams (chat.go)
 	provs   map[*ProviderHandle]struct{}
 
+	// messages (messages.go)
+	messaging Messaging
+	mb        *message.Mailbox
+	ob        *message.Outbox // nil without a router
+
 	// the provider side (chat.go)
 	providers  ProviderLookup
 	provAccess ProviderAccess
@@ -67,7 +73,12 @@ func (a *Agent) Inbox() *inbox.Inbox { return a.in }
 // Close is agent exit: every call it made is cancelled and every
 // subscription ended; later operations fail with cancelled. Shutting the
 // inbox down is the host's job. Close is idempotent.
-func (a *Agent) Close() {
+func (a *Agent) Close() { a.CloseWith("agent " + a.name + " ended") }
+
+// CloseWith is Close, failing the messages still open to the agent with
+// why (unavailable: "agent A stopped: trap: ...").
+func (a *Agent) CloseWith(why string) {
+	a.closeMessages(why)
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -75,6 +76,10 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, opts ...Option) *A
 	}
 	for _, o := range opts {
 		o(a)
+	}
+	a.mb = message.NewMailbox(in, nil)
+	if a.messaging.Router != nil {
+		a.ob = message.NewOutbox(a.messaging.Router, name, in)
 	}
 	if a.log == nil {
 		a.log = zap.NewNop()

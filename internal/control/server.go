@@ -66,6 +66,8 @@ type Options struct {
 	Token string
 	// Log receives the server's logs (nil: none).
 	Log *zap.Logger
+	// Messages serves /v1/agents/{name}/messages (nil: those answer 404).
+	Messages Messenger
 	// ShutdownTimeout bounds the graceful stop at the end of Serve
 	// (0: DefaultShutdownTimeout); requests still running then are cut.
 	ShutdownTimeout time.Duration
@@ -153,7 +155,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			return fmt.Errorf("control: %w", err)
 		}
 	}
+	// Requests (message streams above all) end when the shutdown begins.
+	reqCtx, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		Handler:           s.authenticate(token),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -196,6 +202,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		serving--
 		failed = fmt.Errorf("control: %w", failed)
 	}
+	endRequests()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn("control API: requests cut at shutdown", zap.Error(err))
@@ -366,6 +373,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/agents", only(http.MethodGet, s.listAgents))
 	mux.HandleFunc("/v1/agents/{name}", only(http.MethodGet, s.getAgent))
 	mux.HandleFunc("/v1/agents/{name}/{action}", s.agentAction)
+	s.messageRoutes(mux)
 	mux.HandleFunc("/v1/toolings", only(http.MethodGet, s.listToolings))
 	mux.HandleFunc("/v1/reload", only(http.MethodPost, s.reload))
 	mux.HandleFunc("/v1/cluster", only(http.MethodGet, s.cluster))

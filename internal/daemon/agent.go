@@ -14,6 +14,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/instances"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
 )
@@ -27,6 +28,7 @@ const (
 	stateExited   = "exited"   // run returned ok and the policy does not restart it
 	stateFailed   = "failed"   // failed and not restarted (policy never, or a load failure)
 	stateBackoff  = "backoff"  // waiting to be restarted
+	stateIdle     = "idle"     // start = "on-message": waiting for a message to start
 )
 
 // Restart policies ([agent.X] restart).
@@ -63,8 +65,11 @@ type agentRec struct {
 	restarts int
 	traps    int
 	lastErr  string
-	inst     *host.Agent // the running instance, if any
-	content  string      // the component content it was last started with (host.Program.Content)
+	inst     *host.Agent     // the running instance, if any
+	changed  chan struct{}   // closed at the next state change (messages.go waits on it)
+	pool     *instances.Pool // a per-session agent's instances while its service runs
+	wake     chan struct{}   // an on-message agent's first message (buffered 1)
+	content  string          // the component content it was last started with (host.Program.Content)
 
 	sup     *suture.Supervisor
 	svc     *agentService // the current service
@@ -78,12 +83,17 @@ type agentRec struct {
 }
 
 func newAgentRec(name string, cfg *config.Agent, rec policy.Recorder) *agentRec {
-	return &agentRec{name: name, cfg: cfg, pol: policy.FromConfig(cfg, rec), state: stateStopped, since: time.Now(), backoff: cfg.RestartBackoff.Initial.Duration}
+	return &agentRec{name: name, cfg: cfg, pol: policy.FromConfig(cfg, rec), state: stateStopped, since: time.Now(),
+		backoff: cfg.RestartBackoff.Initial.Duration, changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
 func (r *agentRec) setState(s string) {
 	if r.state != s {
 		r.state, r.since = s, time.Now()
+		if r.changed != nil {
+			close(r.changed)
+		}
+		r.changed = make(chan struct{})
 	}
 }
 
@@ -174,6 +184,24 @@ func (s *agentService) log() *zap.Logger { return s.d.log.With(zap.String("agent
 
 func (s *agentService) Serve(ctx context.Context) error {
 	defer s.started()
+	if s.cfg.Instances == config.InstancesPerSession {
+		return s.serveSessions(ctx)
+	}
+	for {
+		if s.cfg.Start == config.StartOnMessage && !s.awaitMessage(ctx) {
+			return ctx.Err()
+		}
+		idle, err := s.serveOnce(ctx)
+		if !idle {
+			return err
+		}
+	}
+}
+
+// serveOnce waits out the pending backoff, loads the component and runs
+// one instance to its end; idle reports an on-message agent's instance
+// stopped for being idle (to wait for the next message, not restarted).
+func (s *agentService) serveOnce(ctx context.Context) (idle bool, err error) {
 	var delay time.Duration
 	s.update(func(r *agentRec) { delay, r.delay = r.delay, 0 })
 	if delay > 0 {
@@ -183,7 +211,7 @@ func (s *agentService) Serve(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			s.update(func(r *agentRec) { r.setState(stateStopped) })
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -194,25 +222,25 @@ func (s *agentService) Serve(ctx context.Context) error {
 	if err != nil && ctx.Err() != nil {
 		s.update(func(r *agentRec) { r.setState(stateStopped) })
 		s.log().Info("agent stopped while loading")
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if err != nil {
-		return s.cannotRun(err)
+		return false, s.cannotRun(err)
 	}
 	defer prog.Close()
 	s.update(func(r *agentRec) { r.content = prog.Content() })
 	env, err := s.cfg.ExpandedEnv()
 	if err != nil {
-		return s.cannotRun(err)
+		return false, s.cannotRun(err)
 	}
 	if ctx.Err() != nil {
 		s.update(func(r *agentRec) { r.setState(stateStopped) })
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	inst := s.startInstance(prog, env) // cluster.go: nil while the host is halted
 	if inst == nil {
 		s.update(func(r *agentRec) { r.setState(stateStopped) })
-		return fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
+		return false, fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
 	}
 	start := time.Now()
 	if m := s.d.opts.metrics; m != nil {
@@ -220,12 +248,25 @@ func (s *agentService) Serve(ctx context.Context) error {
 	}
 	s.started()
 
+	idleCh, stopIdle := s.idleWatch(inst)
+	defer stopIdle()
 	select {
 	case <-inst.Done():
 	case <-ctx.Done():
 		s.update(func(r *agentRec) { r.setState(stateStopping) })
 		inst.Stop()
 		<-inst.Done()
+	case <-idleCh:
+		s.update(func(r *agentRec) { r.setState(stateStopping) })
+		inst.Stop()
+		<-inst.Done()
+		s.update(func(r *agentRec) {
+			r.inst = nil
+			r.setState(stateIdle)
+		})
+		s.log().Info("idle agent stopped; the next message starts it", zap.Duration("idle_timeout", s.cfg.IdleTimeout.Duration))
+		s.d.instanceStoppedIdle(s.r.name)
+		return true, nil
 	}
 	out, runErr := inst.Wait()
 	ran := time.Since(start)
@@ -239,11 +280,11 @@ func (s *agentService) Serve(ctx context.Context) error {
 		})
 		s.log().Info("agent stopped", zap.Duration("duration", ran), zap.NamedError("run_error", runErr))
 		if ctx.Err() == nil { // halted: not restarted until the node starts it again
-			return fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
+			return false, fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
 		}
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return s.decide(runErr, ran)
+	return false, s.decide(runErr, ran)
 }
 
 // decide records the outcome of a run that ended by itself and applies the
@@ -329,6 +370,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		LogRate:       s.cfg.Limits.LogRate,
 		LogBurst:      s.cfg.Limits.LogBurst,
 		OnLogDropped:  s.recordLogDropped,
+		Messaging:     s.messaging(),
 	}
 }
 

@@ -42,6 +42,7 @@ func (d *Daemon) Agents() []control.AgentStatus {
 		if r.inst != nil {
 			st.Inbox = r.inst.Inbox().Pending()
 		}
+		st.Instances = instancesOf(r)
 		out = append(out, st)
 	}
 	return out

@@ -180,8 +180,10 @@ func (d *Daemon) checkOwner(name string) error {
 	return nil
 }
 
-// reloaded tells the node the new config's agents and digest.
+// reloaded applies a new config to the protocol endpoints (which agents
+// are exposed) and tells the node its agents and digest.
 func (d *Daemon) reloaded(cur *config.Config) {
+	d.reloadProtocols(cur)
 	if d.cluster == nil {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -54,6 +55,7 @@ type options struct {
 	epochTick   time.Duration
 	metrics     *metrics.Metrics
 	overrun     func() // cluster.go
+	version     string
 }
 
 // WithMetrics records the toolings' calls, reads and notifications (every
@@ -74,7 +76,11 @@ func WithReadyGate(gate <-chan struct{}) Option {
 	return func(o *options) { o.readyGate = gate }
 }
 
-// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+// WithVersion is toolhostd's version, as the MCP handshake and A2A cards
+// name it.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
+// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
 func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
 
 // Daemon runs the agents and toolings of one config.
@@ -102,7 +108,9 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit *audit.Log // sys.Audit: [host] audit_log; nil: none (grants.go)
+	audit  *audit.Log      // sys.Audit: [host] audit_log; nil: none (grants.go)
+	router *message.Router // messages to the agents (messages.go)
+	protos *protocols      // MCP and A2A endpoints, peers (protocols.go); set by New
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -176,7 +184,13 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
-	d.fuel = system.HostOptions(cfg, log).Fuel
+	d.router = d.newRouter(cfg)
+	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
+		d.stopProtocols()
+		_ = sys.Close()
+		return nil, err
+	}
+	d.fuel = system.HostOptions(cfg, log).Engine.Fuel
 	for name, t := range sys.Toolings {
 		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
 	}
@@ -206,7 +220,7 @@ func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*tool
 
 // needsFuel reports whether some agent of cfg has a fuel limit (the
 // engine then meters fuel).
-func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Fuel }
+func needsFuel(cfg *config.Config) bool { return system.HostOptions(cfg, nil).Engine.Fuel }
 
 // Serve runs the toolings and every configured agent until ctx ends, then
 // stops everything in order: each agent gets its shutdown envelope and its
@@ -251,6 +265,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
 	d.runCluster()
+	d.serveProtocols()
 
 	monCtx, stopMon := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -263,6 +278,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.notify.send("STOPPING=1")
 	stopMon()
 	bg.Wait()
+	d.stopProtocols()
 	d.stopCluster()
 	d.shutdown(root, stopRoot, rootDone, hubDone)
 	return nil
@@ -336,6 +352,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // for a daemon that is never served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
+		d.stopProtocols()
 		d.closeErr = d.sys.Close()
 		d.closeCluster()
 	})

@@ -14,9 +14,10 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
-	"github.com/toolhostd/toolhostd/internal/host/prefault"
+	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
@@ -56,6 +57,10 @@ type AgentConfig struct {
 	LogRate      float64
 	LogBurst     int
 	OnLogDropped func()
+	// Messaging is how the agent sends messages (toolhost:agent@0.3.0);
+	// the zero value: it cannot send. Messages to it come through its
+	// Mailbox.
+	Messaging contract.Messaging
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -65,10 +70,12 @@ func (e *RunError) Error() string { return e.Message }
 
 // Agent is one running instance of a Program.
 type Agent struct {
-	name string
-	cfg  AgentConfig
-	in   *inbox.Inbox
-	log  *zap.Logger
+	name     string
+	cfg      AgentConfig
+	in       *inbox.Inbox
+	log      *zap.Logger
+	pa       *contract.Agent
+	receives bool // the program can be given messages
 
 	stopping   context.Context
 	stop       context.CancelFunc
@@ -102,9 +109,23 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.killed, a.kill = context.WithCancel(context.Background())
+	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...)
+	a.receives = Receives(p)
 	go a.main(h, p, input)
 	return a
 }
+
+// Mailbox brings messages to the agent (see Receives).
+func (a *Agent) Mailbox() *message.Mailbox { return a.pa.Mailbox() }
+
+// Receives reports whether the agent's component can be given messages
+// (it imports toolhost:agent@0.3.0's inbox); a message to one that cannot
+// is refused, never dropped.
+func (a *Agent) Receives() bool { return a.receives }
+
+// Busy reports open work: a message not answered, a call, chat stream or
+// send open, or an envelope undelivered.
+func (a *Agent) Busy() bool { return a.pa.Busy() }
 
 // Name is the agent's name.
 func (a *Agent) Name() string { return a.name }
@@ -183,7 +204,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	defer close(a.done)
 	st := &agentState{
 		name:     a.name,
-		pa:       contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...),
+		pa:       a.pa,
 		in:       a.in,
 		log:      a.log,
 		stopping: a.stopping,
@@ -197,7 +218,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	stdout.limit, stderr.limit = st.logs, st.logs
 	defer func() {
 		st.closeHandles()
-		st.pa.Close()
+		st.pa.CloseWith(a.endText())
 		a.in.Shutdown()
 		stdout.Flush()
 		stderr.Flush()
@@ -214,6 +235,14 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 	} else {
 		a.log.Info("agent finished", zap.Duration("duration", time.Since(start)))
 	}
+}
+
+// endText says why the agent ended, for the messages it leaves open.
+func (a *Agent) endText() string {
+	if a.err != nil {
+		return fmt.Sprintf("agent %s stopped before replying: %s", a.name, headline(a.err))
+	}
+	return fmt.Sprintf("agent %s ended (its run returned) before replying", a.name)
 }
 
 func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, stderr *lineLogger) (string, error) {
@@ -234,7 +263,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		}
 	}
 	defer release()
-	store, err := wt.NewStore(h.engine, wt.StoreConfig{
+	store, err := wt.NewStore(h.Wasmtime(), wt.StoreConfig{
 		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
 		MemoryLimit: a.cfg.MemoryLimit,
 		Fuel:        a.cfg.Fuel,
@@ -263,7 +292,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		defer t.Stop()
 	}
 	instStart := time.Now()
-	inst, m, err := p.instantiate(store)
+	inst, m, err := p.Instantiate(store)
 	if err != nil {
 		return "", a.explain(fmt.Errorf("instantiate: %w", err))
 	}
@@ -294,23 +323,6 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		return "", &RunError{Message: string(s)}
 	}
 	return string(s), nil
-}
-
-// instantiate instantiates p in store; with p's Image, under it (package
-// prefault), returning the instance's mapping of the memory image (nil when
-// none was found).
-func (p *Program) instantiate(store *wt.Store) (*wt.Instance, *prefault.Mapping, error) {
-	if p.image == nil {
-		inst, err := p.linker.Instantiate(store, p.comp)
-		return inst, nil, err
-	}
-	var inst *wt.Instance
-	m, err := p.image.Instantiate(func() error {
-		var err error
-		inst, err = p.linker.Instantiate(store, p.comp)
-		return err
-	})
-	return inst, m, err
 }
 
 // explain attaches the host's reason to a failure it caused (an interrupt);

@@ -1,8 +1,6 @@
 package host
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,123 +9,15 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolhostd/toolhostd/internal/engine"
 )
-
-func TestCompileCacheRoundTrip(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cache")
-	c, err := OpenCompileCache(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o700 {
-		t.Errorf("cache dir mode = %v, want 0700", st.Mode().Perm())
-	}
-	key := c.Key([]byte("component"), "fp")
-	if key == c.Key([]byte("component"), "fp2") || key == c.Key([]byte("component2"), "fp") {
-		t.Fatal("key ignores the fingerprint or the bytes")
-	}
-	if _, ok := c.Get(key); ok {
-		t.Fatal("hit on an empty cache")
-	}
-	payload := bytes.Repeat([]byte("artifact"), 1000)
-	if err := c.Put(key, payload); err != nil {
-		t.Fatal(err)
-	}
-	got, ok := c.Get(key)
-	if !ok || !bytes.Equal(got, payload) {
-		t.Fatalf("Get after Put: ok=%v, equal=%v", ok, bytes.Equal(got, payload))
-	}
-	if s := c.Stats(); s != (CacheStats{Hits: 1, Misses: 1}) {
-		t.Fatalf("stats = %+v", s)
-	}
-	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
-	if len(left) != 0 {
-		t.Fatalf("temporary files left: %v", left)
-	}
-}
-
-func TestCompileCacheDamagedEntries(t *testing.T) {
-	payload := bytes.Repeat([]byte{1, 2, 3, 4}, 4096)
-	cases := []struct {
-		name   string
-		damage func([]byte) []byte
-	}{
-		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
-		{"shorter than trailer", func(b []byte) []byte { return b[:5] }},
-		{"empty", func([]byte) []byte { return nil }},
-		{"flipped payload bit", func(b []byte) []byte { b[100] ^= 0x40; return b }},
-		{"wrong magic", func(b []byte) []byte { b[len(b)-16] = 'X'; return b }},
-		{"appended bytes", func(b []byte) []byte { return append(b, 0) }},
-		{"foreign file", func([]byte) []byte { return []byte("\x00asm\x0d\x00\x01\x00not ours at all....") }},
-	}
-	for _, tc := range cases {
-		for _, lookup := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/lookup=%v", tc.name, lookup), func(t *testing.T) {
-				c, err := OpenCompileCache(t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				key := c.Key(payload, "fp")
-				if err := c.Put(key, payload); err != nil {
-					t.Fatal(err)
-				}
-				p := c.path(key)
-				data, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, tc.damage(data), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				if lookup {
-					if _, ok := c.Lookup(key); ok {
-						t.Fatal("Lookup returned a damaged entry")
-					}
-				} else if _, ok := c.Get(key); ok {
-					t.Fatal("a damaged entry was returned")
-				}
-				if _, err := os.Stat(p); !os.IsNotExist(err) {
-					t.Fatalf("damaged entry not removed: %v", err)
-				}
-				if s := c.Stats(); s.Corrupt != 1 || s.Hits != 0 {
-					t.Fatalf("stats = %+v", s)
-				}
-			})
-		}
-	}
-}
-
-func TestCompileCacheLookup(t *testing.T) {
-	c, err := OpenCompileCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := c.Key([]byte("component"), "fp")
-	if _, ok := c.Lookup(key); ok {
-		t.Fatal("hit on an empty cache")
-	}
-	payload := bytes.Repeat([]byte("artifact"), 100000)
-	if err := c.Put(key, payload); err != nil {
-		t.Fatal(err)
-	}
-	p, ok := c.Lookup(key)
-	if !ok || p != c.path(key) {
-		t.Fatalf("Lookup = %q, %v", p, ok)
-	}
-	if s := c.Stats(); s != (CacheStats{Hits: 1, Misses: 1}) {
-		t.Fatalf("stats = %+v", s)
-	}
-}
 
 // newCacheHost is a Host of its own with a fresh compile cache, serving the
 // shared hub.
 func newCacheHost(t *testing.T, dir string) *Host {
 	t.Helper()
-	h, err := New(Options{CacheDir: dir, Log: env(t).log}, env(t).hub)
+	h, err := New(Options{Engine: engine.Options{CacheDir: dir}, Log: env(t).log}, env(t).hub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +51,9 @@ func TestHostCompileCache(t *testing.T) {
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("cache dir mode: %v, %v; want 0700", st.Mode().Perm(), err)
 	}
-	key := h.cache.Key([]byte(watEcho), h.fp)
-	entry := h.cache.path(key)
-	want := func(step string, s CacheStats) {
+	key := h.Cache().Key([]byte(watEcho), h.Fingerprint())
+	entry := h.Cache().Path(key)
+	want := func(step string, s engine.CacheStats) {
 		t.Helper()
 		if got := h.Cache().Stats(); got != s {
 			t.Fatalf("%s: stats %+v, want %+v", step, got, s)
@@ -174,9 +64,9 @@ func TestHostCompileCache(t *testing.T) {
 	}
 
 	loadAndRun(t, h)
-	want("first load", CacheStats{Misses: 1})
+	want("first load", engine.CacheStats{Misses: 1})
 	loadAndRun(t, h)
-	want("second load", CacheStats{Hits: 1, Misses: 1})
+	want("second load", engine.CacheStats{Hits: 1, Misses: 1})
 
 	// A damaged entry (bad checksum) is dropped and recompiled.
 	data, err := os.ReadFile(entry)
@@ -188,24 +78,24 @@ func TestHostCompileCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadAndRun(t, h)
-	want("damaged entry", CacheStats{Hits: 1, Misses: 2, Corrupt: 1})
+	want("damaged entry", engine.CacheStats{Hits: 1, Misses: 2, Corrupt: 1})
 	loadAndRun(t, h)
-	want("after recompiling", CacheStats{Hits: 2, Misses: 2, Corrupt: 1})
+	want("after recompiling", engine.CacheStats{Hits: 2, Misses: 2, Corrupt: 1})
 
 	// A foreign entry (sound checksum, not a wasmtime artifact) is refused
 	// by wasmtime, dropped and recompiled.
-	if err := h.cache.Put(key, []byte("\x7fELF but not what wasmtime wrote")); err != nil {
+	if err := h.Cache().Put(key, []byte("\x7fELF but not what wasmtime wrote")); err != nil {
 		t.Fatal(err)
 	}
 	loadAndRun(t, h)
-	want("foreign entry", CacheStats{Hits: 3, Misses: 2, Corrupt: 2})
+	want("foreign entry", engine.CacheStats{Hits: 3, Misses: 2, Corrupt: 2})
 	loadAndRun(t, h)
-	want("after replacing it", CacheStats{Hits: 4, Misses: 2, Corrupt: 2})
+	want("after replacing it", engine.CacheStats{Hits: 4, Misses: 2, Corrupt: 2})
 
 	// A second host (a restart) starts from the cache.
 	h2 := newCacheHost(t, dir)
 	loadAndRun(t, h2)
-	if s := h2.Cache().Stats(); s != (CacheStats{Hits: 1}) {
+	if s := h2.Cache().Stats(); s != (engine.CacheStats{Hits: 1}) {
 		t.Fatalf("restarted host: stats %+v, want one hit", s)
 	}
 }
@@ -224,7 +114,7 @@ func TestHostWithoutCache(t *testing.T) {
 func TestCompileIsLogged(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	obs, logs := observer.New(zapcore.InfoLevel)
-	h, err := New(Options{CacheDir: dir, Log: zap.New(obs)}, env(t).hub)
+	h, err := New(Options{Engine: engine.Options{CacheDir: dir}, Log: zap.New(obs)}, env(t).hub)
 	if err != nil {
 		t.Fatal(err)
 	}

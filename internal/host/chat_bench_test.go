@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
@@ -59,7 +60,7 @@ func BenchmarkChatStreamGuest(b *testing.B) {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(ctx) }()
 	defer func() { stop(); <-hubDone }()
-	h, err := New(Options{CacheDir: filepath.Join(s.root, "build", "test-cache"), Log: s.log, Agent: []contract.Option{providers}}, hub)
+	h, err := New(Options{Engine: engine.Options{CacheDir: filepath.Join(s.root, "build", "test-cache")}, Log: s.log, Agent: []contract.Option{providers}}, hub)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,10 +18,10 @@ func TestContractSignatures(t *testing.T) {
 	for _, g := range allGuests {
 		t.Run(g.String(), func(t *testing.T) {
 			p := s.program(t, g.dir(), "probe")
-			if err := checkImports(p.comp); err != nil {
+			if err := checkImports(p.Component()); err != nil {
 				t.Fatal(err)
 			}
-			imports, err := p.comp.Imports()
+			imports, err := p.Component().Imports()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,8 +40,8 @@ func TestContractSignatures(t *testing.T) {
 					}
 				}
 			}
-			// The fixtures stay what 0.1.0 built; every other probe (JS and Go) is 0.2.0.
-			if g.v010() && version != "0.1.0" || !g.v010() && version != "0.2.0" {
+			// The fixtures stay what 0.1.0 and 0.2.0 built; every other probe (JS and Go) is 0.3.0.
+			if version != g.version() {
 				t.Errorf("the probe imports toolhost:agent@%s, want %s", version, g.version())
 			}
 			for iface, funcs := range contractFuncs {

@@ -9,9 +9,9 @@ import (
 // the probes that import it, through the scripted providers "fake" and
 // "other" of the shared hub (testenv.Scripted says what each prompt does).
 
-// providerGuests are the probes built against 0.2.0 with the provider
-// interface.
-var providerGuests = []guest{guestJS, guestGo, guestQJS}
+// providerGuests are the probes that import the provider interface: those
+// built against 0.3.0 and the 0.2.0 fixtures.
+var providerGuests = []guest{guestJS, guestGo, guestQJS, guestJS020, guestGo020, guestQJS020}
 
 func userRequest(text string) map[string]any {
 	return map[string]any{"messages": []map[string]any{

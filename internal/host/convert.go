@@ -95,6 +95,16 @@ func eventVal(ev inbox.Event) (wt.Val, error) {
 		return wt.Variant{Case: "chat-delta", Payload: wt.String(e.Text)}, nil
 	case inbox.ChatDone:
 		return wt.Variant{Case: "chat-done", Payload: chatResponseVal(e.Response)}, nil
+	case inbox.Message:
+		return wt.Variant{Case: "message", Payload: wt.Record{
+			{Name: "sender", Val: wt.String(e.Sender)},
+			{Name: "session", Val: optString(e.Session)},
+			{Name: "content", Val: wt.String(e.Content)},
+		}}, nil
+	case inbox.ReplyDelta:
+		return wt.Variant{Case: "reply-delta", Payload: wt.String(e.Text)}, nil
+	case inbox.Reply:
+		return wt.Variant{Case: "reply", Payload: wt.String(e.Text)}, nil
 	}
 	return nil, fmt.Errorf("inbox event %T has no WIT case", ev)
 }

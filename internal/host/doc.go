@@ -1,6 +1,11 @@
-// Package host runs agents: it owns the wasmtime engine and its epoch ticker,
-// the on-disk compile cache, the WIT host side of toolhost:agent, 0.1.0 and
-// 0.2.0 at once (the tooling, provider, inbox and log interfaces wired onto
-// packages contract, tooling, provider and inbox), the closed WASI policy, and
-// each agent's lifecycle and limits.
+// Package host runs agents on an engine (package engine): it owns the WIT
+// host side of toolhost:agent, 0.1.0, 0.2.0 and 0.3.0 at once (the tooling,
+// provider, messages, inbox and log interfaces wired onto packages
+// contract, tooling, provider and inbox), the check of a component against
+// the world, the closed WASI policy, and each agent's lifecycle and limits.
+//
+// The engine compiles and shares Programs; linking the WIT imports into a
+// Program is the host's, given to the engine as a link function
+// (EngineOptions), which keeps beside the linker whether the component
+// receives messages.
 package host

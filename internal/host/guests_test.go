@@ -30,50 +30,68 @@ const (
 	guestJS010
 	guestGo010
 	guestQJS010
+	// guestJS020, guestGo020 and guestQJS020 are the three probes as built
+	// against toolhost:agent@0.2.0 on main at 8793120, before 0.3.0
+	// (testdata/v0.2.0/probe-<dir>.wasm.gz).
+	guestJS020
+	guestGo020
+	guestQJS020
 )
 
-var allGuests = []guest{guestJS, guestGo, guestQJS, guestJS010, guestGo010, guestQJS010}
+var allGuests = []guest{guestJS, guestGo, guestQJS, guestJS010, guestGo010, guestQJS010, guestJS020, guestGo020, guestQJS020}
 
 // currentGuests are the probes built from this checkout (for benchmarks).
 var currentGuests = []guest{guestJS, guestGo, guestQJS}
 
+// fixtureVersions are the world versions of the probes kept as fixtures.
+var fixtureVersions = [...]string{"", "0.1.0", "0.2.0"}
+
 func (g guest) String() string {
-	return [...]string{"componentize-js", "go", "componentize-qjs", "componentize-js-v0.1.0", "go-v0.1.0", "componentize-qjs-v0.1.0"}[g]
+	name := [...]string{"componentize-js", "go", "componentize-qjs"}[g.toolchain()]
+	if v := fixtureVersions[g/3]; v != "" {
+		name += "-v" + v
+	}
+	return name
 }
 
 // toolchain is the guest's toolchain: guestJS, guestGo or guestQJS.
 func (g guest) toolchain() guest { return g % 3 }
 
-// v010 reports a probe built against toolhost:agent@0.1.0.
-func (g guest) v010() bool { return g >= guestJS010 }
+// fixture reports a probe kept as a fixture (built against an older
+// version of the world).
+func (g guest) fixture() bool { return g >= guestJS010 }
+
+// messages reports a probe that can receive and send messages (0.3.0).
+func (g guest) messages() bool { return !g.fixture() }
 
 // version is the world version the guest was built against.
 func (g guest) version() string {
-	if g.v010() {
-		return "0.1.0"
+	if g.fixture() {
+		return fixtureVersions[g/3]
 	}
-	return "0.2.0"
+	return "0.3.0"
 }
 
 // fixturePrefix marks the dir of a probe kept as a fixture in
-// testdata/v0.1.0 (see suite.program).
-const fixturePrefix = "v0.1.0/"
+// testdata/v<version> (see suite.program): "v0.1.0/test-agents".
+const fixturePrefix = "v0."
 
 // dir is the build/ directory of the guest's test agents, or
-// fixturePrefix + that directory for a 0.1.0 fixture.
+// "v<version>/" + that directory for a fixture.
 func (g guest) dir() string {
 	d := [...]string{"test-agents", "test-agents-go", "test-agents-qjs"}[g.toolchain()]
-	if g.v010() {
-		return fixturePrefix + d
+	if g.fixture() {
+		return "v" + g.version() + "/" + d
 	}
 	return d
 }
 
-// fixturePath decompresses testdata/v0.1.0/<name>-<dir>.wasm.gz into a
+// fixturePath decompresses testdata/v<version>/<name>-<dir>.wasm.gz into a
 // temporary directory of the suite (once) and returns the component's path.
 func (s *suite) fixturePath(t testing.TB, dir, name string) string {
 	t.Helper()
-	base := name + "-" + strings.TrimPrefix(dir, fixturePrefix) + ".wasm"
+	version, sub, _ := strings.Cut(dir, "/")
+	base := name + "-" + sub + ".wasm"
 	if s.fixtureDir == "" {
 		d, err := os.MkdirTemp("", "toolhostd-v010-")
 		if err != nil {
@@ -82,11 +100,11 @@ func (s *suite) fixturePath(t testing.TB, dir, name string) string {
 		s.fixtureDir = d
 		s.tempDirs = append(s.tempDirs, d)
 	}
-	out := filepath.Join(s.fixtureDir, base)
+	out := filepath.Join(s.fixtureDir, version+"-"+base)
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	f, err := os.Open(filepath.Join("testdata", "v0.1.0", base+".gz"))
+	f, err := os.Open(filepath.Join("testdata", version, base+".gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

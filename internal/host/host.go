@@ -1,336 +1,114 @@
 package host
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
-	"github.com/toolhostd/toolhostd/internal/host/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
 // Options configure a Host.
 type Options struct {
-	// CacheDir holds compiled components; "" disables the compile cache.
-	CacheDir string
-	// Fuel makes the engine meter fuel, so that agents can have a fuel limit.
-	// It slows guests down; enable it only when some agent sets one.
-	Fuel bool
-	// EpochTick is how often the engine's epoch advances: the bound on how
-	// long a spinning guest runs after it is interrupted. Default 10ms.
-	EpochTick time.Duration
+	// Engine are the settings of the host's engine (its compile cache,
+	// fuel, epoch tick, pooling, prefault); its Check and Link are the
+	// host's, and its Log is Log when unset.
+	Engine engine.Options
 	// Log receives the host's and the agents' log lines.
 	Log *zap.Logger
 	// StartConcurrency bounds how many agents instantiate at once (store,
 	// instance); the rest wait their turn. Default: GOMAXPROCS.
 	StartConcurrency int
-	// Pooling, if set, makes the engine use wasmtime's pooling allocator.
-	Pooling *wt.PoolingConfig
-	// NoPrefault turns off making the pages an agent writes while it starts
-	// present before it runs (package prefault): for comparisons.
-	NoPrefault bool
 	// Agent are the options every agent's contract.Agent is made with
 	// (the audit log, the providers, the chat observer); each agent's
 	// grants, policy and provider access follow from its AgentConfig.
 	Agent []contract.Option
 }
 
-// Host runs agents on one wasmtime engine against one gateway hub.
-type Host struct {
-	engine *wt.Engine
-	cache  *CompileCache
-	hub    *gateway.Hub
-	log    *zap.Logger
-	// agentOpts are Options.Agent, with the log.
-	agentOpts []contract.Option
-	fp        string
-
-	programs   programTable
-	live       atomic.Int64 // Programs loaded and not released
-	noPrefault bool
-	starts     chan struct{} // a slot per instantiation in progress
-
-	stopTicker context.CancelFunc
-	ticker     sync.WaitGroup
-	closeOnce  sync.Once
-	released   chan struct{} // closed once the engine is released
+// EngineOptions are the engine options of opts: its Engine settings, with
+// the host's check of the toolhost:agent world and its linking.
+func EngineOptions(opts Options) engine.Options {
+	o := opts.Engine
+	if o.Log == nil {
+		o.Log = opts.Log
+	}
+	o.Check, o.Link = Check, link
+	return o
 }
 
-// New creates a host: its engine, its compile cache and its epoch ticker.
-// Close releases them.
+// Host runs agents against one gateway hub on an engine of its own, made
+// with the host's Check and link (EngineOptions): the Programs the engine
+// loads are linked to the host's imports, and whether one receives
+// messages is kept beside its linker (Program.Meta).
+type Host struct {
+	*engine.Engine
+	hub *gateway.Hub
+	log *zap.Logger
+	// agentOpts are Options.Agent, with the log.
+	agentOpts []contract.Option
+	starts    chan struct{} // a slot per instantiation in progress
+}
+
+// Program is a loaded agent component (package engine), linked with the
+// host's imports.
+type Program = engine.Program
+
+// New creates a host and its engine (its compile cache and its epoch
+// ticker). Close releases them.
 func New(opts Options, hub *gateway.Hub) (*Host, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
-	if opts.EpochTick <= 0 {
-		opts.EpochTick = 10 * time.Millisecond
-	}
 	if opts.StartConcurrency <= 0 {
 		opts.StartConcurrency = runtime.GOMAXPROCS(0)
 	}
-	cfg := wt.EngineConfig{EpochInterruption: true, ConsumeFuel: opts.Fuel, OptLevel: wt.OptSpeed, ParallelCompilation: true, Pooling: opts.Pooling}
-	eng, err := wt.NewEngine(cfg)
+	eng, err := engine.New(EngineOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{
-		engine:     eng,
-		hub:        hub,
-		log:        opts.Log.Named("host"),
-		starts:     make(chan struct{}, opts.StartConcurrency),
-		released:   make(chan struct{}),
-		noPrefault: opts.NoPrefault,
-		agentOpts:  append([]contract.Option{contract.WithLog(opts.Log)}, opts.Agent...),
-		fp:         fmt.Sprintf("wasmtime %s; epoch=%v fuel=%v opt=%d", wt.Version, cfg.EpochInterruption, cfg.ConsumeFuel, cfg.OptLevel),
-	}
-	if opts.CacheDir != "" {
-		if h.cache, err = OpenCompileCache(opts.CacheDir); err != nil {
-			eng.Close()
-			return nil, err
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopTicker = cancel
-	h.ticker.Add(1)
-	go h.tick(ctx, opts.EpochTick)
-	return h, nil
+	return &Host{
+		Engine:    eng,
+		hub:       hub,
+		log:       opts.Log.Named("host"),
+		starts:    make(chan struct{}, opts.StartConcurrency),
+		agentOpts: append([]contract.Option{contract.WithLog(opts.Log)}, opts.Agent...),
+	}, nil
 }
 
 // agentOptions are the options of cfg's contract.Agent: the host's, then
 // the agent's own.
 func (h *Host) agentOptions(cfg AgentConfig) []contract.Option {
 	return append(slices.Clip(h.agentOpts),
-		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers))
+		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers),
+		contract.WithMessaging(cfg.Messaging))
 }
 
-// tick advances the engine's epoch until ctx ends.
-func (h *Host) tick(ctx context.Context, every time.Duration) {
-	defer h.ticker.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			h.engine.IncrementEpoch()
-		}
-	}
+// Check refuses a component that does not fit the toolhost:agent world:
+// it must export `run: func(string) -> result<string, string>`, and its
+// imports of toolhost:agent (0.1.0, 0.2.0 or 0.3.0) must have the host's
+// types. Imports the host does not provide are defined as traps when it is
+// linked: the agent fails only if it calls one.
+func Check(c *wt.Component) error {
+	return errors.Join(checkExports(c), checkImports(c))
 }
 
-// Cache is the compile cache, or nil when disabled.
-func (h *Host) Cache() *CompileCache { return h.cache }
-
-// Close stops the ticker and releases the engine. Programs and agents must
-// be closed first. A load still compiling (see OpenContext) is not waited
-// for: the engine is released when it ends, and Released tells when.
-func (h *Host) Close() error {
-	var err error
-	h.closeOnce.Do(func() {
-		h.stopTicker()
-		h.ticker.Wait()
-		if n := h.programs.closeAll(); n > 0 {
-			h.log.Info("closed with components still compiling; the engine is released after them", zap.Int("compiling", n))
-			return
-		}
-		err = h.releaseEngine()
-	})
-	return err
+// linked is what the host keeps beside a Program's linker (Program.Meta).
+type linked struct {
+	receives bool // it imports toolhost:agent@0.3.0's inbox: it can be given messages
 }
 
-// releaseEngine releases the engine, once nothing can use it any more.
-func (h *Host) releaseEngine() error {
-	err := h.engine.Close()
-	close(h.released)
-	return err
-}
-
-// Live is how many Programs are loaded and not released.
-func (h *Host) Live() int64 { return h.live.Load() }
-
-// Released is closed once the host is closed and its engine released:
-// after Close, or after the last compile Close did not wait for.
-func (h *Host) Released() <-chan struct{} { return h.released }
-
-// Program is a loaded agent component: compiled, checked against the
-// contract, and linked with the host's imports. Many agents may run one
-// Program at once.
-type Program struct {
-	Name   string
-	comp   *wt.Component
-	linker *wt.Linker
-	image  *prefault.Image // set when comp is mapped from a cache file
-	share  *sharing        // set for a Program of Open
-	live   *atomic.Int64   // the host's count of live Programs
-	gone   atomic.Bool     // released
-}
-
-// Close releases the program; one of Open is released by the last of its
-// users once its file changed or the host closed. Call it once per Load or
-// Open.
-func (p *Program) Close() error {
-	if s := p.share; s != nil {
-		s.t.mu.Lock()
-		s.t.unrefLocked(p)
-		s.t.mu.Unlock()
-		return nil
-	}
-	return p.release()
-}
-
-func (p *Program) release() error {
-	if p.gone.Swap(true) {
-		return nil
-	}
-	p.live.Add(-1)
-	if p.image != nil {
-		p.image.Close()
-	}
-	return errors.Join(p.linker.Close(), p.comp.Close())
-}
-
-// LoadFile loads the component at path (see Load).
-func (h *Host) LoadFile(path string) (*Program, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load agent: %w", err)
-	}
-	return h.Load(path, b)
-}
-
-// Load compiles (or takes from the compile cache) a component and checks
-// that it exports `run: func(string) -> result<string, string>` and that
-// its imports of toolhost:agent (0.1.0 or 0.2.0) have the host's types. Imports
-// the host does not provide are defined as traps: the agent fails only if
-// it calls one.
-func (h *Host) Load(name string, component []byte) (*Program, error) {
-	if err := checkComponentBytes(component); err != nil {
-		return nil, fmt.Errorf("load %s: %w", name, err)
-	}
-	start := time.Now()
-	c, err := h.compile(name, component)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", name, err)
-	}
-	comp := c.comp
-	if err := errors.Join(checkExports(comp), checkImports(comp)); err != nil {
-		comp.Close()
-		return nil, fmt.Errorf("load %s: %w", name, err)
-	}
-	l, err := h.link(comp)
-	if err != nil {
-		comp.Close()
-		return nil, fmt.Errorf("load %s: %w", name, err)
-	}
-	h.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", c.cached), zap.Duration("duration", time.Since(start)))
-	p := &Program{Name: name, comp: comp, linker: l, live: &h.live}
-	if c.mapped != "" && !h.noPrefault {
-		if p.image, err = prefault.Open(c.mapped); err != nil {
-			h.log.Debug("no prefault", zap.String("component", name), zap.Error(err))
-		}
-	}
-	h.live.Add(1)
-	return p, nil
-}
-
-// Precompile fills the compile cache with the component at path, as Open
-// and Load would on a first start, and checks it against the contract as
-// they do; it reports whether the cache already held it. It needs a cache.
-func (h *Host) Precompile(path string) (cached bool, err error) {
-	if h.cache == nil {
-		return false, errors.New("precompile: no compile cache")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, fmt.Errorf("precompile: %w", err)
-	}
-	if err := checkComponentBytes(b); err != nil {
-		return false, fmt.Errorf("precompile %s: %w", path, err)
-	}
-	c, putErr, err := h.compileCached(path, b)
-	if err != nil {
-		return false, fmt.Errorf("precompile %s: %w", path, err)
-	}
-	cached, comp := c.cached, c.comp
-	defer comp.Close()
-	if putErr != nil {
-		return false, fmt.Errorf("precompile %s: %w", path, putErr)
-	}
-	if err := errors.Join(checkExports(comp), checkImports(comp)); err != nil {
-		return cached, fmt.Errorf("precompile %s: %w", path, err)
-	}
-	return cached, nil
-}
-
-// compiled is a compiled component and where it came from.
-type compiled struct {
-	comp *wt.Component
-	// mapped is the cache file wasmtime maps comp from ("": comp is in
-	// memory, the cache is off or could not be written).
-	mapped string
-	cached bool // the cache held it before
-}
-
-// compile returns the compiled component, from the cache when it has a
-// sound entry; a refused entry is dropped and recompiled. A cache entry
-// that cannot be written is logged: the component still runs.
-func (h *Host) compile(name string, component []byte) (compiled, error) {
-	c, putErr, err := h.compileCached(name, component)
-	if putErr != nil {
-		h.log.Warn("compile cache not written", zap.Error(putErr))
-	}
-	return c, err
-}
-
-// compileCached is compile, returning the failure to write the cache entry
-// (putErr) apart.
-func (h *Host) compileCached(name string, component []byte) (c compiled, putErr, err error) {
-	if h.cache == nil {
-		c.comp, err = h.compileLogged(name, component)
-		return c, nil, err
-	}
-	key := h.cache.Key(component, h.fp)
-	if path, ok := h.cache.Lookup(key); ok {
-		// Lookup has checked the entry's checksum. wasmtime maps the file
-		// itself (it ignores the trailer): for a componentize-js agent
-		// that takes milliseconds, where deserializing the same 50 MB from
-		// a buffer takes about half a second.
-		comp, err := wt.DeserializeComponentFile(h.engine, path)
-		if err == nil {
-			return compiled{comp: comp, mapped: path, cached: true}, nil, nil
-		}
-		h.log.Warn("compile cache entry refused; recompiling", zap.String("key", key), zap.Error(err))
-		h.cache.Invalidate(key)
-	}
-	if c.comp, err = h.compileLogged(name, component); err != nil {
-		return c, nil, err
-	}
-	art, err := c.comp.Serialize()
-	if err == nil {
-		err = h.cache.Put(key, art)
-	}
-	if err != nil {
-		return c, err, nil
-	}
-	// Run from the entry just written, as later starts will: its memory
-	// image is then the file's pages (shared by every instance, and what
-	// package prefault works on) instead of a copy in memory.
-	if comp, err := wt.DeserializeComponentFile(h.engine, h.cache.path(key)); err == nil {
-		c.comp.Close()
-		c.comp, c.mapped = comp, h.cache.path(key)
-	}
-	return c, nil, nil
+// Receives reports whether p's agents can be given messages: it imports
+// toolhost:agent@0.3.0's inbox.
+func Receives(p *Program) bool {
+	l, _ := p.Meta().(linked)
+	return l.receives
 }
 
 // checkExports refuses a component without the contract's run export.
@@ -362,11 +140,16 @@ func isRunType(f *wt.FuncType) bool {
 }
 
 // link builds the component's linker: WASI p2, toolhost:agent, and traps
-// for every other import.
-func (h *Host) link(c *wt.Component) (*wt.Linker, error) {
-	l, err := wt.NewLinker(h.engine)
+// for every other import (engine.Options.Link); beside it, whether the
+// component receives messages.
+func link(eng *wt.Engine, c *wt.Component) (*wt.Linker, any, error) {
+	recv, err := receivesMessages(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	l, err := wt.NewLinker(eng)
+	if err != nil {
+		return nil, nil, err
 	}
 	err = l.AddWASIP2()
 	if err == nil {
@@ -377,9 +160,9 @@ func (h *Host) link(c *wt.Component) (*wt.Linker, error) {
 	}
 	if err != nil {
 		l.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return l, nil
+	return l, linked{receives: recv}, nil
 }
 
 // wasiPackages are the WASI p2 packages wasmtime's AddWASIP2 provides.
@@ -392,7 +175,7 @@ func provided(name string) bool {
 		switch name {
 		case w.types, w.tooling, w.inbox, w.log:
 			return true
-		case w.provider:
+		case w.provider, w.messages:
 			return name != ""
 		}
 	}

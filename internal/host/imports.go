@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/contract"
-	"github.com/toolhostd/toolhostd/internal/host/prefault"
+	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 )
@@ -19,24 +19,31 @@ import (
 type world struct {
 	version                              string
 	types, tooling, provider, inbox, log string // provider: "" before 0.2.0
+	messages                             string // "" before 0.3.0
 }
 
-func newWorld(version string, withProvider bool) world {
+func newWorld(version string, withProvider, withMessages bool) world {
 	name := func(iface string) string { return "toolhost:agent/" + iface + "@" + version }
 	w := world{version: version, types: name("types"), tooling: name("tooling"), inbox: name("inbox"), log: name("log")}
 	if withProvider {
 		w.provider = name("provider")
 	}
+	if withMessages {
+		w.messages = name("messages")
+	}
 	return w
 }
 
-// The versions of the world the host serves, both at once: a component
+// The versions of the world the host serves, all at once: a component
 // built against 0.1.0 links to the same functions as one of 0.2.0, less
-// the provider interface (so its inbox never carries a chat event).
+// the provider interface (so its inbox never carries a chat event), and one
+// of 0.2.0 to those of 0.3.0 less the messages interface (its inbox never
+// carries a message or a reply: the daemon refuses a message to it).
 var (
-	v010   = newWorld("0.1.0", false)
-	v020   = newWorld("0.2.0", true)
-	worlds = []world{v010, v020}
+	v010   = newWorld("0.1.0", false, false)
+	v020   = newWorld("0.2.0", true, false)
+	v030   = newWorld("0.3.0", true, true)
+	worlds = []world{v010, v020, v030}
 )
 
 // The host resource types of the handles.
@@ -158,6 +165,11 @@ func defineImports(l *wt.Linker) error {
 		}
 		if w.provider != "" {
 			if err := defineProvider(root, w.provider); err != nil {
+				return err
+			}
+		}
+		if w.messages != "" {
+			if err := defineMessages(root, w.messages); err != nil {
 				return err
 			}
 		}

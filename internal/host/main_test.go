@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/testenv"
@@ -191,7 +192,7 @@ func (s *suite) setUp() error {
 	go func() { defer close(s.hubDone); _ = s.hub.Serve(ctx) }()
 
 	cacheDir := filepath.Join(root, "build", "test-cache")
-	if s.host, err = New(Options{CacheDir: cacheDir, Log: s.log, Agent: []contract.Option{providers}}, s.hub); err != nil {
+	if s.host, err = New(Options{Engine: engine.Options{CacheDir: cacheDir}, Log: s.log, Agent: []contract.Option{providers}}, s.hub); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -286,10 +287,11 @@ type probeOpts struct {
 	providers []string // nil: all
 	capacity  int
 	grace     time.Duration
+	messaging contract.Messaging // how it sends messages (0.3.0)
 }
 
 func (o probeOpts) config() AgentConfig {
-	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace}
+	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace, Messaging: o.messaging}
 	if cfg.Name == "" {
 		cfg.Name = "probe"
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -37,16 +38,16 @@ func TestPrefaultStart(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		return h, p
 	}
-	h, p := load(Options{CacheDir: t.TempDir()})
-	if p.image == nil {
+	h, p := load(Options{Engine: engine.Options{CacheDir: t.TempDir()}})
+	if p.Image() == nil {
 		t.Fatal("a program mapped from its cache file has no prefault image")
 	}
 	start := func(name string) *Agent {
 		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, idleInput)
 	}
 	first := start("prefault-first")
-	testenv.Eventually(t, 20*time.Second, "the first agent to teach its write set", func() bool { pages, _ := p.image.Stats(); return pages > 0 })
-	pages, populated := p.image.Stats()
+	testenv.Eventually(t, 20*time.Second, "the first agent to teach its write set", func() bool { pages, _ := p.Image().Stats(); return pages > 0 })
+	pages, populated := p.Image().Stats()
 	if populated != 0 {
 		t.Fatalf("%d instantiations populated before any was learnt", populated)
 	}
@@ -58,7 +59,7 @@ func TestPrefaultStart(t *testing.T) {
 	for i := range 3 {
 		agents = append(agents, start(fmt.Sprintf("prefault-%d", i)))
 	}
-	testenv.Eventually(t, 20*time.Second, "the later agents to be populated", func() bool { _, n := p.image.Stats(); return n == 3 })
+	testenv.Eventually(t, 20*time.Second, "the later agents to be populated", func() bool { _, n := p.Image().Stats(); return n == 3 })
 	for _, a := range agents {
 		a.Stop()
 	}
@@ -67,11 +68,11 @@ func TestPrefaultStart(t *testing.T) {
 			t.Errorf("%s: %v", a.Name(), err)
 		}
 	}
-	if again, _ := p.image.Stats(); again != pages {
+	if again, _ := p.Image().Stats(); again != pages {
 		t.Errorf("write set %d pages after the later agents, was %d: learnt once", again, pages)
 	}
 
-	if _, q := load(Options{CacheDir: h.Cache().Dir(), NoPrefault: true}); q.image != nil {
+	if _, q := load(Options{Engine: engine.Options{CacheDir: h.Cache().Dir(), NoPrefault: true}}); q.Image() != nil {
 		t.Fatal("NoPrefault: the program has a prefault image")
 	}
 }

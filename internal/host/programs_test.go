@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -181,7 +182,7 @@ func TestOpenContextGivesUpOnACompile(t *testing.T) {
 		if took := time.Since(start); took > promptly {
 			t.Fatalf("OpenContext returned %v after its context was cancelled, want under %v", took, promptly)
 		}
-		if h.loading() != 1 {
+		if h.Compiling() != 1 {
 			t.Fatal("the compile did not go on after its caller gave up (or it was already done: too fast a machine for this test)")
 		}
 	}
@@ -235,14 +236,14 @@ func TestOpenContextGivesUpOnACompile(t *testing.T) {
 		default:
 		}
 		closeHost(t, h, 120*time.Second)
-		if n := h.live.Load(); n != 0 {
+		if n := h.Live(); n != 0 {
 			t.Fatalf("%d programs alive after the abandoned compile ended, want 0", n)
 		}
 		// The compile's work is kept for the next start.
-		if m, _ := filepath.Glob(filepath.Join(cache, "*"+cacheExt)); len(m) != 1 {
+		if m, _ := filepath.Glob(filepath.Join(cache, "*"+engine.CacheExt)); len(m) != 1 {
 			t.Errorf("cache entries after the abandoned compile: %v, want 1", m)
 		}
-		if _, err := h.OpenContext(context.Background(), path); !errors.Is(err, ErrClosed) {
+		if _, err := h.OpenContext(context.Background(), path); !errors.Is(err, engine.ErrClosed) {
 			t.Errorf("OpenContext on a closed host: %v", err)
 		}
 	})
@@ -288,13 +289,4 @@ func TestStopBeforeRun(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("it ended %v after Stop, want at once (not after its grace)", took)
 	}
-}
-
-// loading is how many loads are in progress (for the tests that stop
-// waiting for one).
-func (h *Host) loading() int {
-	t := &h.programs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.loads
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/toolhostd/toolhostd/internal/engine"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -73,13 +74,13 @@ func BenchmarkIdleAgents(b *testing.B) {
 		}{
 			{"baseline", Options{}, false},
 			{"shared", Options{}, true},
-			{"shared-noprefault", Options{NoPrefault: true}, true},
-			{"pooled", Options{Pooling: pooling}, true},
+			{"shared-noprefault", Options{Engine: engine.Options{NoPrefault: true}}, true},
+			{"pooled", Options{Engine: engine.Options{Pooling: pooling}}, true},
 		} {
 			b.Run(v.name, func(b *testing.B) {
 				var ran atomic.Int64
 				opts := v.opts
-				opts.CacheDir = s.host.Cache().Dir()
+				opts.Engine.CacheDir = s.host.Cache().Dir()
 				opts.Log = ranCounter(&ran)
 				h, err := New(opts, s.hub)
 				if err != nil {

@@ -33,6 +33,10 @@ const (
 	witChatRequest  = "record{model: option<string>, messages: list<" + witMessage + ">, tools: list<" + witTool + ">, tool-choice: option<" + witToolChoice + ">, max-tokens: option<u32>, temperature: option<f32>, stop: list<string>}"
 	witChatResponse = "record{message: " + witMessage + ", finish-reason: enum{stop, length, tool-calls, content-filter, other}, usage: record{input-tokens: u32, output-tokens: u32}, model: string}"
 	witEvent020     = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown, chat-delta(string), chat-done(" + witChatResponse + ")}"
+
+	// 0.3.0
+	witAgentMessage = "record{sender: string, session: option<string>, content: string}"
+	witEvent030     = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown, chat-delta(string), chat-done(" + witChatResponse + "), message(" + witAgentMessage + "), reply-delta(string), reply(string)}"
 )
 
 func witResult(ok string) string { return "result<" + ok + ", " + witHostError + ">" }
@@ -60,6 +64,17 @@ var toolingFuncs = map[string]string{
 	"[method]tooling.unsubscribe-resource":      "func(borrow, string) -> bool",
 }
 
+// providerFuncs are the provider interface's function types (0.2.0 on).
+var providerFuncs = map[string]string{
+	"get":                          "func(string) -> " + witResult("own"),
+	"[method]provider.kind":        "func(borrow) -> string",
+	"[method]provider.name":        "func(borrow) -> string",
+	"[method]provider.chat":        "func(borrow, " + witChatRequest + ") -> " + witResult(witChatResponse),
+	"[method]provider.chat-stream": "func(borrow, " + witChatRequest + ") -> " + witResult("string"),
+	"[method]provider.is-open":     "func(borrow, string) -> bool",
+	"[method]provider.cancel":      "func(borrow, string) -> bool",
+}
+
 func inboxFuncs(event string) map[string]string {
 	return map[string]string{
 		"recv":     "func(option<u32>) -> " + witOptEnvelope(event),
@@ -73,21 +88,41 @@ var logFuncs = map[string]string{"write": "func(enum{debug, info, warn, error}, 
 // contractFuncs are the function types of the imports of both versions of
 // the world, by interface (its versioned name) and function name.
 var contractFuncs = map[string]map[string]string{
-	v010.tooling: toolingFuncs,
-	v010.inbox:   inboxFuncs(witEvent010),
-	v010.log:     logFuncs,
-	v020.tooling: toolingFuncs,
-	v020.provider: {
-		"get":                          "func(string) -> " + witResult("own"),
-		"[method]provider.kind":        "func(borrow) -> string",
-		"[method]provider.name":        "func(borrow) -> string",
-		"[method]provider.chat":        "func(borrow, " + witChatRequest + ") -> " + witResult(witChatResponse),
-		"[method]provider.chat-stream": "func(borrow, " + witChatRequest + ") -> " + witResult("string"),
-		"[method]provider.is-open":     "func(borrow, string) -> bool",
-		"[method]provider.cancel":      "func(borrow, string) -> bool",
+	v010.tooling:  toolingFuncs,
+	v010.inbox:    inboxFuncs(witEvent010),
+	v010.log:      logFuncs,
+	v020.tooling:  toolingFuncs,
+	v020.provider: providerFuncs,
+	v020.inbox:    inboxFuncs(witEvent020),
+	v020.log:      logFuncs,
+	v030.tooling:  toolingFuncs,
+	v030.provider: providerFuncs,
+	v030.messages: {
+		"reply-delta": "func(string, string) -> " + witResult("_"),
+		"reply":       "func(string, string) -> " + witResult("_"),
+		"reply-error": "func(string, string) -> " + witResult("_"),
+		"send":        "func(string, string, option<string>) -> " + witResult("string"),
+		"is-open":     "func(string) -> bool",
+		"cancel":      "func(string) -> bool",
 	},
-	v020.inbox: inboxFuncs(witEvent020),
-	v020.log:   logFuncs,
+	v030.inbox: inboxFuncs(witEvent030),
+	v030.log:   logFuncs,
+}
+
+// receivesMessages reports whether a component can be given messages: it
+// imports the inbox of toolhost:agent@0.3.0 or later, whose events carry
+// them.
+func receivesMessages(c *wt.Component) (bool, error) {
+	imports, err := c.Imports()
+	if err != nil {
+		return false, err
+	}
+	for _, it := range imports {
+		if it.Name == v030.inbox {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // signature renders f's type without parameter names.
@@ -110,7 +145,7 @@ func versionOf(iface string) string {
 		switch iface {
 		case w.types, w.tooling, w.inbox, w.log:
 			return w.version
-		case w.provider:
+		case w.provider, w.messages:
 			if iface != "" {
 				return w.version
 			}

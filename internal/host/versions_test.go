@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// TestWorldVersions: a component of either version of the world loads and
-// runs (here one importing only log, at 0.1.0 and at 0.2.0); one importing
+// TestWorldVersions: a component of any version of the world loads and
+// runs (here one importing only log, at 0.1.0, 0.2.0 and 0.3.0); one importing
 // interfaces of both versions is refused at load, naming both.
 func TestWorldVersions(t *testing.T) {
 	s := env(t)
@@ -24,6 +24,7 @@ func TestWorldVersions(t *testing.T) {
 	}{
 		{"0.1.0", watFlood, ""},
 		{"0.2.0", strings.Replace(watFlood, "log@0.1.0", "log@0.2.0", 1), ""},
+		{"0.3.0", strings.Replace(watFlood, "log@0.1.0", "log@0.3.0", 1), ""},
 		{"mixed", strings.Replace(watFlood, "(component\n", "(component\n  "+logImport("0.2.0"), 1),
 			"it imports both toolhost:agent/log@0.2.0 and toolhost:agent/log@0.1.0: interfaces of toolhost:agent@0.2.0 and @0.1.0 cannot be mixed"},
 	} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/engine"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
@@ -268,7 +269,7 @@ func TestStopSpinningGuest(t *testing.T) {
 // (a spinning guest traps out of fuel) and 0 leaves it unlimited.
 func TestFuel(t *testing.T) {
 	s := env(t)
-	h, err := New(Options{Fuel: true, Log: s.log}, s.hub)
+	h, err := New(Options{Engine: engine.Options{Fuel: true}, Log: s.log}, s.hub)
 	if err != nil {
 		t.Fatal(err)
 	}

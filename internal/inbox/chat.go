@@ -40,6 +40,7 @@ func (q *Inbox) Delta(id, text string) bool {
 	}
 	e := q.newEntry(id, nil, kindDelta)
 	e.buf = append(e.buf, text...)
+	_, e.reply = q.replies[id]
 	q.deltas[id] = e
 	q.deltaLive++
 	q.pushLocked(e)

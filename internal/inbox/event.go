@@ -17,8 +17,9 @@ type Envelope struct {
 
 // Event is the WIT inbox.event variant. Its cases are ToolResult, Error,
 // ResourceListUpdated, ResourceUpdated, Shutdown, ChatDelta and ChatDone
-// (the last two only for toolhost:agent@0.2.0 agents, which alone can start
-// a chat stream); switch on the type.
+// (only for agents of toolhost:agent@0.2.0 or later, which alone can start
+// a chat stream), and Message, ReplyDelta and Reply (only for 0.3.0
+// agents, which alone can receive and send messages); switch on the type.
 type Event interface{ isEvent() }
 
 // ToolResult is the tool-result case: a call that succeeded (an MCP result
@@ -48,6 +49,24 @@ type ChatDelta struct{ Text string }
 // response.
 type ChatDone struct{ Response provider.Response }
 
+// Message is the message case (toolhost:agent@0.3.0): a message to this
+// agent; the envelope id is the message id its reply goes under.
+type Message struct {
+	Sender  string
+	Session *string // nil: a one-off
+	Content string
+}
+
+// ReplyDelta is the reply-delta case: more text of the reply to a message
+// this agent sent (possibly several deltas merged while undelivered).
+type ReplyDelta struct{ Text string }
+
+// Reply is the reply case: the whole reply to a message this agent sent.
+type Reply struct{ Text string }
+
+func (Message) isEvent()             {}
+func (ReplyDelta) isEvent()          {}
+func (Reply) isEvent()               {}
 func (ChatDelta) isEvent()           {}
 func (ChatDone) isEvent()            {}
 func (ToolResult) isEvent()          {}

@@ -46,11 +46,12 @@ const (
 )
 
 type entry struct {
-	env  Envelope
-	kind entryKind
-	dead bool   // dropped by Cancel or CloseStream; skipped by recv
-	buf  []byte // kindDelta: the merged text, lifted into a ChatDelta at delivery
-	chat bool   // kindCall: the terminal envelope of a chat stream
+	env   Envelope
+	kind  entryKind
+	dead  bool   // dropped by Cancel or CloseStream; skipped by recv
+	buf   []byte // kindDelta: the merged text, lifted into a ChatDelta (or ReplyDelta) at delivery
+	chat  bool   // kindCall: the terminal envelope of a chat stream (or a reply)
+	reply bool   // kindDelta: of a reply stream, lifted into a ReplyDelta
 }
 
 // Inbox is one agent's queue. All methods are safe for concurrent use.
@@ -69,6 +70,7 @@ type Inbox struct {
 	streams   map[string]*entry   // open subscriptions: their undelivered update or nil
 	chats     map[string]bool     // reserved calls that are chat streams: true once a delta came
 	deltas    map[string]*entry   // undelivered delta of a chat stream
+	replies   map[string]struct{} // the chats that are replies to a message sent (message.go)
 	deltaLive int                 // undelivered deltas (not counted against the capacity)
 	free      []*entry            // recycled entries
 	shutdown  bool                // the shutdown envelope is enqueued
@@ -95,6 +97,7 @@ func New(capacity int) *Inbox {
 		streams:  make(map[string]*entry),
 		chats:    make(map[string]bool),
 		deltas:   make(map[string]*entry),
+		replies:  make(map[string]struct{}),
 	}
 }
 
@@ -147,6 +150,7 @@ func (q *Inbox) Deliver(id string, ev Event) bool {
 	delete(q.reserved, id)
 	_, chat := q.chats[id]
 	delete(q.chats, id) // an undelivered delta stays, no longer merging
+	delete(q.replies, id)
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
@@ -171,6 +175,7 @@ func (q *Inbox) Cancel(id string) bool {
 	if _, open := q.reserved[id]; open {
 		delete(q.reserved, id)
 		delete(q.chats, id)
+		delete(q.replies, id)
 		ok = true
 	} else if e, undelivered := q.results[id]; undelivered {
 		q.dropLocked(e)
@@ -281,6 +286,7 @@ func (q *Inbox) Shutdown() bool {
 	clear(q.reserved)
 	clear(q.streams)
 	clear(q.chats)
+	clear(q.replies)
 	q.pushLocked(q.newEntry(ShutdownID, Shutdown{}, kindShutdown))
 	q.mu.Unlock()
 	q.stop()
@@ -442,7 +448,11 @@ func (q *Inbox) popLocked() (Envelope, bool) {
 				delete(q.deltas, e.env.ID)
 			}
 			q.deltaLive--
-			e.env.Event = ChatDelta{Text: string(e.buf)}
+			if e.reply {
+				e.env.Event = ReplyDelta{Text: string(e.buf)}
+			} else {
+				e.env.Event = ChatDelta{Text: string(e.buf)}
+			}
 		case kindShutdown:
 			q.finished = true
 		}

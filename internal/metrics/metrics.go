@@ -46,8 +46,9 @@ type Metrics struct {
 	traps       *prometheus.CounterVec
 	instantiate *prometheus.HistogramVec
 	logDropped  *prometheus.CounterVec
-	pol         policySeries // policy.go
-	chat        chatSeries   // chat.go
+	pol         policySeries  // policy.go
+	chat        chatSeries    // chat.go
+	message     messageSeries // messages.go
 
 	state *stateCollector
 
@@ -172,6 +173,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	m.logDropped.DeletePartialMatch(l)
 	m.forgetPolicy(l)
 	m.forgetChat(l)
+	m.forgetMessages(agent)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer

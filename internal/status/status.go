@@ -11,12 +11,27 @@ type Agent struct {
 	Name      string    `json:"name"`
 	Component string    `json:"component"`
 	Toolings  []string  `json:"toolings"`
-	State     string    `json:"state"` // starting|running|stopping|stopped|exited|failed|backoff
+	State     string    `json:"state"` // starting|running|idle|stopping|stopped|exited|failed|backoff
 	Restarts  int       `json:"restarts"`
 	Traps     int       `json:"traps"`
 	Inbox     int       `json:"inbox_depth"`
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"` // when State was entered
+	// Instances are its live instances: the one of a single agent while it
+	// runs, one per session of a per-session agent.
+	Instances []Instance `json:"instances,omitempty"`
+}
+
+// Instance is one live instance of an agent.
+type Instance struct {
+	// Session is the session it serves ("" for a single agent's instance
+	// or a one-off message's).
+	Session string    `json:"session,omitempty"`
+	State   string    `json:"state"` // starting|running|stopping
+	Since   time.Time `json:"since"`
+	// Messages counts the messages it answered.
+	Messages     uint64    `json:"messages_handled"`
+	LastActivity time.Time `json:"last_activity"`
 }
 
 // Tooling is one tooling as /v1/toolings reports it.

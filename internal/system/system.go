@@ -23,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
+	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
@@ -63,7 +64,7 @@ func WithToolings(serve func(name string) bool) Option {
 	return func(o *options) { o.serve = serve }
 }
 
-// WithEpochTick sets the engine's epoch tick (host.Options.EpochTick).
+// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
 func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
 
 // WithFuel makes the engine meter fuel or not, instead of as the config's
@@ -78,8 +79,9 @@ func WithProviders(names ...string) Option { return func(o *options) { o.provide
 // commands that run no agent (chat).
 func WithoutHost() Option { return func(o *options) { o.noHost = true } }
 
-// EngineOnly builds the host and nothing else: no audit log, providers or
-// toolings (its gateway serves none). toolhostd compile uses it.
+// EngineOnly builds the engine and nothing else: no audit log, providers,
+// toolings, gateway or host; the engine checks components against the
+// toolhost:agent world as the host's does. toolhostd compile uses it.
 func EngineOnly() Option { return func(o *options) { o.engineOnly = true } }
 
 // System is the graph of one config. Its fields are set by New and not
@@ -96,8 +98,11 @@ type System struct {
 	Toolings map[string]tooling.Tooling
 	// Hub is the gateway serving the toolings.
 	Hub *gateway.Hub
-	// Host runs agents; nil WithoutHost.
+	// Host runs agents; nil WithoutHost or EngineOnly.
 	Host *host.Host
+	// Engine compiles and loads components: Host's, or EngineOnly's own;
+	// nil WithoutHost.
+	Engine *engine.Engine
 
 	log  *zap.Logger
 	opts options
@@ -123,8 +128,7 @@ func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err er
 		}
 	}()
 	if s.opts.engineOnly {
-		s.Hub = gateway.NewHub(nil, log)
-		if s.Host, err = host.New(s.hostOptions(), s.Hub); err != nil {
+		if s.Engine, err = engine.New(host.EngineOptions(s.hostOptions())); err != nil {
 			return s, &HostError{Err: err}
 		}
 		return s, nil
@@ -163,6 +167,7 @@ func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err er
 	if s.Host, err = host.New(s.hostOptions(), s.Hub); err != nil {
 		return s, &HostError{Err: err}
 	}
+	s.Engine = s.Host.Engine
 	return s, nil
 }
 
@@ -178,14 +183,14 @@ func (e *HostError) Unwrap() error { return e.Err }
 // agent has limits.fuel > 0), so that what compile fills is what serve
 // finds.
 func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
-	return host.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg), Log: log}
+	return host.Options{Engine: engine.Options{CacheDir: cfg.CacheDir(), Fuel: needsFuel(cfg)}, Log: log}
 }
 
 func (s *System) hostOptions() host.Options {
 	o := HostOptions(s.Config, s.log)
-	o.EpochTick = s.opts.epochTick
+	o.Engine.EpochTick = s.opts.epochTick
 	if s.opts.fuel != nil {
-		o.Fuel = *s.opts.fuel
+		o.Engine.Fuel = *s.opts.fuel
 	}
 	o.Agent = s.AgentOptions()
 	return o
@@ -224,12 +229,12 @@ func (s *System) Start() (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// Close releases the host, the audit log and the providers. Agents must
+// Close releases the engine (the host's), the audit log and the providers. Agents must
 // have ended, and Serve returned.
 func (s *System) Close() error {
 	var err error
-	if s.Host != nil {
-		err = s.Host.Close()
+	if s.Engine != nil {
+		err = s.Engine.Close()
 	}
 	s.Audit.Close()
 	if s.Providers != nil {

@@ -143,3 +143,28 @@ func TestHostError(t *testing.T) {
 		t.Fatalf("New with a cache dir under a file: %v, want a HostError", err)
 	}
 }
+
+// TestEngineOnly: what toolhostd compile builds is an engine with the
+// config's compile cache and nothing else: no host, gateway, providers or
+// toolings.
+func TestEngineOnly(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	cfg, err := config.Parse("test.toml", []byte(fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\n", cache)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := system.New(cfg, nil, system.EngineOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys.Engine == nil || sys.Engine.Cache() == nil || sys.Engine.Cache().Dir() != cache {
+		t.Fatalf("engine %v, want one with the compile cache %s", sys.Engine, cache)
+	}
+	if sys.Host != nil || sys.Hub != nil || sys.Providers != nil || sys.Toolings != nil || sys.Audit != nil {
+		t.Fatalf("EngineOnly built more than the engine: %+v", sys)
+	}
+	if err := sys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-sys.Engine.Released()
+}

@@ -1,11 +1,32 @@
 // Declarations of toolhost.js for editors and tsc; the host's own modules
-// ('toolhost:agent/tooling@0.2.0' and the others) are declared in types/,
+// ('toolhost:agent/tooling@0.3.0' and the others) are declared in types/,
 // generated from the WIT by scripts/js-types.mjs.
 /// <reference path="./types/agent.d.ts" />
 
-type Envelope = import('toolhost:agent/inbox@0.2.0').Envelope;
-type HostErrorRecord = import('toolhost:agent/types@0.2.0').HostError;
-type ChatResponse = import('toolhost:agent/types@0.2.0').ChatResponse;
+type Envelope = import('toolhost:agent/inbox@0.3.0').Envelope;
+type HostErrorRecord = import('toolhost:agent/types@0.3.0').HostError;
+type ChatResponse = import('toolhost:agent/types@0.3.0').ChatResponse;
+type ChatRequest = import('toolhost:agent/types@0.3.0').ChatRequest;
+type Provider = import('toolhost:agent/provider@0.3.0').Provider;
+type Tooling = import('toolhost:agent/tooling@0.3.0').Tooling;
+type Tool = import('toolhost:agent/types@0.3.0').Tool;
+type ToolCall = import('toolhost:agent/types@0.3.0').ToolCall;
+type Message = import('toolhost:agent/types@0.3.0').Message;
+
+/** The host's reply functions (toolhost:agent/messages), or a test's own. */
+interface ReplyFunctions {
+  reply(id: string, content: string): void;
+  replyDelta(id: string, text: string): void;
+  replyError(id: string, message: string): void;
+}
+
+/** A message to this agent as serve hands it over; session null: none. */
+export interface IncomingMessage {
+  id: string;
+  sender: string;
+  session: string | null;
+  content: string;
+}
 
 /** The text of anything thrown: "code: message" for a host error. */
 export function errorText(e: unknown): string;
@@ -17,7 +38,7 @@ export function errorText(e: unknown): string;
  */
 export function agent(f: (input: string) => unknown): (input: string) => string;
 
-/** Thrown by Inbox.stream for an error envelope. */
+/** Thrown by Inbox.stream and Inbox.replyOf for an error envelope. */
 export class HostError extends Error {
   constructor(payload: HostErrorRecord);
   payload: HostErrorRecord;
@@ -29,7 +50,11 @@ export class HostError extends Error {
  * not wait.
  */
 export class Inbox {
-  constructor(recv?: (timeoutMs: number | undefined) => Envelope | undefined | null, tryRecv?: () => Envelope | undefined | null);
+  constructor(
+    recv?: (timeoutMs: number | undefined) => Envelope | undefined | null,
+    tryRecv?: () => Envelope | undefined | null,
+    messages?: ReplyFunctions,
+  );
   /** True once the shutdown envelope was received. */
   shutdown: boolean;
   /** How many received envelopes wait for a later recv or waitFor. */
@@ -44,4 +69,66 @@ export class Inbox {
    * a timeout or shutdown.
    */
   stream(id: string, onDelta?: (text: string) => void, timeoutMs?: number | null): ChatResponse | null;
+  /**
+   * Follows the reply to a message sent with send: onDelta gets each
+   * reply-delta's text; returns the whole reply, throws a HostError for an
+   * error envelope, null on a timeout or shutdown.
+   */
+  replyOf(id: string, onDelta?: (text: string) => void, timeoutMs?: number | null): string | null;
+  /**
+   * Answers messages until shutdown: handler gets each message and a Reply.
+   * A reply it did not end is ended with what it returned (a string, or
+   * JSON; undefined: ""), or failed with what it threw. Messages held when
+   * the shutdown envelope arrives during a handler are failed ("the agent
+   * is stopping"). Returns how many messages it handled.
+   */
+  serve(handler: (msg: IncomingMessage, reply: Reply) => unknown): number;
 }
+
+/** The reply to one message: any number of delta, then one end or fail. */
+export class Reply {
+  constructor(id: string, inbox: Inbox, messages?: ReplyFunctions);
+  /** The message's id. */
+  readonly id: string;
+  readonly inbox: Inbox;
+  /** True once end or fail was called. */
+  done: boolean;
+  /** Streams more text of the reply. */
+  delta(text: string): void;
+  /** Ends the reply: the whole reply is the deltas' text followed by text. */
+  end(text?: string): void;
+  /** Ends the reply as a failure; the sender sees message. */
+  fail(message: string): void;
+  /**
+   * Streams a model's answer into the reply as it arrives (chatStream's
+   * deltas as reply deltas) and returns the response (null on a timeout or
+   * shutdown); it does not end the reply.
+   */
+  streamChat(provider: Provider, request: ChatRequest, timeoutMs?: number | null): ChatResponse | null;
+}
+
+/**
+ * The tools of some toolings, for a model's tool calls. The constructor
+ * throws "tooling NAME: code: message" for a tooling it cannot get or list.
+ */
+export class Toolbox {
+  constructor(names: string[], get?: (name: string) => Tooling);
+  /** The tools, as listTools returned them, for a chat request. */
+  readonly tools: Tool[];
+  /** "tool of tooling": tools hidden by an earlier tooling's of the same name. */
+  readonly shadowed: string[];
+  /**
+   * Makes every call and answers each, in order, with a tool message (the
+   * tool's text, or "error: ..."); results are waited for in inbox, up to
+   * timeoutMs in all.
+   */
+  call(calls: ToolCall[], inbox: Inbox, timeoutMs?: number | null): Message[];
+  /** Drops every handle. */
+  close(): void;
+}
+
+/** Sends content to the agent `to` (in session, if given); returns the message's id. */
+export function send(to: string, content: string, session?: string | null): string;
+
+/** Answers messages with handler until shutdown, on an Inbox of its own (see Inbox.serve). */
+export function serve(handler: (msg: IncomingMessage, reply: Reply) => unknown): number;

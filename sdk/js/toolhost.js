@@ -1,5 +1,5 @@
 // toolhost.js: helpers for agents written in JavaScript against
-// toolhost:agent@0.2.0, for componentize-qjs and componentize-js alike (both
+// toolhost:agent@0.3.0, for componentize-qjs and componentize-js alike (both
 // bundle a relative import of this file into the component).
 //
 //   import { agent, Inbox, errorText } from './toolhost.js';
@@ -9,8 +9,16 @@
 // error as "code: message", an Error as its message, anything else as JSON
 // (componentize-js otherwise turns a thrown non-string into a trap whose
 // only clue is "expected a string, received [object]"). Inbox keeps the
-// envelopes that arrive for other ids while an agent waits for one.
-import { recv as hostRecv, tryRecv as hostTryRecv } from 'toolhost:agent/inbox@0.2.0';
+// envelopes that arrive for other ids while an agent waits for one; its
+// serve answers messages (a handler per message, with a Reply that
+// streams), stream follows a chat-stream and replyOf the reply to a
+// message sent with send. An agent that only answers messages:
+//
+//   export const run = agent(() => serve((msg) => `you said: ${msg.content}`));
+import { recv as hostRecv, tryRecv as hostTryRecv } from 'toolhost:agent/inbox@0.3.0';
+import * as hostMessages from 'toolhost:agent/messages@0.3.0';
+import { get as hostGet } from 'toolhost:agent/tooling@0.3.0';
+import { write as hostWrite } from 'toolhost:agent/log@0.3.0';
 
 // errorText is the text of anything thrown: "code: message" for a host
 // error (a ComponentError whose payload is the host-error record, or that
@@ -49,7 +57,7 @@ export function agent(f) {
   };
 }
 
-// HostError is thrown by Inbox.stream for an error envelope; errorText
+// HostError is thrown by Inbox.stream and replyOf for an error envelope; errorText
 // (and so agent) words it "code: message".
 export class HostError extends Error {
   constructor(payload) {
@@ -72,10 +80,14 @@ export class Inbox {
   #recv;
   #tryRecv;
 
-  // recv and tryRecv default to the host's; tests may pass their own.
-  constructor(recv = hostRecv, tryRecv = hostTryRecv) {
+  #messages;
+
+  // recv, tryRecv and messages (reply, replyDelta, replyError) default to
+  // the host's; tests may pass their own.
+  constructor(recv = hostRecv, tryRecv = hostTryRecv, messages = hostMessages) {
     this.#recv = recv;
     this.#tryRecv = tryRecv;
+    this.#messages = messages;
     this.shutdown = false;
   }
 
@@ -114,26 +126,244 @@ export class Inbox {
     }
   }
 
-  // stream follows a chat-stream: onDelta gets each chat-delta's text; it
-  // returns the chat-done's response, throws a HostError for an error
-  // envelope, and returns null on a timeout (timeoutMs bounds the whole
-  // stream) or shutdown.
-  stream(id, onDelta = () => {}, timeoutMs) {
+  // #follow waits for the envelopes of id: onDelta gets the val of each
+  // of tag delta; the val of the one of tag done is returned; an error
+  // envelope is thrown as a HostError; null on a timeout (timeoutMs bounds
+  // the whole wait) or shutdown.
+  #follow(id, delta, done, onDelta, timeoutMs) {
     const end = timeoutMs == null ? Infinity : Date.now() + timeoutMs;
     for (;;) {
       const env = this.waitFor(id, end === Infinity ? undefined : Math.max(0, end - Date.now()));
       if (env === null || isShutdown(env)) return null;
       switch (env.event.tag) {
-        case 'chat-delta':
+        case delta:
           onDelta(env.event.val);
           break;
-        case 'chat-done':
+        case done:
           return env.event.val;
         case 'error':
           throw new HostError(env.event.val);
         default:
-          throw new Error(`stream ${id}: unexpected ${env.event.tag} envelope`);
+          throw new Error(`${id}: unexpected ${env.event.tag} envelope`);
       }
     }
   }
+
+  // stream follows a chat-stream: onDelta gets each chat-delta's text; it
+  // returns the chat-done's response, throws a HostError for an error
+  // envelope, and returns null on a timeout (timeoutMs bounds the whole
+  // stream) or shutdown.
+  stream(id, onDelta = () => {}, timeoutMs) {
+    return this.#follow(id, 'chat-delta', 'chat-done', onDelta, timeoutMs);
+  }
+
+  // replyOf follows the reply to a message sent with send: onDelta gets
+  // each reply-delta's text; it returns the whole reply (the deltas' text
+  // followed by the reply's), throws a HostError for an error envelope
+  // (the other agent's replyError, or a failure to deliver), and returns
+  // null on a timeout (timeoutMs bounds the whole reply) or shutdown.
+  replyOf(id, onDelta = () => {}, timeoutMs) {
+    let text = '';
+    const last = this.#follow(id, 'reply-delta', 'reply', (d) => {
+      text += d;
+      onDelta(d);
+    }, timeoutMs);
+    return last === null ? null : text + last;
+  }
+
+  // serve answers messages until shutdown: for each message envelope it
+  // calls handler({id, sender, session, content}, reply) with a Reply for
+  // it (session is null for none). A reply the handler did not end is
+  // ended when it returns: with what it returned (a string as it is,
+  // undefined as "", anything else as JSON) or, when it threw, with
+  // reply.fail(errorText(e)); a failure to end it (a message its sender
+  // cancelled) is not serve's: it goes on. Other envelopes the handler did
+  // not wait for are dropped; messages that arrive while it waits are
+  // held and served next, in order, unless the shutdown envelope arrived
+  // meanwhile: then they are failed with "the agent is stopping" and serve
+  // returns. It returns how many messages it handled.
+  serve(handler) {
+    let handled = 0;
+    for (;;) {
+      const env = this.recv(undefined);
+      if (env === null || isShutdown(env)) return handled;
+      if (env.event.tag !== 'message') continue;
+      handled++;
+      const m = env.event.val;
+      const r = new Reply(env.id, this, this.#messages);
+      let out;
+      try {
+        out = handler({ id: env.id, sender: m.sender, session: m.session ?? null, content: m.content }, r);
+        if (!r.done) ignoreHostError(() => r.end(out === undefined ? '' : typeof out === 'string' ? out : JSON.stringify(out)));
+      } catch (e) {
+        if (!r.done) ignoreHostError(() => r.fail(errorText(e)));
+      }
+      if (this.shutdown) {
+        for (const held of this.#held.splice(0)) {
+          if (held.event.tag === 'message') ignoreHostError(() => this.#messages.replyError(held.id, 'the agent is stopping'));
+        }
+        return handled;
+      }
+    }
+  }
+}
+
+// ignoreHostError runs f; a host error it throws is dropped.
+function ignoreHostError(f) {
+  try {
+    f();
+  } catch (e) {
+    if (!(e && typeof e === 'object' && 'payload' in e)) throw e;
+  }
+}
+
+// Reply writes the reply to one message: any number of delta, then one end
+// or fail. Each throws the host's error (cancelled once the sender
+// cancelled the message, invalid-argument after the reply ended).
+export class Reply {
+  #messages;
+
+  constructor(id, inbox, messages = hostMessages) {
+    this.id = id;
+    this.inbox = inbox;
+    this.done = false;
+    this.#messages = messages;
+  }
+
+  // delta streams more text of the reply.
+  delta(text) {
+    this.#messages.replyDelta(this.id, text);
+  }
+
+  // end ends the reply: the whole reply is the deltas' text followed by
+  // text.
+  end(text = '') {
+    this.done = true;
+    this.#messages.reply(this.id, text);
+  }
+
+  // fail ends the reply as a failure; the sender sees message.
+  fail(message) {
+    this.done = true;
+    this.#messages.replyError(this.id, message);
+  }
+
+  // streamChat streams a model's answer into the reply as it arrives: it
+  // starts provider.chatStream(request) and sends each chat delta's text
+  // as a delta, returning the chat-done's response (null on a timeout or
+  // shutdown). It does not end the reply: a response that asks for tool
+  // calls is followed by another turn, whose text streams into the same
+  // reply. When a delta fails (the sender cancelled) or the stream does,
+  // the stream is cancelled and the error thrown.
+  streamChat(provider, request, timeoutMs) {
+    const id = provider.chatStream(request);
+    try {
+      const resp = this.inbox.stream(id, (d) => this.delta(d), timeoutMs);
+      if (resp === null) provider.cancel(id);
+      return resp;
+    } catch (e) {
+      provider.cancel(id);
+      throw e;
+    }
+  }
+}
+
+// resultText is the text of a CallToolResult (JSON) for a tool message:
+// its text contents, "error: " before them when isError.
+function resultText(value) {
+  try {
+    const v = JSON.parse(value);
+    const text = (v.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    return v.isError ? `error: ${text}` : text;
+  } catch {
+    return value;
+  }
+}
+
+// Toolbox is the tools of some toolings, for a model's tool calls: tools
+// goes into a chat request, call answers the response's tool calls with
+// tool messages for the next request. A tool name two toolings offer is
+// the first one's (the later ones are logged as warnings, and listed in
+// shadowed as "tool of tooling"). close drops the handles. The constructor
+// throws "tooling NAME: code: message" for a tooling it cannot get or
+// list.
+export class Toolbox {
+  #owner = new Map();
+  #handles = [];
+
+  constructor(names, get = hostGet) {
+    this.tools = [];
+    this.shadowed = [];
+    for (const name of names) {
+      try {
+        const t = get(name);
+        this.#handles.push(t);
+        for (const tl of t.listTools()) {
+          if (this.#owner.has(tl.name)) {
+            this.shadowed.push(`${tl.name} of ${name}`);
+            hostWrite('warn', `toolbox: tool ${tl.name} of ${name} hidden by another tooling's`);
+            continue;
+          }
+          this.#owner.set(tl.name, t);
+          this.tools.push(tl);
+        }
+      } catch (e) {
+        this.close();
+        throw `tooling ${name}: ${errorText(e)}`;
+      }
+    }
+  }
+
+  // call makes every call with callTool and answers each, in the model's
+  // order, with a tool message: the tool's text ("error: " and it for a
+  // result with isError), or "error: " and what failed. Results are
+  // waited for in inbox (other envelopes are held there), up to timeoutMs
+  // in all (undefined: no bound); a call without a result by then is
+  // cancelled.
+  call(calls, inbox, timeoutMs) {
+    const answers = new Array(calls.length);
+    const ids = calls.map((c, i) => {
+      const t = this.#owner.get(c.name);
+      if (!t) {
+        answers[i] = `error: there is no tool named ${c.name}`;
+        return null;
+      }
+      try {
+        return t.callTool(c.name, c.arguments.trim() === '' ? '{}' : c.arguments);
+      } catch (e) {
+        answers[i] = `error: ${errorText(e)}`;
+        return null;
+      }
+    });
+    const end = timeoutMs == null ? Infinity : Date.now() + timeoutMs;
+    ids.forEach((id, i) => {
+      if (id === null) return;
+      const env = inbox.waitFor(id, end === Infinity ? undefined : Math.max(0, end - Date.now()));
+      if (env !== null && env.event.tag === 'tool-result') answers[i] = resultText(env.event.val.value);
+      else if (env !== null && env.event.tag === 'error') answers[i] = `error: ${errorText(env.event.val)}`;
+      else {
+        this.#owner.get(calls[i].name).cancel(id);
+        answers[i] = env === null ? 'error: no result in time' : 'error: the agent is stopping';
+      }
+    });
+    return calls.map((c, i) => ({ role: 'tool', content: answers[i], toolCalls: [], toolCallId: c.id }));
+  }
+
+  // close drops every handle.
+  close() {
+    for (const t of this.#handles) t[Symbol.dispose || Symbol.for('dispose')]();
+    this.#handles = [];
+  }
+}
+
+// send sends content to the agent `to` (in session, if given) and returns
+// the message's id at once; follow its reply with inbox.replyOf(id).
+export function send(to, content, session) {
+  return hostMessages.send(to, content, session ?? undefined);
+}
+
+// serve answers messages with handler until shutdown, on an Inbox of its
+// own: see Inbox.serve.
+export function serve(handler) {
+  return new Inbox().serve(handler);
 }

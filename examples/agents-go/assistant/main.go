@@ -61,29 +61,13 @@ func assistant(input string) (string, error) {
 
 	// The tools of every tooling, as list-tools returns them; the first
 	// tooling offering a name answers its calls.
-	var tools []toolhost.Tool
-	owner := map[string]*toolhost.Tooling{}
-	for _, name := range o.Toolings {
-		t, err := toolhost.Get(name)
-		if err != nil {
-			return "", fmt.Errorf("tooling %s: %w", name, err)
-		}
-		defer t.Close()
-		list, err := t.ListTools()
-		if err != nil {
-			return "", fmt.Errorf("tooling %s: list-tools: %w", name, err)
-		}
-		for _, tl := range list {
-			if _, dup := owner[tl.Name]; dup {
-				toolhost.Logf(toolhost.LevelWarn, "assistant: tool %s of %s hidden by another tooling's", tl.Name, name)
-				continue
-			}
-			owner[tl.Name] = t
-			tools = append(tools, tl)
-		}
+	box, err := toolhost.OpenToolbox(o.Toolings...)
+	if err != nil {
+		return "", err
 	}
+	defer box.Close()
 
-	req := &toolhost.ChatRequest{Model: o.Model, Tools: tools, MaxTokens: o.MaxTokens}
+	req := &toolhost.ChatRequest{Model: o.Model, Tools: box.Tools(), MaxTokens: o.MaxTokens}
 	if o.System != "" {
 		req.Messages = append(req.Messages, toolhost.SystemMessage(o.System))
 	}
@@ -102,7 +86,11 @@ func assistant(input string) (string, error) {
 				resp.Model, turn, resp.FinishReason, used.InputTokens, used.OutputTokens)
 			return resp.Text(), nil
 		}
-		req.Messages = append(req.Messages, callTools(owner, resp.Message.ToolCalls)...)
+		for _, c := range resp.Message.ToolCalls {
+			toolhost.Logf(toolhost.LevelInfo, "assistant: tool call %s %s", c.Name, c.Arguments)
+		}
+		var in toolhost.Inbox
+		req.Messages = append(req.Messages, box.Call(&in, resp.Message.ToolCalls, replyTimeout)...)
 	}
 	return "", fmt.Errorf("no answer after %d turns", o.MaxTurns)
 }
@@ -138,66 +126,6 @@ func ask(p *toolhost.Provider, req *toolhost.ChatRequest, stream bool) (*toolhos
 			return nil, ev.Err
 		}
 	}
-}
-
-// callTools queues every call with CallTool, then answers each, in the
-// model's order, with a tool message: the tool's text, or what failed.
-func callTools(owner map[string]*toolhost.Tooling, calls []toolhost.ToolCall) []toolhost.Message {
-	answers := make([]string, len(calls))
-	waiting := map[string]int{}
-	via := map[string]*toolhost.Tooling{}
-	for i, c := range calls {
-		t, ok := owner[c.Name]
-		if !ok {
-			answers[i] = "error: there is no tool named " + c.Name
-			continue
-		}
-		args := c.Arguments
-		if strings.TrimSpace(args) == "" {
-			args = "{}"
-		}
-		id, err := t.CallTool(c.Name, json.RawMessage(args))
-		if err != nil {
-			answers[i] = "error: " + err.Error()
-			continue
-		}
-		toolhost.Logf(toolhost.LevelInfo, "assistant: tool call %s %s", c.Name, args)
-		waiting[id], via[id] = i, t
-	}
-	for len(waiting) > 0 {
-		env, ok := toolhost.Recv(replyTimeout)
-		if !ok {
-			break
-		}
-		i, mine := waiting[env.ID]
-		if !mine {
-			continue
-		}
-		delete(waiting, env.ID)
-		switch ev := env.Event.(type) {
-		case toolhost.ToolResultEvent:
-			v, err := ev.Result.Result()
-			switch {
-			case err != nil:
-				answers[i] = ev.Result.Value
-			case v.IsError:
-				answers[i] = "error: " + v.Text()
-			default:
-				answers[i] = v.Text()
-			}
-		case toolhost.ErrorEvent:
-			answers[i] = "error: " + ev.Err.Error()
-		}
-	}
-	for id, i := range waiting {
-		via[id].Cancel(id)
-		answers[i] = "error: no result in time"
-	}
-	msgs := make([]toolhost.Message, len(calls))
-	for i, c := range calls {
-		msgs[i] = toolhost.ToolMessage(c.ID, answers[i])
-	}
-	return msgs
 }
 
 func init() { toolhost.Run(assistant) }

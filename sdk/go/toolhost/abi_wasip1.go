@@ -11,7 +11,7 @@ import (
 // wit-component expects it of a module it turns into a component:
 //
 //   - each WIT import function is a core import from the module named by
-//     its interface (toolhost:agent/tooling@0.2.0, ...), with the function
+//     its interface (toolhost:agent/tooling@0.3.0, ...), with the function
 //     named as in WIT ([method]tooling.kind, [resource-drop]tooling, get);
 //   - parameters are flattened: a string is (ptr, len); an option<u32> is
 //     (discriminant, value); a resource handle an i32; parameters that
@@ -30,85 +30,103 @@ import (
 // address crosses as a uint32 and every layout is read and written by
 // offset (layout.go), never through a Go struct.
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 get
+//go:wasmimport toolhost:agent/tooling@0.3.0 get
 func rawGet(name, nameLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [resource-drop]tooling
+//go:wasmimport toolhost:agent/tooling@0.3.0 [resource-drop]tooling
 func rawDrop(self uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.kind
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.kind
 func rawKind(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.name
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.name
 func rawName(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.list-tools
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.list-tools
 func rawListTools(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.call-tool
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.call-tool
 func rawCallTool(self, name, nameLen, args, argsLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.is-open
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.is-open
 func rawIsOpen(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.cancel
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.cancel
 func rawCancel(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.call-tool-blocking
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.call-tool-blocking
 func rawCallToolBlocking(self, name, nameLen, args, argsLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.list-resources
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.list-resources
 func rawListResources(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.read-resource
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.read-resource
 func rawReadResource(self, uri, uriLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.subscribe-resource-list
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.subscribe-resource-list
 func rawSubscribeResourceList(self, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.unsubscribe-resource-list
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.unsubscribe-resource-list
 func rawUnsubscribeResourceList(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.subscribe-resource
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.subscribe-resource
 func rawSubscribeResource(self, uri, uriLen, ret uint32)
 
-//go:wasmimport toolhost:agent/tooling@0.2.0 [method]tooling.unsubscribe-resource
+//go:wasmimport toolhost:agent/tooling@0.3.0 [method]tooling.unsubscribe-resource
 func rawUnsubscribeResource(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/provider@0.2.0 get
+//go:wasmimport toolhost:agent/provider@0.3.0 get
 func rawProviderGet(name, nameLen, ret uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [resource-drop]provider
+//go:wasmimport toolhost:agent/provider@0.3.0 [resource-drop]provider
 func rawProviderDrop(self uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.kind
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.kind
 func rawProviderKind(self, ret uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.name
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.name
 func rawProviderName(self, ret uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.chat
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.chat
 func rawChat(params, ret uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.chat-stream
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.chat-stream
 func rawChatStream(params, ret uint32)
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.is-open
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.is-open
 func rawProviderIsOpen(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/provider@0.2.0 [method]provider.cancel
+//go:wasmimport toolhost:agent/provider@0.3.0 [method]provider.cancel
 func rawProviderCancel(self, id, idLen uint32) uint32
 
-//go:wasmimport toolhost:agent/inbox@0.2.0 recv
+//go:wasmimport toolhost:agent/messages@0.3.0 reply-delta
+func rawReplyDelta(id, idLen, text, textLen, ret uint32)
+
+//go:wasmimport toolhost:agent/messages@0.3.0 reply
+func rawReply(id, idLen, content, contentLen, ret uint32)
+
+//go:wasmimport toolhost:agent/messages@0.3.0 reply-error
+func rawReplyError(id, idLen, msg, msgLen, ret uint32)
+
+//go:wasmimport toolhost:agent/messages@0.3.0 send
+func rawSend(to, toLen, content, contentLen, isSome, session, sessionLen, ret uint32)
+
+//go:wasmimport toolhost:agent/messages@0.3.0 is-open
+func rawMessageIsOpen(id, idLen uint32) uint32
+
+//go:wasmimport toolhost:agent/messages@0.3.0 cancel
+func rawMessageCancel(id, idLen uint32) uint32
+
+//go:wasmimport toolhost:agent/inbox@0.3.0 recv
 func rawRecv(isSome, timeoutMS, ret uint32)
 
-//go:wasmimport toolhost:agent/inbox@0.2.0 try-recv
+//go:wasmimport toolhost:agent/inbox@0.3.0 try-recv
 func rawTryRecv(ret uint32)
 
-//go:wasmimport toolhost:agent/inbox@0.2.0 pending
+//go:wasmimport toolhost:agent/inbox@0.3.0 pending
 func rawPending() uint32
 
-//go:wasmimport toolhost:agent/log@0.2.0 write
+//go:wasmimport toolhost:agent/log@0.3.0 write
 func rawLogWrite(level, msg, msgLen uint32)
 
 // linear is the module's linear memory.

@@ -104,6 +104,7 @@ var (
 	tChatRequest  = record(option(tString), listOf(tMessage), listOf(tTool), option(tToolChoice), option(tU32), option(tF32), listOf(tString))
 	tChatParams   = record(tU32, tChatRequest)
 	tChatResponse = record(tMessage, tU8, record(tU32, tU32), tString)
+	tAgentMessage = record(tString, option(tString), tString)
 )
 
 // Trees of Go values, field by field in WIT order.

@@ -117,7 +117,7 @@ func TestLiftChatResponse(t *testing.T) {
 	} {
 		func() {
 			defer func() {
-				if r := recover(); r == nil || !strings.Contains(r.(string), "toolhost:agent@0.2.0 mismatch") {
+				if r := recover(); r == nil || !strings.Contains(r.(string), "toolhost:agent@0.3.0 mismatch") {
 					t.Errorf("recovered %v, want an ABI mismatch", r)
 				}
 			}()

@@ -1,5 +1,5 @@
 // Package toolhost is the guest SDK for writing toolhostd agents in Go: the
-// whole toolhost:agent@0.2.0 world (wit/agent.wit) for mainline Go's
+// whole toolhost:agent@0.3.0 world (wit/agent.wit) for mainline Go's
 // GOOS=wasip1 GOARCH=wasm, with the canonical ABI glue written by hand.
 //
 // An agent is a package main that registers its entry point from an init
@@ -34,11 +34,27 @@
 //
 // The API maps the world one to one: Get and the methods of Tooling,
 // GetProvider and the methods of Provider (Close drops a handle; Chat takes
-// a ChatRequest whose Tools are the records ListTools returns),
-// Recv/TryRecv/Pending with the event variant as the Event types (and
-// RecvDeadline, RecvContext on top), Log with the four levels, host errors
-// as *HostError whose ErrorCode works with errors.Is, and Run for the run
-// export.
+// a ChatRequest whose Tools are the records ListTools returns), the
+// methods of Messages (Reply, ReplyDelta, ReplyError, Send, IsOpen,
+// Cancel), Recv/TryRecv/Pending with the event variant as the Event types
+// (and RecvDeadline, RecvContext on top), Log with the four levels, host
+// errors as *HostError whose ErrorCode works with errors.Is, and Run for
+// the run export.
+//
+// On top of it, an Inbox waits for one id at a time and holds the other
+// envelopes: Serve answers messages (a handler gets each message and a
+// Replier that streams its reply), Replier.StreamChat streams a model's
+// answer into a reply as it arrives, StreamChat follows a chat-stream and
+// ReplyOf the reply to a sent message; a Toolbox answers a model's tool
+// calls with tool messages. An agent that only answers messages:
+//
+//	func init() {
+//		toolhost.Run(func(string) (string, error) {
+//			return "", toolhost.Serve(func(m toolhost.Incoming, r *toolhost.Replier) error {
+//				return r.End("you said: " + m.Content)
+//			})
+//		})
+//	}
 //
 // Host calls block the whole module (a wasm guest is one thread);
 // goroutines run only while run's handler is running, between host calls.

@@ -24,12 +24,12 @@ type Envelope struct {
 
 // Event is the WIT variant event: one of ToolResultEvent, ErrorEvent,
 // ResourceListUpdatedEvent, ResourceUpdatedEvent, ShutdownEvent,
-// ChatDeltaEvent, ChatDoneEvent. Use a type switch; Tag names the WIT
-// case.
+// ChatDeltaEvent, ChatDoneEvent, MessageEvent, ReplyDeltaEvent,
+// ReplyEvent. Use a type switch; Tag names the WIT case.
 type Event interface {
 	// Tag is the WIT case name: "tool-result", "error",
 	// "resource-list-updated", "resource-updated", "shutdown",
-	// "chat-delta" or "chat-done".
+	// "chat-delta", "chat-done", "message", "reply-delta" or "reply".
 	Tag() string
 	isEvent()
 }
@@ -63,6 +63,19 @@ type ChatDeltaEvent struct{ Text string }
 // ChatDoneEvent: the end of a ChatStream, with the whole response.
 type ChatDoneEvent struct{ Response ChatResponse }
 
+// MessageEvent: a message to this agent. Its envelope's ID is the id to
+// reply to (Messages.Reply, or a Replier: see Inbox.Serve).
+type MessageEvent struct{ Message AgentMessage }
+
+// ReplyDeltaEvent: more text of the reply to a message this agent sent
+// (Messages.Send). Undelivered deltas of one reply may have been merged
+// into one; none is dropped.
+type ReplyDeltaEvent struct{ Text string }
+
+// ReplyEvent: the end of the reply to a message this agent sent. The
+// whole reply is the text of its ReplyDeltaEvents followed by Content.
+type ReplyEvent struct{ Content string }
+
 func (ToolResultEvent) Tag() string          { return "tool-result" }
 func (ErrorEvent) Tag() string               { return "error" }
 func (ResourceListUpdatedEvent) Tag() string { return "resource-list-updated" }
@@ -70,6 +83,9 @@ func (ResourceUpdatedEvent) Tag() string     { return "resource-updated" }
 func (ShutdownEvent) Tag() string            { return "shutdown" }
 func (ChatDeltaEvent) Tag() string           { return "chat-delta" }
 func (ChatDoneEvent) Tag() string            { return "chat-done" }
+func (MessageEvent) Tag() string             { return "message" }
+func (ReplyDeltaEvent) Tag() string          { return "reply-delta" }
+func (ReplyEvent) Tag() string               { return "reply" }
 
 func (ToolResultEvent) isEvent()          {}
 func (ErrorEvent) isEvent()               {}
@@ -78,6 +94,9 @@ func (ResourceUpdatedEvent) isEvent()     {}
 func (ShutdownEvent) isEvent()            {}
 func (ChatDeltaEvent) isEvent()           {}
 func (ChatDoneEvent) isEvent()            {}
+func (MessageEvent) isEvent()             {}
+func (ReplyDeltaEvent) isEvent()          {}
+func (ReplyEvent) isEvent()               {}
 
 // shutdownSeen is set when the shutdown envelope was lifted (abiMu).
 var shutdownSeen bool

@@ -1,6 +1,6 @@
 package toolhost
 
-// The canonical ABI layout of every value of the toolhost:agent@0.2.0 world
+// The canonical ABI layout of every value of the toolhost:agent@0.3.0 world
 // that crosses linear memory, as the glue in lift.go and abi_wasip1.go uses
 // it. All of it follows from three rules of the component model's canonical
 // ABI (CanonicalABI.md, "Alignment" and "Element Size"):
@@ -143,5 +143,22 @@ const (
 	caseShutdown
 	caseChatDelta
 	caseChatDone
+	caseMessage
+	caseReplyDelta
+	caseReply
 	numEventCases
 )
+
+// record agent-message { sender: string, session: option<string>,
+// content: string }: the message case's payload.
+const (
+	sizeAgentMessage = 28
+	offAMSender      = 0
+	offAMSession     = 8
+	offAMContent     = 20
+)
+
+// The messages interface's results: reply-delta, reply and reply-error
+// return result<_, host-error> (the ok case has no payload); send returns
+// result<uuid, host-error> (sizeResultString).
+const sizeResultUnit = 16

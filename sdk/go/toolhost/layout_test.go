@@ -135,7 +135,10 @@ var (
 	wUsage        = record(tU32, tU32)
 	wChatResponse = record(wMessage, tU8, wUsage, tString)
 	wChatParams   = record(tU32, wChatRequest) // the tuple (self, request)
-	wEvent        = variant(wToolResult, wHostError, tList, wResContent, abiType{kind: "none"}, tString, wChatResponse)
+	wAgentMessage = record(tString, option(tString), tString)
+	wEvent        = variant(wToolResult, wHostError, tList, wResContent, abiType{kind: "none"}, tString, wChatResponse,
+		wAgentMessage, tString, tString)
+	wResultUnit   = result(abiType{kind: "none"}, wHostError)
 	wEnvelope     = record(tString, wEvent)
 	wOptEnvelope  = option(wEnvelope)
 	wRunResult    = result(tString, tString)
@@ -213,14 +216,30 @@ func TestLayout(t *testing.T) {
 	check("sizeOptEnvelope", sizeOptEnvelope, wOptEnvelope.size())
 	check("offOptEnvVal", offOptEnvVal, wOptEnvelope.payloadOffset())
 	check("numEventCases", uint32(numEventCases), uint32(len(wEvent.fields)))
+	check("sizeAgentMessage", sizeAgentMessage, wAgentMessage.size())
+	offs("agent-message", wAgentMessage, offAMSender, offAMSession, offAMContent)
+	check("sizeResultUnit", sizeResultUnit, wResultUnit.size())
+	check("result<_, host-error> payload offset", offResultVal, wResultUnit.payloadOffset())
+	// send's parameters (to, content, session) and the return area's
+	// address travel flat: 2 + 2 + 3, and 1.
+	if n := record(tString, tString, option(tString)).flatCount(); n != 7 {
+		t.Errorf("send's parameters flatten to %d values; abi_wasip1.go passes 7", n)
+	}
+	// Every result that comes back through the return area flattens to
+	// more than one value.
+	for _, ty := range []abiType{wResultUnit, wResultString} {
+		if n := ty.flatCount(); n <= 1 {
+			t.Errorf("a result flattens to %d values, which the canonical ABI returns directly", n)
+		}
+	}
 
 	largest := uint32(0)
-	for _, ty := range []abiType{wResultString, result(wToolResult, wHostError), result(wResContent, wHostError), result(wChatResponse, wHostError), wOptEnvelope} {
+	for _, ty := range []abiType{wResultString, wResultUnit, result(wToolResult, wHostError), result(wResContent, wHostError), result(wChatResponse, wHostError), wOptEnvelope} {
 		largest = max(largest, ty.size())
 	}
 	check("sizeLargestReturnArea", sizeLargestReturnArea, largest)
 	for _, ty := range []abiType{wHostError, wTool, wToolResult, wResInfo, wResContent, wEvent, wEnvelope, wOptEnvelope, wRunResult,
-		wToolCall, wMessage, wChatRequest, wChatResponse, wChatParams, option(wToolChoice), option(tF32)} {
+		wToolCall, wMessage, wChatRequest, wChatResponse, wChatParams, option(wToolChoice), option(tF32), wAgentMessage, wResultUnit} {
 		if ty.align() != 4 {
 			t.Errorf("a type of the world has alignment %d, layout.go assumes 4", ty.align())
 		}
@@ -318,6 +337,23 @@ func TestLiftEnvelopes(t *testing.T) {
 			return 3
 		}, ResourceUpdatedEvent{Content: content}},
 		{"shutdown", func(*fakeMemory, uint32) uint8 { return 4 }, ShutdownEvent{}},
+		{"chat-delta", func(m *fakeMemory, p uint32) uint8 { m.str(p, "more té"); return 5 }, ChatDeltaEvent{Text: "more té"}},
+		{"message", func(m *fakeMemory, p uint32) uint8 {
+			o := wAgentMessage.offsets()
+			m.str(p+o[0], "agent:router")
+			m.optStr(p+o[1], ptr("s-1"))
+			m.str(p+o[2], `{"q":"hé"}`)
+			return 7
+		}, MessageEvent{Message: AgentMessage{Sender: "agent:router", Session: ptr("s-1"), Content: `{"q":"hé"}`}}},
+		{"message", func(m *fakeMemory, p uint32) uint8 {
+			o := wAgentMessage.offsets()
+			m.str(p+o[0], "api")
+			m.optStr(p+o[1], nil)
+			m.str(p+o[2], "")
+			return 7
+		}, MessageEvent{Message: AgentMessage{Sender: "api"}}},
+		{"reply-delta", func(m *fakeMemory, p uint32) uint8 { m.str(p, "par"); return 8 }, ReplyDeltaEvent{Text: "par"}},
+		{"reply", func(m *fakeMemory, p uint32) uint8 { m.str(p, "tial"); return 9 }, ReplyEvent{Content: "tial"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &fakeMemory{}

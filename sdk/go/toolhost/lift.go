@@ -131,6 +131,14 @@ func liftChatResponse(m memory, addr uint32) ChatResponse {
 	}
 }
 
+func liftAgentMessage(m memory, addr uint32) AgentMessage {
+	return AgentMessage{
+		Sender:  liftString(m, addr+offAMSender),
+		Session: liftOptString(m, addr+offAMSession),
+		Content: liftString(m, addr+offAMContent),
+	}
+}
+
 // liftResult reads a result<T, host-error> at addr, lifting the ok payload
 // with ok.
 func liftResult[T any](m memory, addr uint32, ok func(memory, uint32) T) (T, error) {
@@ -162,6 +170,12 @@ func liftEvent(m memory, addr uint32) Event {
 		return ChatDeltaEvent{Text: liftString(m, p)}
 	case caseChatDone:
 		return ChatDoneEvent{Response: liftChatResponse(m, p)}
+	case caseMessage:
+		return MessageEvent{Message: liftAgentMessage(m, p)}
+	case caseReplyDelta:
+		return ReplyDeltaEvent{Text: liftString(m, p)}
+	case caseReply:
+		return ReplyEvent{Content: liftString(m, p)}
 	default:
 		panic(abiError("event discriminant", d))
 	}
@@ -197,5 +211,5 @@ func liftBool(b uint32) bool {
 // abiError is the panic of a value the canonical ABI does not allow: the
 // host and this package disagree on the world (a version mismatch).
 func abiError(what string, v uint8) string {
-	return "toolhost: invalid " + what + " " + strconv.Itoa(int(v)) + " from the host (toolhost:agent@0.2.0 mismatch)"
+	return "toolhost: invalid " + what + " " + strconv.Itoa(int(v)) + " from the host (toolhost:agent@0.3.0 mismatch)"
 }

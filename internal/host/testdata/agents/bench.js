@@ -9,9 +9,9 @@
 // provider, recv until its chat-done. Output: JSON {"first": [ns to the
 // first chat-delta], "ns": [ns to the chat-done], "deltas": chat-delta
 // envelopes received, "chars": their text's length, "errors": count}.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
-import { recv } from 'toolhost:agent/inbox@0.2.0';
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
+import { recv } from 'toolhost:agent/inbox@0.3.0';
 
 const dispose = Symbol.dispose || Symbol.for('dispose');
 

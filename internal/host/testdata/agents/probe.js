@@ -1,5 +1,5 @@
 // probe: a tiny interpreter of steps, so that Go tests can drive every
-// function of toolhost:agent@0.2.0 from the guest side and assert on what
+// function of toolhost:agent@0.3.0 from the guest side and assert on what
 // the guest saw. It is built with componentize-js and with
 // componentize-qjs and must hold under both engines (an option that is
 // none arrives as undefined under the first, null under the second). Input: JSON {"steps": [{"op": ..., ...}, ...]}. Output: a
@@ -29,10 +29,33 @@
 // tools, toolChoice, maxTokens, temperature, stop}, absent fields
 // defaulted; tools-of names a tooling handle whose list-tools is the
 // request's tools.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
-import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.2.0';
-import { write } from 'toolhost:agent/log@0.2.0';
+//
+// Messages (0.3.0): reply {id, content}; reply-delta {id, text};
+// reply-error {id, message} (each true, or the host-error); send {to,
+// content, session, as} (session absent or null: none; binds the message
+// id); msg-is-open {id}; msg-cancel {id}. recv {timeout, as} binds the
+// received envelope's id to "as" (so that later steps reply to it by that
+// name); recv-message {timeout, as} receives until a message envelope,
+// binds its id and keeps the others in "skipped": {got, skipped}, got null
+// on a timeout or shutdown; recv-reply {id, timeout} is recv-stream for a
+// sent message: {deltas, text, end, skipped} with the reply-delta
+// envelopes counted and joined. A message envelope's val is {sender,
+// session, content} (session null for none, under both engines), a
+// reply-delta's and a reply's their text. serve {mode, count} answers
+// messages: it receives envelopes until count messages were handled
+// (absent: until shutdown) and answers each message by mode: "echo"
+// reply(content); "deltas" each word of content with the spaces after it
+// as a reply-delta (none for an empty content), then reply(""); "upper"
+// reply(content with a-z upper-cased); "error" reply-error(content);
+// "silent" no reply at all; "die" reply-delta(content), then what "throw"
+// does (an exception escapes run). Other envelopes are ignored. Its value
+// is {handled, ignored, shutdown, failures: [{id, code, message}]}, one
+// failure per reply call the host refused.
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
+import { reply, replyDelta, replyError, send, isOpen as msgIsOpen, cancel as msgCancel } from 'toolhost:agent/messages@0.3.0';
+import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.3.0';
+import { write } from 'toolhost:agent/log@0.3.0';
 
 const dispose = Symbol.dispose || Symbol.for('dispose');
 
@@ -59,7 +82,80 @@ export function run(input) {
   const args = (s) => (s.raw !== undefined ? s.raw : JSON.stringify(s.args ?? {}));
   const envelope = (e) => {
     if (e == null) return null; // none: undefined (componentize-js) or null (componentize-qjs)
-    return { id: names.get(e.id) ?? e.id, tag: e.event.tag, val: e.event.val ?? null };
+    const ev = e.event;
+    const val = ev.tag === 'message' ? { sender: ev.val.sender, session: ev.val.session ?? null, content: ev.val.content } : ev.val ?? null;
+    return { id: names.get(e.id) ?? e.id, tag: ev.tag, val };
+  };
+  // bindEnvelope binds a received envelope's id to s.as.
+  const bindEnvelope = (s, e) => {
+    if (e != null) bind(s, e.id);
+    return envelope(e);
+  };
+  // follow receives the envelopes of id up to its terminal one: those
+  // tagged tag (the deltas) counted and joined, others kept in skipped.
+  const follow = (s, tag) => {
+    const want = id(s);
+    const skipped = [];
+    let deltas = 0;
+    let text = '';
+    for (;;) {
+      const e = recv(s.timeout ?? undefined);
+      if (e == null) return { deltas, text, end: null, skipped };
+      if (e.id !== want) {
+        skipped.push(envelope(e));
+        if (e.event.tag === 'shutdown') return { deltas, text, end: null, skipped };
+        continue;
+      }
+      if (e.event.tag === tag) {
+        deltas++;
+        text += e.event.val;
+        continue;
+      }
+      return { deltas, text, end: envelope(e), skipped };
+    }
+  };
+  const hostError = (e) => {
+    const p = e && e.payload;
+    return p && p.code ? { code: p.code, message: p.message } : null;
+  };
+  // serve answers messages by s.mode (see the header).
+  const serve = (s) => {
+    const answer = {
+      echo: (mid, c) => reply(mid, c),
+      deltas: (mid, c) => {
+        for (const w of c.split(/(?<= )/)) if (w !== '') replyDelta(mid, w);
+        reply(mid, '');
+      },
+      upper: (mid, c) => reply(mid, c.replace(/[a-z]+/g, (w) => w.toUpperCase())),
+      error: (mid, c) => replyError(mid, c),
+      silent: () => {},
+      die: (mid, c) => {
+        replyDelta(mid, c);
+        throw { fail: new Error('died mid-reply') };
+      },
+    }[s.mode];
+    if (!answer) throw new Error(`no serve mode ${s.mode}`);
+    const out = { handled: 0, ignored: 0, shutdown: false, failures: [] };
+    while (s.count == null || out.handled < s.count) {
+      const e = recv(undefined);
+      if (e == null || e.event.tag === 'shutdown') {
+        out.shutdown = true;
+        break;
+      }
+      if (e.event.tag !== 'message') {
+        out.ignored++;
+        continue;
+      }
+      out.handled++;
+      try {
+        answer(e.id, e.event.val.content);
+      } catch (err) {
+        const he = hostError(err);
+        if (!he) throw err;
+        out.failures.push({ id: names.get(e.id) ?? e.id, ...he });
+      }
+    }
+    return out;
   };
 
   const request = (s) => {
@@ -86,27 +182,25 @@ export function run(input) {
     'get-provider': (s) => bind(s, getProvider(s.name)),
     chat: (s) => handle(s).chat(request(s)),
     'chat-stream': (s) => bind(s, handle(s).chatStream(request(s))),
-    'recv-stream': (s) => {
-      const want = id(s);
+    'recv-stream': (s) => follow(s, 'chat-delta'),
+    'recv-reply': (s) => follow(s, 'reply-delta'),
+    reply: (s) => (reply(id(s), s.content ?? ''), true),
+    'reply-delta': (s) => (replyDelta(id(s), s.text ?? ''), true),
+    'reply-error': (s) => (replyError(id(s), s.message ?? ''), true),
+    send: (s) => bind(s, send(s.to, s.content ?? '', s.session ?? undefined)),
+    'msg-is-open': (s) => msgIsOpen(id(s)),
+    'msg-cancel': (s) => msgCancel(id(s)),
+    'recv-message': (s) => {
       const skipped = [];
-      let deltas = 0;
-      let text = '';
       for (;;) {
         const e = recv(s.timeout ?? undefined);
-        if (e == null) return { deltas, text, end: null, skipped };
-        if (e.id !== want) {
-          skipped.push(envelope(e));
-          if (e.event.tag === 'shutdown') return { deltas, text, end: null, skipped };
-          continue;
-        }
-        if (e.event.tag === 'chat-delta') {
-          deltas++;
-          text += e.event.val;
-          continue;
-        }
-        return { deltas, text, end: envelope(e), skipped };
+        if (e == null) return { got: null, skipped };
+        if (e.event.tag === 'message') return { got: bindEnvelope(s, e), skipped };
+        skipped.push(envelope(e));
+        if (e.event.tag === 'shutdown') return { got: null, skipped };
       }
     },
+    serve,
     drop: (s) => {
       handle(s)[dispose]();
       vars.delete(s.h);
@@ -125,7 +219,7 @@ export function run(input) {
     'unsubscribe-list': (s) => handle(s).unsubscribeResourceList(id(s)),
     subscribe: (s) => bind(s, handle(s).subscribeResource(s.uri)),
     unsubscribe: (s) => handle(s).unsubscribeResource(id(s)),
-    recv: (s) => envelope(recv(s.timeout ?? undefined)),
+    recv: (s) => bindEnvelope(s, recv(s.timeout ?? undefined)),
     'recv-until': (s) => {
       const want = id(s);
       const skipped = [];
@@ -187,8 +281,8 @@ export function run(input) {
     } catch (e) {
       if (e && e.fail !== undefined) throw e.fail;
       failed = true;
-      const p = e && e.payload;
-      if (p && p.code) out.push({ op: s.op, err: { code: p.code, message: p.message } });
+      const he = hostError(e);
+      if (he) out.push({ op: s.op, err: he });
       else out.push({ op: s.op, thrown: String(e) });
     }
   }

@@ -1,9 +1,10 @@
 // sdkjs: drives sdk/js/toolhost.js from inside a component, for the host's
-// TestJSSDK. Input: JSON {"case": ..., "tooling", "provider", "prompt"}.
-import { get } from 'toolhost:agent/tooling@0.2.0';
-import { get as getProvider } from 'toolhost:agent/provider@0.2.0';
-import { pending } from 'toolhost:agent/inbox@0.2.0';
-import { agent, Inbox } from '../../../../sdk/js/toolhost.js';
+// TestJSSDK. Input: JSON {"case": ..., "tooling", "provider", "prompt",
+// "to", "content", "session"}.
+import { get } from 'toolhost:agent/tooling@0.3.0';
+import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
+import { pending } from 'toolhost:agent/inbox@0.3.0';
+import { agent, errorText, Inbox, send, serve } from '../../../../sdk/js/toolhost.js';
 
 const text = (env) => {
   if (env.event.tag !== 'tool-result') return `${env.event.tag}`;
@@ -53,6 +54,46 @@ const cases = {
     const deltas = [];
     const resp = new Inbox().stream(id, (d) => deltas.push(d), 30000);
     return { deltas: deltas.join(''), some: deltas.length > 0, content: resp.message.content };
+  },
+  // serve answers messages until shutdown and returns how many it
+  // handled: "fail ..." throws (the reply is the error "fail ..."),
+  // "words ..." streams each word as a delta and returns nothing (the
+  // reply ends with ""), "chat ..." streams the provider's answer to the
+  // rest into the reply and ends it with " (model)", anything else is
+  // answered with "echo: " and the content (with the session, if any).
+  serve: (o) => {
+    const handled = serve((msg, reply) => {
+      const [word, ...rest] = msg.content.split(' ');
+      switch (word) {
+        case 'fail':
+          throw msg.content;
+        case 'words':
+          for (const w of rest) reply.delta(`${w} `);
+          return undefined;
+        case 'chat': {
+          const p = getProvider(o.provider);
+          const resp = reply.streamChat(p, { messages: [{ role: 'user', content: rest.join(' '), toolCalls: [] }], tools: [], stop: [] }, 30000);
+          p[Symbol.dispose]();
+          reply.end(` (${resp.model})`);
+          return undefined;
+        }
+      }
+      return `echo: ${msg.content}${msg.session === null ? '' : ` [${msg.session}]`}`;
+    });
+    return { handled };
+  },
+  // send sends o.content to o.to and follows the reply: its text and how
+  // many deltas it came in, or the error.
+  send: (o) => {
+    const inbox = new Inbox();
+    let deltas = 0;
+    try {
+      const id = send(o.to, o.content, o.session);
+      const text = inbox.replyOf(id, () => deltas++, 30000);
+      return { text, deltas };
+    } catch (e) {
+      return { error: errorText(e) };
+    }
   },
 };
 

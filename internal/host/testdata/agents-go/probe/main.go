@@ -1,12 +1,14 @@
 // probe: the Go port of testdata/agents/probe.js, the interpreter of steps
 // that lets the host's contract tests drive every function of
-// toolhost:agent@0.2.0 from the guest side. Same input, same output (see
+// toolhost:agent@0.3.0 from the guest side. Same input, same output (see
 // probe.js for the ops, the provider ones included: get-provider, chat,
 // chat-stream, recv-stream; kind, name, is-open, cancel and drop take a
-// tooling or a provider handle); where Go differs from JS:
+// tooling or a provider handle; the messages ones are in messages.go);
+// where Go differs from JS:
 //   - an option that is none is reported as null (JS omits the key);
 //   - "throw" panics (an uncaught exception is a Go panic here), and what
-//     "nil" dereferences a nil pointer;
+//     "nil" dereferences a nil pointer; so does serve's mode "die" after
+//     its reply-delta;
 //   - "alloc" keeps mb MB of byte slices reachable until run returns;
 //   - "sdk-edges" {name} is Go's own: the SDK's answers where the host
 //     would trap (invalid UTF-8, results too large for the reserved
@@ -45,6 +47,12 @@ type step struct {
 	MB      int             `json:"mb"`
 	N       int             `json:"n"`
 	What    string          `json:"what"`
+	To      string          `json:"to"`
+	Content *string         `json:"content"`
+	Text    *string         `json:"text"`
+	Session *string         `json:"session"`
+	Mode    string          `json:"mode"`
+	Count   *int            `json:"count"`
 }
 
 // failure makes run return err (the "fail" op).
@@ -150,15 +158,19 @@ func errOut(e *toolhost.HostError) hostErrOut {
 	return hostErrOut{Code: e.Code.String(), Message: e.Message}
 }
 
+// name is the variable an id is bound to, or the id.
+func (p *probe) name(id string) string {
+	if n, ok := p.names[id]; ok {
+		return n
+	}
+	return id
+}
+
 func (p *probe) envelope(e toolhost.Envelope, ok bool) any {
 	if !ok {
 		return nil
 	}
-	id := e.ID
-	if n, ok := p.names[id]; ok {
-		id = n
-	}
-	out := envelopeOut{ID: id, Tag: e.Event.Tag()}
+	out := envelopeOut{ID: p.name(e.ID), Tag: e.Event.Tag()}
 	switch ev := e.Event.(type) {
 	case toolhost.ToolResultEvent:
 		out.Val = ev.Result
@@ -172,8 +184,42 @@ func (p *probe) envelope(e toolhost.Envelope, ok bool) any {
 		out.Val = ev.Text
 	case toolhost.ChatDoneEvent:
 		out.Val = ev.Response
+	case toolhost.MessageEvent:
+		out.Val = ev.Message // {sender, session (null: none), content}
+	case toolhost.ReplyDeltaEvent:
+		out.Val = ev.Text
+	case toolhost.ReplyEvent:
+		out.Val = ev.Content
 	}
 	return out
+}
+
+// follow receives the envelopes of s.ID up to its terminal one: those
+// delta accepts counted and their text joined, others kept in skipped
+// ({deltas, text, end, skipped}).
+func (p *probe) follow(s *step, delta func(toolhost.Event) (string, bool)) any {
+	want := p.id(s)
+	skipped := []any{}
+	deltas, text := 0, ""
+	for {
+		e, ok := toolhost.Recv(recvTimeout(s))
+		if !ok {
+			return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}
+		}
+		if e.ID != want {
+			skipped = append(skipped, p.envelope(e, true))
+			if _, shut := e.Event.(toolhost.ShutdownEvent); shut {
+				return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}
+			}
+			continue
+		}
+		if d, ok := delta(e.Event); ok {
+			deltas++
+			text += d
+			continue
+		}
+		return map[string]any{"deltas": deltas, "text": text, "end": p.envelope(e, true), "skipped": skipped}
+	}
 }
 
 func recvTimeout(s *step) time.Duration {
@@ -198,30 +244,16 @@ func (p *probe) do(s *step) (any, error) {
 		}
 		return p.bindHandle(s, pr), nil
 	case "recv-stream":
-		want := p.id(s)
-		skipped := []any{}
-		deltas, text := 0, ""
-		for {
-			e, ok := toolhost.Recv(recvTimeout(s))
-			if !ok {
-				return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}, nil
-			}
-			if e.ID != want {
-				skipped = append(skipped, p.envelope(e, true))
-				if _, shut := e.Event.(toolhost.ShutdownEvent); shut {
-					return map[string]any{"deltas": deltas, "text": text, "end": nil, "skipped": skipped}, nil
-				}
-				continue
-			}
-			if d, ok := e.Event.(toolhost.ChatDeltaEvent); ok {
-				deltas++
-				text += d.Text
-				continue
-			}
-			return map[string]any{"deltas": deltas, "text": text, "end": p.envelope(e, true), "skipped": skipped}, nil
-		}
+		return p.follow(s, func(ev toolhost.Event) (string, bool) {
+			d, ok := ev.(toolhost.ChatDeltaEvent)
+			return d.Text, ok
+		}), nil
 	case "recv":
-		return p.envelope(toolhost.Recv(recvTimeout(s))), nil
+		e, ok := toolhost.Recv(recvTimeout(s))
+		if ok {
+			p.bindID(s, e.ID)
+		}
+		return p.envelope(e, ok), nil
 	case "recv-until":
 		want := p.id(s)
 		skipped := []any{}
@@ -299,6 +331,9 @@ func (p *probe) do(s *step) (any, error) {
 		return gcStress(s)
 	case "sdk-edges":
 		return sdkEdges(s)
+	}
+	if f, ok := messageOps[s.Op]; ok {
+		return f(p, s)
 	}
 	h, err := p.handle(s)
 	if err != nil {

@@ -1,4 +1,4 @@
-package host
+package engine
 
 import (
 	"context"
@@ -65,23 +65,23 @@ type sharing struct {
 
 // Open is OpenContext without a context: it waits for the load however
 // long it takes.
-func (h *Host) Open(path string) (*Program, error) {
-	return h.OpenContext(context.Background(), path)
+func (e *Engine) Open(path string) (*Program, error) {
+	return e.OpenContext(context.Background(), path)
 }
 
 // OpenContext returns the Program for the component file at path, shared
 // with every other caller that opened the same content. Close it when done;
 // the Program is released when its last user closes it and its file has
-// changed (or the host is closed).
+// changed (or the engine is closed).
 //
 // A load (compiling a large component takes seconds) runs on a goroutine
 // of its own: when ctx ends first, OpenContext returns ctx's error at
 // once, and the load goes on for the other callers waiting for it. What
-// it loads for nobody (every caller gave up, the file changed or the host
+// it loads for nobody (every caller gave up, the file changed or the engine
 // was closed meanwhile) it releases. wasmtime cannot interrupt a compile,
 // so Close does not wait for one: the engine is released after the last.
-func (h *Host) OpenContext(ctx context.Context, path string) (*Program, error) {
-	t := &h.programs
+func (e *Engine) OpenContext(ctx context.Context, path string) (*Program, error) {
+	t := &e.programs
 	for {
 		id, err := statID(path)
 		if err != nil {
@@ -92,56 +92,56 @@ func (h *Host) OpenContext(ctx context.Context, path string) (*Program, error) {
 			t.mu.Unlock()
 			return nil, fmt.Errorf("load agent: %w", ErrClosed)
 		}
-		e := t.byPath[path]
-		if e != nil && e.id == id && e.prog != nil {
-			e.prog.share.refs++
+		ent := t.byPath[path]
+		if ent != nil && ent.id == id && ent.prog != nil {
+			ent.prog.share.refs++
 			t.mu.Unlock()
-			return e.prog, nil
+			return ent.prog, nil
 		}
-		if e == nil || e.id != id || e.ready == nil {
-			if e != nil && e.prog != nil {
-				t.unrefLocked(e.prog) // the file changed: the table lets go of its version
+		if ent == nil || ent.id != id || ent.ready == nil {
+			if ent != nil && ent.prog != nil {
+				t.unrefLocked(ent.prog) // the file changed: the table lets go of its version
 			}
-			e = &progEntry{id: id, ready: make(chan struct{})}
+			ent = &progEntry{id: id, ready: make(chan struct{})}
 			if t.byPath == nil {
 				t.byPath, t.byKey = map[string]*progEntry{}, map[string]*Program{}
 			}
-			t.byPath[path] = e
+			t.byPath[path] = ent
 			t.loads++
-			go h.loadEntry(path, e)
+			go e.loadEntry(path, ent)
 		}
-		ready := e.ready
+		ready := ent.ready
 		t.mu.Unlock()
 		select {
 		case <-ready:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("load agent %s: %w", path, context.Cause(ctx))
 		}
-		if e.err != nil {
-			return nil, e.err // the load this caller waited for failed
+		if ent.err != nil {
+			return nil, ent.err // the load this caller waited for failed
 		}
 		// Loaded: the next round takes a reference to it (or, should the
 		// file have changed meanwhile, to its new version).
 	}
 }
 
-// loadEntry loads e, path's current version, and hands the Program to the
+// loadEntry loads ent, path's current version, and hands the Program to the
 // table's entry; one loaded for nobody is released. The last load to end
 // after Close releases the engine.
-func (h *Host) loadEntry(path string, e *progEntry) {
-	p, err := h.loadShared(path)
-	t := &h.programs
+func (e *Engine) loadEntry(path string, ent *progEntry) {
+	p, err := e.loadShared(path)
+	t := &e.programs
 	t.mu.Lock()
-	ready := e.ready
-	e.ready, e.err = nil, err
-	current := t.byPath[path] == e && !t.closed
+	ready := ent.ready
+	ent.ready, ent.err = nil, err
+	current := t.byPath[path] == ent && !t.closed
 	switch {
 	case err != nil:
 		if current {
 			delete(t.byPath, path)
 		}
 	case current:
-		e.prog = p // the load's reference is the entry's
+		ent.prog = p // the load's reference is the entry's
 	default:
 		t.unrefLocked(p) // nobody wants it
 	}
@@ -150,19 +150,19 @@ func (h *Host) loadEntry(path string, e *progEntry) {
 	t.mu.Unlock()
 	close(ready)
 	if last {
-		h.releaseEngine()
+		e.releaseEngine()
 	}
 }
 
 // loadShared reads the file and returns its content's Program with one
 // reference for the caller: the one already loaded, or a new one.
-func (h *Host) loadShared(path string) (*Program, error) {
+func (e *Engine) loadShared(path string) (*Program, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
-	key := contentKey(b, h.fp)
-	t := &h.programs
+	key := contentKey(b, e.fp)
+	t := &e.programs
 	t.mu.Lock()
 	if p := t.byKey[key]; p != nil {
 		p.share.refs++
@@ -170,7 +170,7 @@ func (h *Host) loadShared(path string) (*Program, error) {
 		return p, nil
 	}
 	t.mu.Unlock()
-	p, err := h.Load(path, b)
+	p, err := e.Load(path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -210,15 +210,15 @@ func (p *Program) Content() string {
 // ContentKey is the key of the content of the component file at path now,
 // as Program.Content reports it: equal keys mean the same component. It
 // reads and hashes the file only when it changed since it was opened.
-func (h *Host) ContentKey(path string) (string, error) {
+func (e *Engine) ContentKey(path string) (string, error) {
 	id, err := statID(path)
 	if err != nil {
 		return "", err
 	}
-	t := &h.programs
+	t := &e.programs
 	t.mu.Lock()
-	if e := t.byPath[path]; e != nil && e.id == id && e.prog != nil {
-		k := e.prog.share.key
+	if ent := t.byPath[path]; ent != nil && ent.id == id && ent.prog != nil {
+		k := ent.prog.share.key
 		t.mu.Unlock()
 		return k, nil
 	}
@@ -227,7 +227,7 @@ func (h *Host) ContentKey(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return contentKey(b, h.fp), nil
+	return contentKey(b, e.fp), nil
 }
 
 // unrefLocked drops one reference of a shared program, releasing it at
@@ -243,18 +243,27 @@ func (t *programTable) unrefLocked(p *Program) {
 	p.release()
 }
 
-// closeAll lets go of every table reference (Host.Close): programs that
+// closeAll lets go of every table reference (Engine.Close): programs that
 // agents still use are released when they close them. It reports how many
 // loads are still in progress: the last of them releases the engine.
 func (t *programTable) closeAll() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
-	for path, e := range t.byPath {
-		if e.prog != nil {
-			t.unrefLocked(e.prog)
+	for path, ent := range t.byPath {
+		if ent.prog != nil {
+			t.unrefLocked(ent.prog)
 		}
 		delete(t.byPath, path)
 	}
+	return t.loads
+}
+
+// Compiling is how many loads of Open are in progress, including those
+// every caller gave up on.
+func (e *Engine) Compiling() int {
+	t := &e.programs
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.loads
 }

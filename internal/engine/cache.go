@@ -1,4 +1,4 @@
-package host
+package engine
 
 import (
 	"crypto/sha256"
@@ -24,7 +24,8 @@ import (
 const (
 	cacheMagic      = "THC1"
 	cacheTrailerLen = 16
-	cacheExt        = ".cwasm"
+	// CacheExt ends the name of every entry's file.
+	CacheExt = ".cwasm"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -76,13 +77,14 @@ func (c *CompileCache) Key(component []byte, fingerprint string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (c *CompileCache) path(key string) string { return filepath.Join(c.dir, key+cacheExt) }
+// Path is the file of key's entry.
+func (c *CompileCache) Path(key string) string { return filepath.Join(c.dir, key+CacheExt) }
 
 // Get returns the payload stored under key. A missing entry is a miss; a
 // damaged one (short, wrong trailer, wrong checksum) is removed and counted
 // as corrupt and as a miss.
 func (c *CompileCache) Get(key string) ([]byte, bool) {
-	data, err := os.ReadFile(c.path(key))
+	data, err := os.ReadFile(c.Path(key))
 	if err != nil {
 		c.misses.Add(1)
 		return nil, false
@@ -101,7 +103,7 @@ func (c *CompileCache) Get(key string) ([]byte, bool) {
 // instead of holding it in memory, and returns its file for wasmtime to map.
 // It counts hits, misses and corrupt entries as Get does.
 func (c *CompileCache) Lookup(key string) (string, bool) {
-	p := c.path(key)
+	p := c.Path(key)
 	sound, err := checkEntryFile(p)
 	if err != nil {
 		c.misses.Add(1)
@@ -151,7 +153,7 @@ func checkEntryFile(path string) (bool, error) {
 // foreign or outdated artifact).
 func (c *CompileCache) Invalidate(key string) {
 	c.corrupt.Add(1)
-	if err := os.Remove(c.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(c.Path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 }
@@ -179,7 +181,7 @@ func (c *CompileCache) Put(key string, payload []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, c.path(key))
+		err = os.Rename(tmp, c.Path(key))
 	}
 	if err != nil {
 		return fmt.Errorf("compile cache: %w", err)
@@ -208,21 +210,21 @@ func unwrapEntry(data []byte) ([]byte, bool) {
 // at info before (a large component takes seconds) and how long it took
 // after. A file that does not parse (see binaryForm) fails before the
 // first line.
-func (h *Host) compileLogged(name string, component []byte) (*wt.Component, error) {
+func (e *Engine) compileLogged(name string, component []byte) (*wt.Component, error) {
 	where := "no compile cache"
-	if h.cache != nil {
-		where = "first start; cached in " + h.cache.Dir()
+	if e.cache != nil {
+		where = "first start; cached in " + e.cache.Dir()
 	}
 	bin, err := binaryForm(component)
 	if err != nil {
 		return nil, err
 	}
-	h.log.Info(fmt.Sprintf("compiling %s (%s)", name, where), zap.String("component", name), zap.Int("bytes", len(component)))
+	e.log.Info(fmt.Sprintf("compiling %s (%s)", name, where), zap.String("component", name), zap.Int("bytes", len(component)))
 	start := time.Now()
-	c, err := wt.NewComponent(h.engine, bin)
+	c, err := wt.NewComponent(e.engine, bin)
 	if err != nil {
 		return nil, err
 	}
-	h.log.Info("compiled "+name, zap.String("component", name), zap.Duration("duration", time.Since(start)))
+	e.log.Info("compiled "+name, zap.String("component", name), zap.Duration("duration", time.Since(start)))
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package host
+package engine
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // binary blob are "not a WebAssembly component", not a complaint about
 // UTF-8; text still goes to wasmtime as WAT (and a WAT component loads).
 func TestLoadNotAComponent(t *testing.T) {
-	s := env(t)
+	s := newTestEngine(t)
 	rnd := rand.New(rand.NewPCG(9, 13))
 	random := make([]byte, 64<<10)
 	for i := range random {
@@ -37,7 +37,7 @@ func TestLoadNotAComponent(t *testing.T) {
 			if err := os.WriteFile(path, tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			p, err := s.host.LoadFile(path)
+			p, err := s.LoadFile(path)
 			if err == nil {
 				p.Close()
 				t.Fatal("loaded")
@@ -48,17 +48,17 @@ func TestLoadNotAComponent(t *testing.T) {
 		})
 	}
 	// Text that is not a component is wasmtime's to judge.
-	if _, err := s.host.Load("prose.wat", []byte("hello, world\n")); err == nil || errors.Is(err, ErrNotComponent) || strings.Contains(err.Error(), "utf-8") {
+	if _, err := s.Load("prose.wat", []byte("hello, world\n")); err == nil || errors.Is(err, ErrNotComponent) || strings.Contains(err.Error(), "utf-8") {
 		t.Errorf("text: %v, want wasmtime's parse error", err)
 	}
 	// A WAT component longer than what is sniffed loads.
 	pad := strings.Repeat(";; é\n", (sniffLen+7)/5)
-	if p, err := s.host.Load("padded.wat", []byte(pad+watEcho)); err != nil {
+	if p, err := s.Load("padded.wat", []byte(pad+watSmall)); err != nil {
 		t.Errorf("padded WAT: %v", err)
 	} else {
 		p.Close()
 	}
-	cut := []byte(strings.Repeat("a", sniffLen-1) + "é" + watEcho)
+	cut := []byte(strings.Repeat("a", sniffLen-1) + "é" + watSmall)
 	if !looksLikeText(cut) {
 		t.Error("a rune across the sniffed boundary made the file binary")
 	}
@@ -69,8 +69,8 @@ func TestLoadNotAComponent(t *testing.T) {
 // a binary cut short) fails without the "compiling NAME" line that
 // announces a compile, and wasmtime's errors are one line.
 func TestLoadRefusedBeforeCompiling(t *testing.T) {
-	s := env(t)
-	bin, err := wt.WAT2Wasm([]byte(watEcho))
+	s := newTestEngine(t)
+	bin, err := wt.WAT2Wasm([]byte(watSmall))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLoadRefusedBeforeCompiling(t *testing.T) {
 		{"unnamed-custom.wasm", append([]byte("\x00asm\x0d\x00\x01\x00"), 0x00, 0x00), "load unnamed-custom.wasm: wasmtime: compile component: ", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := s.host.Load(tc.name, tc.data)
+			p, err := s.Load(tc.name, tc.data)
 			if err == nil {
 				p.Close()
 				t.Fatal("loaded")
@@ -109,7 +109,7 @@ func TestLoadRefusedBeforeCompiling(t *testing.T) {
 // FuzzCheckSections: the framing walk never panics, and what it accepts
 // has sections that end exactly at the end of the file.
 func FuzzCheckSections(f *testing.F) {
-	bin, err := wt.WAT2Wasm([]byte(watEcho))
+	bin, err := wt.WAT2Wasm([]byte(watSmall))
 	if err != nil {
 		f.Fatal(err)
 	}

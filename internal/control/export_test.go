@@ -1,0 +1,4 @@
+package control
+
+// ReadEvents is readEvents, for the tests.
+var ReadEvents = readEvents

@@ -1,0 +1,175 @@
+package message
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// keepCancelled is how many ids of cancelled messages a mailbox remembers,
+// so that a late reply to one is told cancelled rather than not open.
+const keepCancelled = 256
+
+// Mailbox is one instance's side of the messages to it: Put brings a
+// message into the instance's inbox, the guest's reply-delta, reply and
+// reply-error go through Delta, Reply and Fail, and Close fails whatever
+// the instance leaves unanswered. Its methods are safe for concurrent use.
+type Mailbox struct {
+	in  *inbox.Inbox
+	now func() time.Time
+
+	mu        sync.Mutex
+	open      map[string]*Message
+	cancelled []string // the last keepCancelled ids, oldest first
+	closed    bool
+	handled   uint64
+	last      time.Time // the last message put or answered
+}
+
+// NewMailbox is the mailbox of the instance whose inbox is in.
+func NewMailbox(in *inbox.Inbox, now func() time.Time) *Mailbox {
+	if now == nil {
+		now = time.Now
+	}
+	return &Mailbox{in: in, now: now, open: map[string]*Message{}, last: now()}
+}
+
+// Put enqueues m as a message envelope. ErrBusy when the inbox is full,
+// ErrUnavailable once the instance is closing.
+func (b *Mailbox) Put(m *Message) error {
+	if err := b.put(m); err != nil {
+		return err
+	}
+	m.setOnCancel(func() { b.cancelled1(m) })
+	return nil
+}
+
+// put enqueues m and opens it; the lock is held across both so that a
+// reply to m (find) waits for it to be open.
+func (b *Mailbox) put(m *Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return refuse(ErrUnavailable, tooling.CodeUnavailable, "the instance of agent %q is stopping", m.agent)
+	}
+	var session *string
+	if m.session != "" {
+		s := m.session
+		session = &s
+	}
+	err := b.in.Put(m.id, inbox.Message{Sender: m.sender, Session: session, Content: m.content})
+	switch {
+	case errors.Is(err, inbox.ErrFull):
+		return refuse(ErrBusy, tooling.CodeBusy, "the inbox of agent %q is full (%d): retry later", m.agent, b.in.Capacity())
+	case errors.Is(err, inbox.ErrShutdown):
+		return refuse(ErrUnavailable, tooling.CodeUnavailable, "the instance of agent %q is stopping", m.agent)
+	case err != nil:
+		return tooling.Errorf(tooling.CodeInternal, "message %s: %v", m.id, err)
+	}
+	b.open[m.id] = m
+	b.last = b.now()
+	return nil
+}
+
+// cancelled1 moves a cancelled message out of the open ones and tells the
+// instance with an error envelope under its id.
+func (b *Mailbox) cancelled1(m *Message) {
+	b.mu.Lock()
+	if b.open[m.id] == m {
+		delete(b.open, m.id)
+		if len(b.cancelled) == keepCancelled {
+			b.cancelled = b.cancelled[1:]
+		}
+		b.cancelled = append(b.cancelled, m.id)
+	}
+	b.mu.Unlock()
+	b.in.CancelMessage(m.id, inbox.Error{Err: tooling.Error{Code: tooling.CodeCancelled, Message: "the sender cancelled message " + m.id}})
+}
+
+// Delta is the guest's reply-delta.
+func (b *Mailbox) Delta(id, text string) error {
+	m, err := b.find(id)
+	if err != nil {
+		return err
+	}
+	return m.Delta(text)
+}
+
+// Reply is the guest's reply.
+func (b *Mailbox) Reply(id, content string) error {
+	return b.end(id, func(m *Message) error { return m.Reply(content) })
+}
+
+// Fail is the guest's reply-error.
+func (b *Mailbox) Fail(id, text string) error {
+	return b.end(id, func(m *Message) error { return m.Fail(CodeReplyError, text) })
+}
+
+func (b *Mailbox) end(id string, f func(*Message) error) error {
+	m, err := b.find(id)
+	if err != nil {
+		return err
+	}
+	if err := f(m); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.open[id] == m {
+		delete(b.open, id)
+	}
+	b.handled++
+	b.last = b.now()
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *Mailbox) find(id string) (*Message, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m, ok := b.open[id]; ok {
+		return m, nil
+	}
+	for _, c := range b.cancelled {
+		if c == id {
+			return nil, refuse(ErrCancelled, tooling.CodeCancelled, "message %s was cancelled by its sender", id)
+		}
+	}
+	return nil, refuse(ErrNotOpen, tooling.CodeInvalidArgument, "%s is not an open message to this agent", id)
+}
+
+// Open counts the messages put and not yet answered.
+func (b *Mailbox) Open() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.open)
+}
+
+// Handled counts the messages answered (replied or failed by the guest).
+func (b *Mailbox) Handled() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.handled
+}
+
+// LastActivity is when a message was last put or answered.
+func (b *Mailbox) LastActivity() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+// Close refuses further messages and fails every open one with code and
+// text (the instance ended: unavailable, with the trap's summary).
+func (b *Mailbox) Close(code tooling.ErrorCode, text string) {
+	b.mu.Lock()
+	b.closed = true
+	open := b.open
+	b.open = map[string]*Message{}
+	b.mu.Unlock()
+	for _, m := range open {
+		_ = m.Fail(code.String(), text)
+	}
+}

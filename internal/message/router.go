@@ -1,0 +1,231 @@
+package message
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/audit"
+	"github.com/toolhostd/toolhostd/internal/policy"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// Size defaults.
+const (
+	// DefaultMaxMessageBytes bounds a message's content when the agent
+	// sets no max_message_bytes.
+	DefaultMaxMessageBytes = 1 << 20
+	// DefaultMaxReplyBytes bounds a reply's text.
+	DefaultMaxReplyBytes = 16 << 20
+)
+
+// Request is a message to send.
+type Request struct {
+	// ID is the message's id; "" makes a new UUID.
+	ID string
+	// Agent is the agent it is for.
+	Agent string
+	// Session names the conversation; "" for a one-off.
+	Session string
+	// Sender is "api", "mcp", "a2a" or "agent:NAME".
+	Sender string
+	// Content is the message's text.
+	Content string
+	// IdempotencyKey, when set, makes a retry with the same key (for the
+	// same agent) return the message it first accepted, while that is
+	// retained, instead of delivering again.
+	IdempotencyKey string
+	// Audit writes the content into the audit log (the sending agent's
+	// audit_arguments).
+	Audit bool
+}
+
+// Target is what the router needs to know of an agent before delivering.
+type Target struct {
+	// Accepts are the sender globs the agent takes (its accepts).
+	Accepts []string
+	// MaxMessageBytes bounds a message's content (0: the default).
+	MaxMessageBytes int
+	// AuditContent writes messages' content into the audit log.
+	AuditContent bool
+}
+
+// Agents is the router's view of the agents: the daemon (or a one-agent
+// run) implements it.
+type Agents interface {
+	// Target describes the agent; ErrUnknownAgent if there is none.
+	Target(agent string) (Target, error)
+	// Deliver hands m to the instance that serves (m.Agent(), m.Session()),
+	// starting it if need be, through that instance's Mailbox.Put. Its
+	// errors are the refusals above (ErrUnsupported, ErrBusy, ...).
+	Deliver(ctx context.Context, m *Message) error
+}
+
+// Record is one ended message, for metrics.
+type Record struct {
+	Agent, Sender, Session string
+	Outcome                string // ok or an error code
+	Duration               time.Duration
+	FirstDelta             time.Duration
+	HasFirstDelta          bool
+	// Refused: the message was not accepted (Outcome is the refusal's
+	// code).
+	Refused bool
+}
+
+// Options configure a Router; zero values take the defaults.
+type Options struct {
+	Retention     time.Duration
+	MaxMessages   int
+	MaxBytes      int
+	MaxReplyBytes int
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Audit, when set, gets a line per message (accepted and ended, or
+	// refused).
+	Audit *audit.Log
+	// Observe, when set, is called once per ended message (metrics).
+	Observe func(Record)
+	// Log gets refusals at debug.
+	Log *zap.Logger
+}
+
+// Router accepts messages and keeps their replies. Its methods are safe
+// for concurrent use.
+type Router struct {
+	agents Agents
+	opts   Options
+	log    *zap.Logger
+	t      *table
+}
+
+// NewRouter is a router delivering to agents.
+func NewRouter(agents Agents, opts Options) *Router {
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.MaxMessages <= 0 {
+		opts.MaxMessages = DefaultMaxMessages
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Router{agents: agents, opts: opts, log: log.Named("messages"),
+		t: newTable(opts.Retention, opts.MaxMessages, opts.MaxBytes, opts.Now)}
+}
+
+// Send accepts req and delivers it. With an idempotency key already
+// retained for the agent it returns that message and existing true,
+// delivering nothing. Refusals are *tooling.Error values that also match
+// this package's sentinels.
+func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bool, err error) {
+	start := r.opts.Now()
+	tgt, err := r.agents.Target(req.Agent)
+	if err != nil {
+		return nil, false, r.refused(req, start, err)
+	}
+	if !accepts(tgt.Accepts, req.Sender) {
+		return nil, false, r.refused(req, start, refuse(ErrDenied, tooling.CodeDenied,
+			"agent %q does not accept messages from %q: agent.%s.accepts %s has no match", req.Agent, req.Sender, req.Agent, quote(tgt.Accepts)))
+	}
+	max := tgt.MaxMessageBytes
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	if len(req.Content) > max {
+		return nil, false, r.refused(req, start, refuse(ErrTooLarge, tooling.CodeInvalidArgument,
+			"message of %d bytes is over agent.%s.max_message_bytes = %d", len(req.Content), req.Agent, max))
+	}
+	if req.IdempotencyKey != "" {
+		if m, ok := r.t.byIdempotencyKey(req.Agent, req.IdempotencyKey); ok {
+			return m, true, nil
+		}
+	}
+	id := req.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	m = newMessage(id, req, r.opts.MaxReplyBytes, r.opts.Now)
+	if err := r.t.add(m); err != nil {
+		return nil, false, r.refused(req, start, err)
+	}
+	if err := r.agents.Deliver(ctx, m); err != nil {
+		r.t.remove(m)
+		return nil, false, r.refused(req, start, err)
+	}
+	m.delivered()
+	auditContent := req.Audit || tgt.AuditContent
+	m.onFinish(func(m *Message) { r.ended(m, auditContent) })
+	return m, false, nil
+}
+
+// Get is agent's message id while it is retained.
+func (r *Router) Get(agent, id string) (*Message, bool) { return r.t.get(agent, id) }
+
+// Stats counts the open and retained messages and the bytes the retained
+// ones hold.
+func (r *Router) Stats() (open, retained, bytes int) { return r.t.stats() }
+
+func (r *Router) ended(m *Message, auditContent bool) {
+	outcome, text := m.outcome()
+	first, hasFirst, total := m.timing()
+	if r.opts.Observe != nil {
+		r.opts.Observe(Record{Agent: m.agent, Sender: m.sender, Session: m.session, Outcome: outcome,
+			Duration: total, FirstDelta: first, HasFirstDelta: hasFirst})
+	}
+	if r.opts.Audit != nil {
+		rec := audit.Record{Time: m.accepted, Agent: m.agent, Op: audit.OpMessage, Sender: m.sender,
+			MessageID: m.id, Session: m.session, Outcome: outcome, Duration: total,
+			Content: m.content, HasContent: true, WithArgs: auditContent, FirstToken: first, HasFirstToken: hasFirst}
+		if outcome != "ok" {
+			rec.Message = text
+		}
+		r.opts.Audit.Write(rec)
+	}
+}
+
+// refused logs and audits a refusal and returns err.
+func (r *Router) refused(req Request, start time.Time, err error) error {
+	herr := tooling.AsError(err)
+	r.log.Debug("message refused", zap.String("agent", req.Agent), zap.String("sender", req.Sender), zap.String("code", herr.Code.String()), zap.String("reason", herr.Message))
+	if r.opts.Audit != nil {
+		r.opts.Audit.Write(audit.Record{Time: start, Agent: req.Agent, Op: audit.OpMessage, Sender: req.Sender,
+			Session: req.Session, Outcome: herr.Code.String(), Message: herr.Message,
+			Duration: r.opts.Now().Sub(start), Content: req.Content, HasContent: true, WithArgs: req.Audit})
+	}
+	if r.opts.Observe != nil {
+		r.opts.Observe(Record{Agent: req.Agent, Sender: req.Sender, Session: req.Session, Outcome: herr.Code.String(), Refused: true})
+	}
+	return err
+}
+
+// accepts reports whether a sender matches one of the globs.
+func accepts(globs []string, sender string) bool {
+	for _, g := range globs {
+		if policy.Compile(g).Match(sender) {
+			return true
+		}
+	}
+	return false
+}
+
+func quote(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = `"` + s + `"`
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
