@@ -77,13 +77,11 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 	// itself (not-found), and it does not accept its own messages (denied).
 	c.cfg.Messaging = contract.Messaging{Router: router, SendsTo: func(string) bool { return true },
 		AuditContent: target.AuditContent}
-	agent := c.sys.Host.Start(c.prog, c.cfg, c.input)
-	agents.agent.Store(agent)
-	if !agent.Receives() {
-		agent.Stop()
-		_, _ = agent.Wait()
+	if !host.Receives(c.prog) {
 		return withExit(exitHost, fmt.Errorf("%s cannot receive messages: its component was built against toolhost:agent 0.1.0 or 0.2.0, and --chat needs 0.3.0 (rebuild it with this toolhostd)", c.path))
 	}
+	agent := c.sys.Host.Start(c.prog, c.cfg, c.input)
+	agents.agent.Store(agent)
 
 	quit := make(chan struct{})
 	defer close(quit)
