@@ -78,8 +78,9 @@ agents: $(AGENTS) $(TEST_AGENTS) $(GO_AGENTS) $(QJS_AGENTS) ## build the example
 build: ## build bin/toolhostd
 	$(GO) build -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
 
-demo: deps build build/agents/hello.wasm ## build toolhostd and the hello agent, then run it against configs/example.toml
+demo: deps build build/agents/hello.wasm build/agents/echo.wasm ## build toolhostd and two agents; run hello against configs/example.toml, then talk to echo
 	$(BIN) --config configs/example.toml run build/agents/hello.wasm
+	echo "hello from make demo" | $(BIN) --config configs/example.toml run build/agents/echo.wasm --chat
 
 test: deps agents ## run the whole test suite (race detector on)
 	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...

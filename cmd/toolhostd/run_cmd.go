@@ -31,6 +31,8 @@ type runOptions struct {
 	timeout   time.Duration
 	env       []string
 	grace     time.Duration
+	chat      bool   // --chat: standard input's lines are messages to the agent
+	session   string // --session: the conversation of --chat's messages
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -55,7 +57,16 @@ limits and token budgets); --grant and --provider, when given, replace
 those lists and their grants. X's other keys (input, env, limits.memory,
 limits.fuel, limits.run_timeout, inbox_capacity, restart) do not apply:
 the flags say those, and run's engine meters no fuel. SIGINT or SIGTERM give the agent its shutdown
-envelope and the grace period, then stop it.`,
+envelope and the grace period, then stop it.
+
+With --chat the agent is talked to while it runs: each line of standard
+input is a message to it (sender "api", in --session when given; empty
+lines are skipped), and each reply streams to standard output as it comes,
+ending with a newline. A reply that ends in an error is written to stderr
+as "error: CODE: MESSAGE" and the chat goes on. End of input (or SIGINT or
+SIGTERM) gives the agent its shutdown and the grace period; the exit status
+is then run's. An agent whose component cannot receive messages (built
+against toolhost:agent 0.1.0 or 0.2.0) is refused at once (exit 2).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAgent(cmd, g, o, args[0])
@@ -69,6 +80,8 @@ envelope and the grace period, then stop it.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the agent after this long (0: no limit)")
 	f.StringArrayVar(&o.env, "env", nil, "set KEY=VALUE in the agent's environment (repeatable)")
 	f.DurationVar(&o.grace, "grace", config.DefaultStopGrace, "how long a stopped agent has to return from run")
+	f.BoolVar(&o.chat, "chat", false, "send each line of standard input to the agent as a message and print its replies")
+	f.StringVar(&o.session, "session", "", "with --chat: the session of the messages")
 	return cmd
 }
 
@@ -137,7 +150,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		// the token budgets serve keeps.
 		access = sys.ProviderAccess(name, ac, nil)
 	}
-	agent := sys.Host.Start(prog, host.AgentConfig{
+	acfg := host.AgentConfig{
 		Name:       name,
 		Grants:     grants,
 		Providers:  access,
@@ -147,7 +160,12 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		StopGrace:  o.grace,
 		LogRate:    config.DefaultLogRate,
 		LogBurst:   config.DefaultLogBurst,
-	}, input)
+	}
+	if o.chat {
+		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac,
+			path: path, input: input, session: o.session, sigs: sigs})
+	}
+	agent := sys.Host.Start(prog, acfg, input)
 	select {
 	case s := <-sigs:
 		log.Info("stopping the agent", zap.String("signal", s.String()), zap.Duration("grace", o.grace))
@@ -155,10 +173,18 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	case <-agent.Done():
 	}
 	out, err := agent.Wait()
+	if err == nil {
+		fmt.Fprintln(cmd.OutOrStdout(), out)
+	}
+	return runExit(err)
+}
+
+// runExit is the exit of an agent's run that ended with err: 0 for ok, 1
+// for its err, 2 for a trap or a host failure.
+func runExit(err error) error {
 	var runErr *host.RunError
 	switch {
 	case err == nil:
-		fmt.Fprintln(cmd.OutOrStdout(), out)
 		return nil
 	case errors.As(err, &runErr):
 		return withExit(exitFailure, err)
@@ -210,6 +236,12 @@ func (o *runOptions) resolve(cmd *cobra.Command, cfg *config.Config) (string, ma
 	input := o.input
 	if cmd.Flags().Changed("input") && cmd.Flags().Changed("input-file") {
 		return "", nil, nil, errors.New("--input and --input-file exclude each other")
+	}
+	if o.chat && o.inputFile == "-" {
+		return "", nil, nil, errors.New("--chat reads its messages from standard input: --input-file - excludes it")
+	}
+	if o.session != "" && !o.chat {
+		return "", nil, nil, errors.New("--session is for --chat")
 	}
 	if o.inputFile != "" {
 		var b []byte

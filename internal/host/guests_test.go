@@ -61,9 +61,6 @@ func (g guest) toolchain() guest { return g % 3 }
 // version of the world).
 func (g guest) fixture() bool { return g >= guestJS010 }
 
-// messages reports a probe that can receive and send messages (0.3.0).
-func (g guest) messages() bool { return !g.fixture() }
-
 // version is the world version the guest was built against.
 func (g guest) version() string {
 	if g.fixture() {

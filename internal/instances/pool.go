@@ -13,6 +13,7 @@ package instances
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -101,7 +102,7 @@ func New(o Options) *Pool {
 }
 
 // Deliver hands m to the instance of its session, starting one if need be.
-func (p *Pool) Deliver(_ context.Context, m *message.Message) error {
+func (p *Pool) Deliver(ctx context.Context, m *message.Message) error {
 	key, oneOff := m.Session(), m.Session() == ""
 	if oneOff {
 		key = "#" + m.ID()
@@ -118,7 +119,19 @@ func (p *Pool) Deliver(_ context.Context, m *message.Message) error {
 			return nil
 		}
 		p.mu.Unlock()
-		return e.inst.Mailbox().Put(m)
+		err := e.inst.Mailbox().Put(m)
+		if !errors.Is(err, message.ErrUnavailable) {
+			return err
+		}
+		// Its instance is ending (it trapped, or was stopped): the session
+		// gets a new one.
+		p.mu.Lock()
+		if p.live[key] == e {
+			delete(p.live, key)
+			p.ending[e] = true
+		}
+		p.mu.Unlock()
+		return p.Deliver(ctx, m)
 	}
 	if len(p.live) >= p.o.MaxInstances && !p.evictLocked() {
 		p.mu.Unlock()

@@ -108,27 +108,32 @@ func (b *Mailbox) Fail(id, text string) error {
 	return b.end(id, func(m *Message) error { return m.Fail(CodeReplyError, text) })
 }
 
+// end runs a terminal reply f on the open message id and counts it
+// answered, under the lock: once the sender sees the reply, the count
+// (ps) has it too.
 func (b *Mailbox) end(id string, f func(*Message) error) error {
-	m, err := b.find(id)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, err := b.findLocked(id)
 	if err != nil {
 		return err
 	}
 	if err := f(m); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	if b.open[id] == m {
-		delete(b.open, id)
-	}
+	delete(b.open, id)
 	b.handled++
 	b.last = b.now()
-	b.mu.Unlock()
 	return nil
 }
 
 func (b *Mailbox) find(id string) (*Message, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.findLocked(id)
+}
+
+func (b *Mailbox) findLocked(id string) (*Message, error) {
 	if m, ok := b.open[id]; ok {
 		return m, nil
 	}

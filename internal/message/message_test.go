@@ -144,7 +144,7 @@ func TestReplyErrors(t *testing.T) {
 	}
 	codeOf := func(err error) tooling.ErrorCode { return tooling.AsError(err).Code }
 
-	id, mb, m := send()
+	id, mb, _ := send()
 	if err := mb.Reply(id, "done"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestReplyErrors(t *testing.T) {
 		}
 	}
 
-	id, mb, m = send()
+	id, mb, m := send()
 	if err := mb.Delta(id, "12345"); codeOf(err) != tooling.CodeInvalidArgument {
 		t.Errorf("delta past the reply limit: %v", err)
 	}
