@@ -41,7 +41,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 			case errors.Is(err, inbox.ErrShutdown):
 				return nil, errAgentClosed()
 			}
-			return nil, tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %v", err)
+			return nil, tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %w", err)
 		}
 	}
 	a.mu.Lock()
@@ -113,7 +113,7 @@ func (s *sub) Open() error {
 		if errors.Is(err, inbox.ErrShutdown) {
 			return errAgentClosed()
 		}
-		return tooling.Errorf(tooling.CodeInternal, "opening the subscription: %v", err)
+		return tooling.Errorf(tooling.CodeInternal, "opening the subscription: %w", err)
 	}
 	return nil
 }

@@ -206,7 +206,7 @@ func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
 		case errors.Is(err, inbox.ErrShutdown):
 			return refuse(errAgentClosed())
 		}
-		return refuse(tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %v", err))
+		return refuse(tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %w", err))
 	}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
 	a.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -430,22 +429,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// only answers 405 to any method but method (and HEAD for GET).
-func only(method string, h http.HandlerFunc) http.HandlerFunc {
-	allow := method
-	if method == http.MethodGet {
-		allow = "GET, HEAD"
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
-			w.Header().Set("Allow", allow)
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, method))
-			return
-		}
-		h(w, r)
-	}
-}
-
 // AgentList is the body of GET /v1/agents.
 type AgentList struct {
 	Agents []AgentStatus `json:"agents"`
@@ -580,26 +563,4 @@ func peerField(r *http.Request) zap.Field {
 		return zap.Int("uid", pc.uid)
 	}
 	return zap.String("remote", r.RemoteAddr)
-}
-
-// errorBody is every error response.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the response failed"}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
 }
