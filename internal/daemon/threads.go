@@ -49,11 +49,28 @@ func checkThreads(cfg *config.Config, maxThreads int) error {
 	if err := checkMaps(cfg); err != nil {
 		return err
 	}
-	if need := len(cfg.Agent) + threadReserve; need > maxThreads {
-		return fmt.Errorf("%w: %d agents need up to %d OS threads (one each while it waits in recv or a blocking call, and %d for the runtime), more than host.max_threads = %d; raise host.max_threads (with ulimit -u, kernel.threads-max and systemd's TasksMax) or spread the agents over more hosts",
-			ErrTooManyAgents, len(cfg.Agent), need, threadReserve, maxThreads)
+	n, what := instancesOfConfig(cfg)
+	if need := n + threadReserve; need > maxThreads {
+		return fmt.Errorf("%w: %d %s need up to %d OS threads (one each while it waits in recv or a blocking call, and %d for the runtime), more than host.max_threads = %d; raise host.max_threads (with ulimit -u, kernel.threads-max and systemd's TasksMax), lower max_instances or spread the agents over more hosts",
+			ErrTooManyAgents, n, what, need, threadReserve, maxThreads)
 	}
 	return nil
+}
+
+// instancesOfConfig is how many instances cfg's agents may run at once: one
+// each, max_instances for a per-session agent; what names them ("agents",
+// or "agent instances" when some agent is per-session).
+func instancesOfConfig(cfg *config.Config) (n int, what string) {
+	what = "agents"
+	for _, a := range cfg.Agent {
+		if a.Instances == config.InstancesPerSession {
+			n += a.MaxInstances
+			what = "agent instances (max_instances of each per-session agent)"
+		} else {
+			n++
+		}
+	}
+	return n, what
 }
 
 // mapsPerAgent and mapReserve estimate the memory mappings a host needs.
@@ -77,9 +94,10 @@ func checkMaps(cfg *config.Config) error {
 	if err != nil {
 		return nil
 	}
-	if need := len(cfg.Agent)*mapsPerAgent + mapReserve; need > limit {
-		return fmt.Errorf("%w: %d agents need about %d memory mappings (%d each, and %d for the rest), more than vm.max_map_count = %d; raise it (sysctl -w vm.max_map_count=%d) or spread the agents over more hosts",
-			ErrTooManyAgents, len(cfg.Agent), need, mapsPerAgent, mapReserve, limit, roundUpPow2(need))
+	n, what := instancesOfConfig(cfg)
+	if need := n*mapsPerAgent + mapReserve; need > limit {
+		return fmt.Errorf("%w: %d %s need about %d memory mappings (%d each, and %d for the rest), more than vm.max_map_count = %d; raise it (sysctl -w vm.max_map_count=%d) or spread the agents over more hosts",
+			ErrTooManyAgents, n, what, need, mapsPerAgent, mapReserve, limit, roundUpPow2(need))
 	}
 	return nil
 }
