@@ -102,7 +102,12 @@ func New(o Options) *Pool {
 }
 
 // Deliver hands m to the instance of its session, starting one if need be.
-func (p *Pool) Deliver(ctx context.Context, m *message.Message) error {
+func (p *Pool) Deliver(ctx context.Context, m *message.Message) error { return p.deliver(ctx, m, true) }
+
+// deliver is Deliver; retry lets a message that finds its session's
+// instance ending start a new one, once (an instance that ends as it
+// starts fails the message instead of starting instances in a loop).
+func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) error {
 	key, oneOff := m.Session(), m.Session() == ""
 	if oneOff {
 		key = "#" + m.ID()
@@ -120,7 +125,7 @@ func (p *Pool) Deliver(ctx context.Context, m *message.Message) error {
 		}
 		p.mu.Unlock()
 		err := e.inst.Mailbox().Put(m)
-		if !errors.Is(err, message.ErrUnavailable) {
+		if !retry || !errors.Is(err, message.ErrUnavailable) {
 			return err
 		}
 		// Its instance is ending (it trapped, or was stopped): the session
@@ -131,7 +136,7 @@ func (p *Pool) Deliver(ctx context.Context, m *message.Message) error {
 			p.ending[e] = true
 		}
 		p.mu.Unlock()
-		return p.Deliver(ctx, m)
+		return p.deliver(ctx, m, false)
 	}
 	if len(p.live) >= p.o.MaxInstances && !p.evictLocked() {
 		p.mu.Unlock()

@@ -256,3 +256,35 @@ func TestServeEndStopsAll(t *testing.T) {
 		}
 	})
 }
+
+// TestInstanceEndingAtStart: an instance that ends as soon as it starts
+// fails the message (unavailable) instead of starting instances in a loop.
+func TestInstanceEndingAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		starts := 0
+		pool := New(Options{Agent: "a", IdleTimeout: time.Minute, MaxInstances: 4, Start: func(string) (Instance, error) {
+			starts++
+			in := inbox.New(4)
+			g := &guest{in: in, mb: message.NewMailbox(in, nil), done: make(chan struct{})}
+			g.mb.Close(tooling.CodeUnavailable, "it ended at start")
+			in.Shutdown()
+			close(g.done)
+			return g, nil
+		}})
+		w := &world{t: t, pool: pool}
+		w.router = message.NewRouter(w, message.Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- pool.Serve(ctx) }()
+		for range 2 {
+			if _, err := w.send("s", "hi"); !errors.Is(err, message.ErrUnavailable) {
+				t.Fatalf("send to an instance that ends at start: %v", err)
+			}
+		}
+		if starts > 3 {
+			t.Fatalf("%d starts for two messages", starts)
+		}
+		cancel()
+		<-served
+	})
+}
