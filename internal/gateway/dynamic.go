@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,12 +46,31 @@ type removedFlag struct{ atomic.Bool }
 
 // toolingSupervisor is one tooling's sub-supervisor: its session and its
 // resource pump.
-func toolingSupervisor(rt *Served, hook suture.EventHook) *suture.Supervisor {
+func (h *Hub) toolingSupervisor(rt *Served, hook suture.EventHook) *suture.Supervisor {
 	sup := suture.New("tooling/"+rt.name, suture.Spec{EventHook: hook})
-	sup.Add(sessionService{rt.t})
-	sup.Add(rt.pump)
+	sup.Add(tracked{svc: sessionService{rt.t}, w: &h.services})
+	sup.Add(tracked{svc: rt.pump, w: &h.services})
 	return sup
 }
+
+// tracked runs a tooling's service as work Serve waits for: suture's
+// Serve returns once it has cancelled its services, not once they have
+// returned, and a session that logs or closes its server after that must
+// still have an owner.
+type tracked struct {
+	svc suture.Service
+	w   *workGroup
+}
+
+func (t tracked) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	if !t.w.goTracked(func() { errc <- t.svc.Serve(ctx) }) {
+		return ctx.Err() // the hub is stopping
+	}
+	return <-errc
+}
+
+func (t tracked) String() string { return fmt.Sprint(t.svc) }
 
 // startTree adds a sub-supervisor per tooling to root, which Serve is about
 // to run, and records root for AddTooling and RemoveTooling.
@@ -62,7 +82,7 @@ func (h *Hub) startTree(root *suture.Supervisor, hook suture.EventHook) {
 		h.dyn.tokens = make(map[string]suture.ServiceToken, len(h.names))
 	}
 	for _, name := range h.names {
-		h.dyn.tokens[name] = root.Add(toolingSupervisor(h.rts[name], hook))
+		h.dyn.tokens[name] = root.Add(h.toolingSupervisor(h.rts[name], hook))
 	}
 }
 
@@ -111,7 +131,7 @@ func (h *Hub) AddTooling(e Entry) error {
 		if h.dyn.tokens == nil {
 			h.dyn.tokens = make(map[string]suture.ServiceToken)
 		}
-		h.dyn.tokens[name] = h.dyn.root.Add(toolingSupervisor(rt, h.dyn.hook))
+		h.dyn.tokens[name] = h.dyn.root.Add(h.toolingSupervisor(rt, h.dyn.hook))
 	}
 	h.log.Info("tooling added", zap.String("tooling", name))
 	return nil

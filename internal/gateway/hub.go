@@ -67,6 +67,9 @@ type Hub struct {
 	dyn dynState
 	// work is the other work Serve waits for (Go).
 	work workGroup
+	// services are the toolings' sessions and resource pumps, which Serve
+	// waits for (dynamic.go's tracked).
+	services workGroup
 }
 
 // Served is everything the hub keeps for one tooling it serves.
@@ -147,6 +150,7 @@ func (h *Hub) Serve(ctx context.Context) error {
 	h.startTree(root, hook)
 	err := root.Serve(ctx)
 	h.cancel()
+	h.services.stopAndWait()
 	h.waitCalls()
 	h.work.stopAndWait()
 	if ctx.Err() != nil {
