@@ -133,11 +133,25 @@ func (e *executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Se
 		if m == nil {
 			m, _ = e.router.Get(e.agent, string(ec.TaskID))
 		}
-		if m != nil && !m.Cancel() {
-			yield(nil, a2a.NewError(a2a.ErrTaskNotCancelable, "the task's reply has already ended"))
+		if m != nil {
+			select {
+			case <-m.Done():
+				yield(nil, a2a.NewError(a2a.ErrTaskNotCancelable, "the task's reply has already ended"))
+				return
+			default:
+			}
+		}
+		// The canceled status goes first, into the execution's queue while
+		// the execution still runs: cancelling the message first would end
+		// the execution (follow reports the cancel) and close that queue
+		// before this event is written (a2a-go then fails the cancel with
+		// "queue is closed").
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil) {
 			return
 		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+		if m != nil {
+			m.Cancel()
+		}
 	}
 }
 
