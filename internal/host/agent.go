@@ -17,6 +17,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
 )
@@ -61,6 +62,10 @@ type AgentConfig struct {
 	// the zero value: it cannot send. Messages to it come through its
 	// Mailbox.
 	Messaging contract.Messaging
+	// OpenBucket is the agent's wasi:keyvalue store.open(identifier),
+	// bound to its agent, session and store policy (kv.Service.Open); nil:
+	// the agent has no key-value store, and every open fails.
+	OpenBucket func(identifier string) (*kv.Bucket, error)
 }
 
 // RunError is the err of the guest's run: its own failure message.
