@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/kv"
+)
+
+// kvHost is a `toolhostd serve` subprocess with its control socket.
+type kvHost struct {
+	sock string
+	proc *serveProc
+}
+
+// startKVHost serves a config of agent a (testdata/spin.wat) with extra
+// appended, its control socket in dir, and waits until the socket answers.
+func startKVHost(t *testing.T, dir, name, extra string) kvHost {
+	t.Helper()
+	spin, err := filepath.Abs(testdata("spin.wat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, name+".sock")
+	cfg := fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\n%s\n[agent.a]\ncomponent = %q\nstop_grace = \"100ms\"\n",
+		sock, extra, spin)
+	p := startServe(t, writeConfigFile(t, dir, name+".toml", cfg))
+	waitFor(t, 60*time.Second, func() bool {
+		c, err := control.Dial(sock)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		return c.Health(t.Context()) == nil
+	}, p.out)
+	return kvHost{sock: sock, proc: p}
+}
+
+// kv runs `toolhostd kv ARGS --socket SOCK` with stdin.
+func (h kvHost) kv(t *testing.T, stdin []byte, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := executeWithStdin(append(append([]string{"kv"}, args...), "--socket", h.sock), bytes.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestKVCommands drives a real daemon's key-value store with the kv
+// commands (ls, get, put from an argument and from stdin, rm, export,
+// import), checks their exit codes and errors and the store's metrics,
+// and moves an export from bbolt into the cluster's etcd (an embedded
+// one) and back out unchanged.
+func TestKVCommands(t *testing.T) {
+	noConfig(t)
+	dir, err := os.MkdirTemp("", "kvcmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	one := startKVHost(t, dir, "one", fmt.Sprintf("state_dir = %q\n", filepath.Join(dir, "state")))
+
+	binary := []byte{0, 1, 2, 0xff, '\n', 'x'}
+	steps := []struct {
+		stdin      []byte
+		args       []string
+		code       int
+		out, inErr string
+	}{
+		{nil, []string{"ls"}, 0, "", ""},
+		{nil, []string{"put", "a", "notes", "k1", "v1"}, 0, "", ""},
+		{binary, []string{"put", "a", "notes", "k2"}, 0, "", ""},
+		{[]byte("[]"), []string{"put", "a", "session/s1", "turns", "-"}, 0, "", ""},
+		{nil, []string{"put", "a", "notes", "a/b c", "slashed"}, 0, "", ""},
+		{nil, []string{"put", "b", "notes", "k1", "b's own"}, 0, "", ""},
+		{nil, []string{"ls"}, 0, "a\nb\n", ""},
+		{nil, []string{"ls", "a"}, 0, "notes\nsession/s1\n", ""},
+		{nil, []string{"ls", "a", "notes"}, 0, "a/b c\nk1\nk2\n", ""},
+		{nil, []string{"ls", "a", "notes", "--prefix", "k"}, 0, "k1\nk2\n", ""},
+		{nil, []string{"get", "a", "notes", "k1"}, 0, "v1", ""},
+		{nil, []string{"get", "a", "notes", "k2"}, 0, string(binary), ""},
+		{nil, []string{"get", "a", "notes", "a/b c"}, 0, "slashed", ""},
+		{nil, []string{"get", "b", "notes", "k1"}, 0, "b's own", ""},
+		{nil, []string{"get", "a", "session/s1", "turns"}, 0, "[]", ""},
+		{nil, []string{"get", "a", "notes", "missing"}, 1, "", "no such key"},
+		{nil, []string{"ls", "nobody"}, 1, "", "no such agent"},
+		{nil, []string{"ls", "a"}, 0, "notes\nsession/s1\n", ""},
+		{nil, []string{"get", "a", "notes"}, 64, "", "accepts 3 arg"},
+		{nil, []string{"put", "a", "notes", "x", "scratch"}, 0, "", ""},
+		{nil, []string{"rm", "a", "notes", "x"}, 0, "", ""},
+		{nil, []string{"rm", "a", "notes", "x"}, 0, "", ""},
+		{nil, []string{"get", "a", "notes", "x"}, 1, "", "no such key"},
+	}
+	for _, s := range steps {
+		code, out, errOut := one.kv(t, s.stdin, s.args...)
+		if code != s.code || out != s.out || !strings.Contains(errOut, s.inErr) {
+			t.Fatalf("kv %s: exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr with %q",
+				strings.Join(s.args, " "), code, out, errOut, s.code, s.out, s.inErr)
+		}
+	}
+
+	code, export, errOut := one.kv(t, nil, "export")
+	if code != 0 {
+		t.Fatalf("kv export: exit %d, stderr %q", code, errOut)
+	}
+	var recs []kv.Record
+	for _, line := range strings.Split(strings.TrimSuffix(export, "\n"), "\n") {
+		var r kv.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	want := []kv.Record{
+		{Agent: "a", Bucket: "notes", Key: "a/b c", Value: []byte("slashed")},
+		{Agent: "a", Bucket: "notes", Key: "k1", Value: []byte("v1")},
+		{Agent: "a", Bucket: "notes", Key: "k2", Value: binary},
+		{Agent: "a", Bucket: "session/s1", Key: "turns", Value: []byte("[]")},
+		{Agent: "b", Bucket: "notes", Key: "k1", Value: []byte("b's own")},
+	}
+	if fmt.Sprint(recs) != fmt.Sprint(want) {
+		t.Fatalf("kv export:\n%s\nwant the records %v", export, want)
+	}
+	if !strings.Contains(export, `"value":"AAEC/wp4"`) {
+		t.Errorf("the export's values are not base64:\n%s", export)
+	}
+	if code, out, _ := one.kv(t, nil, "export", "a", "session/s1"); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"key":"turns"`) {
+		t.Errorf("kv export a session/s1: exit %d, %q", code, out)
+	}
+
+	// The metrics: what each agent keeps, the operators' operations.
+	c, err := control.Dial(one.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		`toolhostd_kv_keys{agent="a"} 4`,
+		`toolhostd_kv_keys{agent="b"} 1`,
+		fmt.Sprintf(`toolhostd_kv_bytes{agent="b"} %d`, len("k1")+len("b's own")),
+		`toolhostd_kv_operations_total{op="admin",outcome="ok"}`,
+	} {
+		if !strings.Contains(string(m), w) {
+			t.Errorf("/metrics has no %s", w)
+		}
+	}
+
+	// Into the other backend: a host of a cluster keeps its store in etcd.
+	e := etcdtest.Start(t, 1)
+	eps, _ := json.Marshal(e.Endpoints())
+	two := startKVHost(t, dir, "two", fmt.Sprintf("state_dir = %q\n\n[cluster]\nname = \"two\"\netcd = { endpoints = %s }\n", filepath.Join(dir, "state2"), eps))
+	if code, out, errOut := two.kv(t, []byte(export), "import"); code != 0 || out != "imported 5 keys\n" {
+		t.Fatalf("kv import into etcd: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state2", "kv.db")); err == nil {
+		t.Error("the cluster host made a bbolt store")
+	}
+	code, again, errOut := two.kv(t, nil, "export")
+	if code != 0 || again != export {
+		t.Fatalf("the export of the etcd store (exit %d, stderr %q):\n%s\nwant the bbolt one:\n%s", code, errOut, again, export)
+	}
+	if code, out, _ := two.kv(t, nil, "get", "a", "notes", "k2"); code != 0 || out != string(binary) {
+		t.Errorf("kv get from etcd: exit %d, %q", code, out)
+	}
+	// A value past the etcd backend's limit is refused naming it.
+	big := bytes.Repeat([]byte("x"), kv.MaxEtcdValue+1)
+	if code, _, errOut := two.kv(t, big, "put", "a", "notes", "big", "-"); code != 1 || !strings.Contains(errOut, "limit is 1048576 bytes (1 MiB)") {
+		t.Errorf("kv put of 1 MiB + 1 into etcd: exit %d, stderr %q", code, errOut)
+	}
+	// A bad import line is named, and the lines before it are written.
+	bad := `{"agent":"a","bucket":"notes","key":"first","value":"eA=="}` + "\nnot json\n"
+	if code, _, errOut := two.kv(t, []byte(bad), "import"); code != 1 || !strings.Contains(errOut, "import line 2") || !strings.Contains(errOut, "1 keys written before it") {
+		t.Errorf("kv import of a bad line: exit %d, stderr %q", code, errOut)
+	}
+}
