@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/kv"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // kvHost is a `toolhostd serve` subprocess with its control socket.
@@ -181,5 +184,117 @@ func TestKVCommands(t *testing.T) {
 	bad := `{"agent":"a","bucket":"notes","key":"first","value":"eA=="}` + "\nnot json\n"
 	if code, _, errOut := two.kv(t, []byte(bad), "import"); code != 1 || !strings.Contains(errOut, "import line 2") || !strings.Contains(errOut, "1 keys written before it") {
 		t.Errorf("kv import of a bad line: exit %d, stderr %q", code, errOut)
+	}
+	// The commands docs/keyvalue.md shows, as it shows them.
+	runDocCommands(t, two, dir)
+	if code, out, _ := two.kv(t, nil, "get", "a", "notes", "k2"); code != 0 || out != string(binary) {
+		t.Errorf("after the docs' commands (which rm k1 only), kv get a notes k2: exit %d, %q", code, out)
+	}
+}
+
+// runDocCommands runs the sh block of docs/keyvalue.md's "## Operators"
+// against h: each `toolhostd kv` line with its placeholders given values
+// (AGENT a, BUCKET notes, KEY k1, VALUE, P k) and its redirections to and
+// from a file in dir; each must succeed, and print what its "prints:"
+// comment says (N standing for a number).
+func runDocCommands(t *testing.T, h kvHost, dir string) {
+	t.Helper()
+	blocks := docBlocks(t, filepath.Join("docs", "keyvalue.md"), "## Operators")
+	if len(blocks["sh"]) != 1 {
+		t.Fatalf("docs/keyvalue.md's operators: want one sh block, have %d", len(blocks["sh"]))
+	}
+	values := map[string]string{"AGENT": "a", "BUCKET": "notes", "KEY": "k1", "VALUE": "from the docs", "P": "k"}
+	ran := 0
+	for _, line := range strings.Split(blocks["sh"][0], "\n") {
+		cmd, comment, _ := strings.Cut(line, "#")
+		f := strings.Fields(cmd)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 2 || f[0] != "toolhostd" || f[1] != "kv" {
+			t.Fatalf("docs/keyvalue.md: %q is not a toolhostd kv command", line)
+		}
+		var args []string
+		var stdin []byte
+		var stdout string
+		for i := 2; i < len(f); i++ {
+			switch a := f[i]; {
+			case a == ">" || a == "<":
+				i++
+				path := filepath.Join(dir, f[i])
+				if a == ">" {
+					stdout = path
+					continue
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				stdin = b
+			case values[a] != "":
+				args = append(args, values[a])
+			default:
+				args = append(args, a)
+			}
+		}
+		code, out, errOut := h.kv(t, stdin, args...)
+		if code != 0 {
+			t.Fatalf("docs/keyvalue.md: %s: exit %d, stderr %q", line, code, errOut)
+		}
+		if stdout != "" {
+			if err := os.WriteFile(stdout, []byte(out), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want, ok := strings.CutPrefix(strings.TrimSpace(comment), "prints: "); ok {
+			pattern := "^" + strings.ReplaceAll(regexp.QuoteMeta(want), "N", "[0-9]+") + "\n$"
+			if !regexp.MustCompile(pattern).MatchString(out) {
+				t.Errorf("docs/keyvalue.md: %s: stdout %q, the doc says %q", line, out, want)
+			}
+		}
+		ran++
+	}
+	if ran != 8 {
+		t.Errorf("ran %d of docs/keyvalue.md's kv commands, want 8", ran)
+	}
+}
+
+// TestREADMEKeyValue: the README's "Agents that remember" shows a short
+// guest that imports what the WIT declares, and config lines that mean
+// what its comments say.
+func TestREADMEKeyValue(t *testing.T) {
+	blocks := docBlocks(t, "README.md", "## Agents that remember")
+	if len(blocks["js"]) != 1 || len(blocks["toml"]) != 1 {
+		t.Fatalf("README.md's key-value section: want one js and one toml block, have %d, %d", len(blocks["js"]), len(blocks["toml"]))
+	}
+	js := blocks["js"][0]
+	if lines := strings.Count(js, "\n"); lines > 12 {
+		t.Errorf("README.md's key-value guest has %d lines; the front door shows a short one", lines)
+	}
+	root := testenv.Root(t)
+	for _, m := range regexp.MustCompile(`import \{ (\w+) \} from 'wasi:keyvalue/(\w+)@0\.2\.0-draft2'`).FindAllStringSubmatch(js, -1) {
+		file := map[string]string{"store": "store.wit", "atomics": "atomic.wit", "batch": "batch.wit"}[m[2]]
+		wit, err := os.ReadFile(filepath.Join(root, "wit", "deps", "keyvalue", file))
+		if err != nil {
+			t.Fatalf("import from wasi:keyvalue/%s: %v", m[2], err)
+		}
+		if !regexp.MustCompile(`(?m)^\s*` + m[1] + `: func`).Match(wit) || !strings.Contains(string(wit), "interface "+m[2]+" {") {
+			t.Errorf("README.md imports %s from wasi:keyvalue/%s, which wit/deps/keyvalue/%s does not declare", m[1], m[2], file)
+		}
+	}
+	if n := strings.Count(js, "wasi:keyvalue/"); n != 2 {
+		t.Errorf("README.md's guest has %d wasi:keyvalue imports, the check above matched a different shape", n)
+	}
+	c, err := config.Parse("README.md", []byte("version = 1\n"+blocks["toml"][0]))
+	if err != nil {
+		t.Fatalf("README.md's key-value config: %v", err)
+	}
+	a := c.Agent["notes"]
+	if a == nil {
+		t.Fatal("README.md's key-value config has no [agent.notes]")
+	}
+	p := kv.PolicyOf(a)
+	if fmt.Sprint(p.Stores) != "[notes session]" || p.Quota.MaxKeys != 10000 || p.Quota.MaxBytes != 64<<20 {
+		t.Errorf("README.md's key-value config is the policy %+v", p)
 	}
 }
