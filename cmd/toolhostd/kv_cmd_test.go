@@ -278,7 +278,7 @@ func TestREADMEKeyValue(t *testing.T) {
 		if err != nil {
 			t.Fatalf("import from wasi:keyvalue/%s: %v", m[2], err)
 		}
-		if !regexp.MustCompile(`(?m)^\s*` + m[1] + `: func`).Match(wit) || !strings.Contains(string(wit), "interface "+m[2]+" {") {
+		if !regexp.MustCompile(`(?m)^\s*`+m[1]+`: func`).Match(wit) || !strings.Contains(string(wit), "interface "+m[2]+" {") {
 			t.Errorf("README.md imports %s from wasi:keyvalue/%s, which wit/deps/keyvalue/%s does not declare", m[1], m[2], file)
 		}
 	}
@@ -296,5 +296,30 @@ func TestREADMEKeyValue(t *testing.T) {
 	p := kv.PolicyOf(a)
 	if fmt.Sprint(p.Stores) != "[notes session]" || p.Quota.MaxKeys != 10000 || p.Quota.MaxBytes != 64<<20 {
 		t.Errorf("README.md's key-value config is the policy %+v", p)
+	}
+}
+
+// TestServeStoreCorrupt: serve on a state directory whose kv.db is not a
+// bbolt file exits 2 at once, naming the file and what to do.
+func TestServeStoreCorrupt(t *testing.T) {
+	noConfig(t)
+	dir, err := os.MkdirTemp("", "kvbad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(state, "kv.db")
+	if err := os.WriteFile(db, bytes.Repeat([]byte("not bbolt "), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\nstate_dir = %q\n",
+		filepath.Join(dir, "ctl.sock"), state))
+	code, _, stderr := runCLI(t, "--config", p, "serve")
+	if code != exitHost || !strings.Contains(stderr, "key-value store "+db+" is corrupt or not a bbolt file: move it away") {
+		t.Errorf("serve on a corrupt store: exit %d, stderr %q", code, stderr)
 	}
 }
