@@ -236,7 +236,9 @@ func (s *agentService) startSession(prog *host.Program, env map[string]string, s
 	if halted {
 		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "the cluster host is fenced")
 	}
-	inst := d.host.Start(prog, s.agentConfig(env), s.cfg.Input)
+	cfg := s.agentConfig(env)
+	cfg.OpenBucket = s.openBucket(session) // open("session"): this session's own bucket
+	inst := d.host.Start(prog, cfg, s.cfg.Input)
 	if m := d.opts.metrics; m != nil {
 		m.InstanceStarted(s.r.name)
 	}
