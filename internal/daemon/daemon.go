@@ -184,9 +184,14 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	if err := d.setupCluster(cfg); err != nil { // before the router: its ledger
+		_ = sys.Close()
+		return nil, err
+	}
 	d.router = d.newRouter(cfg)
 	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
 		d.stopProtocols()
+		d.closeCluster()
 		_ = sys.Close()
 		return nil, err
 	}
@@ -196,10 +201,6 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	for name, a := range cfg.Agent {
 		d.agents[name] = newAgentRec(name, a, d.recorder())
-	}
-	if err := d.setupCluster(cfg); err != nil {
-		_ = d.Close()
-		return nil, err
 	}
 	return d, nil
 }
