@@ -18,6 +18,7 @@ import (
 type claim struct {
 	l     *Ledger
 	key   string
+	id    string           // the message's
 	lease clientv3.LeaseID // the record's
 	rev   int64            // the record's mod revision, as claimed
 
@@ -169,7 +170,7 @@ func (l *Ledger) renew(c *claim, now time.Time) {
 	ctx, cancel := context.WithTimeout(l.cli.Ctx(), l.o.Timeout)
 	defer cancel()
 	if _, err := l.cli.KeepAliveOnce(ctx, c.lease); err != nil {
-		l.log.Warn("idempotency record's lease not renewed", zap.String("message_id", c.rec.Message), zap.Error(err))
+		l.log.Warn("idempotency record's lease not renewed", zap.String("message_id", c.id), zap.Error(err))
 		return
 	}
 	c.mu.Lock()

@@ -202,7 +202,7 @@ func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Clai
 			return nil, nil, fmt.Errorf("etcd: %w", err)
 		}
 		if resp.Succeeded {
-			c := &claim{l: l, key: k, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
+			c := &claim{l: l, key: k, id: id, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
 			lease = 0
 			l.mu.Lock()
 			l.open[c] = true
