@@ -18,7 +18,6 @@ import (
 type claim struct {
 	l     *Ledger
 	key   string
-	id    string           // the message's
 	lease clientv3.LeaseID // the record's
 	rev   int64            // the record's mod revision, as claimed
 
@@ -30,8 +29,8 @@ type claim struct {
 	writing  bool // a write of the end or release is under way
 }
 
-// Release implements message.Claim: the record is deleted (and its lease
-// revoked) before it returns, or, when etcd does not answer, by the loop.
+// Release implements message.Claim: the record is deleted before it
+// returns, or, when etcd does not answer, by the loop.
 func (c *claim) Release() {
 	if !c.finish(nil) {
 		return
@@ -118,8 +117,7 @@ func (l *Ledger) write(c *claim) {
 	switch {
 	case !resp.Succeeded:
 		l.log.Info("idempotency record changed by another host; not written", zap.String("message_id", rec.Message))
-	case released:
-		_, _ = l.cli.Revoke(ctx, c.lease)
+	case released: // the lease may hold other records: it expires
 	default:
 		_, _ = l.cli.KeepAliveOnce(ctx, c.lease) // the retention from the end
 	}
@@ -150,13 +148,16 @@ func (l *Ledger) loop() {
 			retry = append(retry, c)
 		}
 		l.mu.Unlock()
+		due := map[clientv3.LeaseID][]*claim{} // claims share leases
 		for _, c := range renew {
 			c.mu.Lock()
-			due := now.Sub(c.renewed) >= l.o.TTL/3 && !c.ended
-			c.mu.Unlock()
-			if due {
-				l.renew(c, now)
+			if now.Sub(c.renewed) >= l.o.TTL/3 && !c.ended {
+				due[c.lease] = append(due[c.lease], c)
 			}
+			c.mu.Unlock()
+		}
+		for lease, cs := range due {
+			l.renew(lease, cs, now)
 		}
 		for _, c := range retry {
 			l.write(c)
@@ -164,16 +165,18 @@ func (l *Ledger) loop() {
 	}
 }
 
-// renew renews an open claim's lease: its record stays while its message
-// is open, however long.
-func (l *Ledger) renew(c *claim, now time.Time) {
+// renew renews a lease of open claims: their records stay while their
+// messages are open, however long.
+func (l *Ledger) renew(lease clientv3.LeaseID, cs []*claim, now time.Time) {
 	ctx, cancel := context.WithTimeout(l.cli.Ctx(), l.o.Timeout)
 	defer cancel()
-	if _, err := l.cli.KeepAliveOnce(ctx, c.lease); err != nil {
-		l.log.Warn("idempotency record's lease not renewed", zap.String("message_id", c.id), zap.Error(err))
+	if _, err := l.cli.KeepAliveOnce(ctx, lease); err != nil {
+		l.log.Warn("idempotency records' lease not renewed", zap.Int("open_messages", len(cs)), zap.Error(err))
 		return
 	}
-	c.mu.Lock()
-	c.renewed = now
-	c.mu.Unlock()
+	for _, c := range cs {
+		c.mu.Lock()
+		c.renewed = now
+		c.mu.Unlock()
+	}
 }

@@ -4,8 +4,9 @@
 // dies in the middle of the reply.
 //
 // Per (agent, key) there is one record, PREFIX/idempotency/AGENT/SHA256
-// (the hex sha256 of the key), on a lease of its own whose TTL is the
-// message retention: it outlives the host that wrote it. A record is
+// (the hex sha256 of the key), on a lease of the ledger's, not the host's,
+// whose TTL is the message retention: it outlives the host that wrote it
+// (the records a host claims within a second share a lease). A record is
 //
 //   - claimed: host H (while it held the lease L that its member key
 //     PREFIX/members/H is on) delivers message ID. The claim is written in a
@@ -48,11 +49,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -80,7 +83,7 @@ type Options struct {
 	// (its member key is PREFIX/members/HOST, internal/cluster).
 	Prefix, Host string
 	// TTL is how long a record stays once its message ended: the message
-	// retention.
+	// retention (message.DefaultRetention; at least a second).
 	TTL time.Duration
 	// Timeout bounds a claim (DefaultTimeout).
 	Timeout time.Duration
@@ -112,6 +115,8 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	self    clientv3.LeaseID // the lease of this host's member key, as last read
+	shared  clientv3.LeaseID // the lease new records take (recordLease)
+	grantAt time.Time        // when shared was granted
 	open    map[*claim]bool  // claimed, not ended: their leases are renewed
 	pending map[*claim]bool  // an end or a release not recorded yet
 	changed chan struct{}    // closed and replaced when pending shrinks
@@ -132,9 +137,10 @@ func New(o Options) *Ledger {
 	if o.MaxReply <= 0 {
 		o.MaxReply = DefaultMaxReply
 	}
-	if o.TTL < time.Second {
-		o.TTL = time.Second
+	if o.TTL <= 0 {
+		o.TTL = message.DefaultRetention
 	}
+	o.TTL = max(o.TTL, time.Second)
 	log := o.Log
 	if log == nil {
 		log = zap.NewNop()
@@ -160,31 +166,19 @@ func (l *Ledger) key(agent, key string) string {
 
 func (l *Ledger) memberKey(host string) string { return l.o.Prefix + "/members/" + host }
 
-// ttlSeconds is the records' lease TTL.
-func (l *Ledger) ttlSeconds() int64 { return int64((l.o.TTL + time.Second - 1) / time.Second) }
-
 // Claim implements message.Ledger.
 func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Claim, *message.Prior, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	k := l.key(agent, key)
-	var lease clientv3.LeaseID
-	defer func() {
-		if lease != 0 { // not used by a claim
-			l.revoke(lease)
-		}
-	}()
 	for range 4 {
 		self, err := l.selfLease(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		if lease == 0 {
-			g, err := l.cli.Grant(ctx, l.ttlSeconds())
-			if err != nil {
-				return nil, nil, fmt.Errorf("etcd: lease: %w", err)
-			}
-			lease = g.ID
+		lease, err := l.recordLease(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
 		rec := record{State: stateClaimed, Host: l.o.Host, HostLease: int64(self), Message: id, Claimed: time.Now()}
 		val, err := json.Marshal(rec)
@@ -198,12 +192,15 @@ func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Clai
 			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
 			Else(clientv3.OpGet(k), clientv3.OpGet(mk)).
 			Commit()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			l.dropLease(lease)
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("etcd: %w", err)
 		}
 		if resp.Succeeded {
-			c := &claim{l: l, key: k, id: id, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
-			lease = 0
+			c := &claim{l: l, key: k, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
 			l.mu.Lock()
 			l.open[c] = true
 			l.mu.Unlock()
@@ -295,15 +292,6 @@ func (l *Ledger) prior(ctx context.Context, k string, val []byte, rev int64, lea
 	_, _ = l.cli.KeepAliveOnce(ctx, lease) // kept the retention from now
 	p.Ended, p.Outcome = true, ev
 	return p, false, nil
-}
-
-// revoke drops a lease no record uses, in the background.
-func (l *Ledger) revoke(lease clientv3.LeaseID) {
-	l.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(l.cli.Ctx(), l.o.Timeout)
-		defer cancel()
-		_, _ = l.cli.Revoke(ctx, lease)
-	})
 }
 
 // Flush implements message.Ledger.

@@ -92,14 +92,14 @@ type host struct {
 
 // cluster is hosts sharing one etcd under a prefix of their own.
 type cluster struct {
-	t      *testing.T
+	tb     testing.TB
 	cli    *clientv3.Client
 	prefix string
 	opts   idem.Options
 }
 
 func (c *cluster) host(name string, capacity int, member bool) *host {
-	t := c.t
+	t := c.tb
 	h := &host{name: name, agents: &agents{capacity: capacity}}
 	if member {
 		g, err := c.cli.Grant(context.Background(), 60)
@@ -122,7 +122,7 @@ func (c *cluster) host(name string, capacity int, member bool) *host {
 // die ends the host's membership as a kill -9 does, once its lease expired.
 func (c *cluster) die(h *host) {
 	if _, err := c.cli.Revoke(context.Background(), h.lease); err != nil {
-		c.t.Fatal(err)
+		c.tb.Fatal(err)
 	}
 }
 
@@ -309,7 +309,7 @@ func TestLedger(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &cluster{t: t, cli: cli, prefix: "/" + strings.ReplaceAll(t.Name(), " ", "_"), opts: tc.opts}
+			c := &cluster{tb: t, cli: cli, prefix: "/" + strings.ReplaceAll(t.Name(), " ", "_"), opts: tc.opts}
 			tc.run(t, c)
 		})
 	}
@@ -321,7 +321,7 @@ func TestLedger(t *testing.T) {
 func TestLedgerTTL(t *testing.T) {
 	e := etcdtest.Start(t, 1)
 	cli := etcdtest.Client(t, e.Endpoints()...)
-	c := &cluster{t: t, cli: cli, prefix: "/ttl", opts: idem.Options{TTL: 2 * time.Second}}
+	c := &cluster{tb: t, cli: cli, prefix: "/ttl", opts: idem.Options{TTL: 2 * time.Second}}
 	h1, h2 := c.host("h1", 0, true), c.host("h2", 0, true)
 	m := mustSend(t, h1, "k", "x", false)
 	opened := time.Now()
@@ -364,7 +364,7 @@ func TestLedgerUnreachable(t *testing.T) {
 	e := etcdtest.Start(t, 1)
 	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
 	cli := etcdtest.Client(t, proxy.URL())
-	c := &cluster{t: t, cli: cli, prefix: "/cut", opts: idem.Options{Timeout: time.Second}}
+	c := &cluster{tb: t, cli: cli, prefix: "/cut", opts: idem.Options{Timeout: time.Second}}
 	h := c.host("h1", 0, true)
 	mustSend(t, h, "k1", "x", false)
 	proxy.Cut()
