@@ -222,7 +222,9 @@ func TestLedger(t *testing.T) {
 				t.Errorf("retry on h1: message %s, want %s", r.ID(), m.ID())
 			}
 			_, _, err := send(t, h2, "k", "x")
-			if !errors.Is(err, message.ErrUnavailable) || !strings.Contains(err.Error(), `in flight on host "h1"`) {
+			var inFlight *message.InFlightError
+			if !errors.Is(err, message.ErrUnavailable) || !strings.Contains(err.Error(), `in flight on host "h1"`) ||
+				!errors.As(err, &inFlight) || inFlight.ID != m.ID() || inFlight.Host != "h1" {
 				t.Errorf("retry on h2: %v", err)
 			}
 			if n := h1.agents.delivered.Load() + h2.agents.delivered.Load(); n != 1 {
