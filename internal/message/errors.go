@@ -64,4 +64,3 @@ type InFlightError struct {
 
 func (e *InFlightError) Error() string { return e.err.Error() }
 func (e *InFlightError) Unwrap() error { return e.err }
-
