@@ -193,9 +193,14 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	if err := d.setupCluster(cfg); err != nil { // before the router: its ledger
+		_ = sys.Close()
+		return nil, err
+	}
 	d.router = d.newRouter(cfg)
 	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
 		d.stopProtocols()
+		d.closeCluster()
 		_ = sys.Close()
 		d.closeCluster()
 		return nil, err
