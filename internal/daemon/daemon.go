@@ -176,7 +176,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		o(&d.opts)
 	}
 	// The cluster's etcd client first: the key-value store's etcd backend
-	// keeps its keys there.
+	// keeps its keys there, and the router's idempotency ledger.
 	if err := d.setupCluster(cfg); err != nil {
 		return nil, err
 	}
@@ -193,14 +193,9 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
-	if err := d.setupCluster(cfg); err != nil { // before the router: its ledger
-		_ = sys.Close()
-		return nil, err
-	}
 	d.router = d.newRouter(cfg)
 	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
 		d.stopProtocols()
-		d.closeCluster()
 		_ = sys.Close()
 		d.closeCluster()
 		return nil, err
