@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 	"github.com/toolhostd/toolhostd/internal/kv"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // Contract tests of the key-value store (wasi:keyvalue store, atomics and
@@ -31,14 +33,7 @@ var kvPrefixes atomic.Int64
 // one embedded etcd member (a fresh prefix per store).
 func kvBackends(t *testing.T, etcd bool) []kvBackend {
 	t.Helper()
-	bs := []kvBackend{{"bbolt", func(t *testing.T) kv.Store {
-		s, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}}}
+	bs := []kvBackend{{"bbolt", boltStore}}
 	if etcd {
 		c := etcdtest.Start(t, 1)
 		cli := etcdtest.Client(t, c.Endpoints()...)
@@ -47,6 +42,18 @@ func kvBackends(t *testing.T, etcd bool) []kvBackend {
 		}})
 	}
 	return bs
+}
+
+// boltStore is a fresh bbolt store in t.TempDir(), closed when the test
+// ends.
+func boltStore(t *testing.T) kv.Store {
+	t.Helper()
+	s, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // opener is an instance's store.open: agent's buckets under policy p, in
@@ -255,13 +262,8 @@ func mustJSON(t testing.TB, v any) string {
 func TestKeyValueNegativeDelta(t *testing.T) {
 	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 		s := env(t)
-		st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
 		name := "kv-negative-" + g.String()
-		a := s.startProbe(t, probeOpts{guest: g, name: name, bucket: opener(kv.New(st), "kv", "", kv.Policy{})},
+		a := s.startProbe(t, probeOpts{guest: g, name: name, bucket: opener(kv.New(boltStore(t)), "kv", "", kv.Policy{})},
 			step{"op": "kv-open", "name": "n", "as": "b"},
 			step{"op": "kv-increment", "h": "b", "key": "c", "delta": 5},
 			step{"op": "kv-increment", "h": "b", "key": "c", "delta": -7},
@@ -270,7 +272,7 @@ func TestKeyValueNegativeDelta(t *testing.T) {
 			checkSteps(t, finish(t, a), `"b"`, "5", "-2")
 			return
 		}
-		_, err = waitAgent(t, a, 30*time.Second)
+		_, err := waitAgent(t, a, 30*time.Second)
 		if !IsTrap(err) {
 			t.Fatalf("componentize-js: err = %v, want the trap of ComponentizeJS#343 (fixed? update docs/keyvalue.md)", err)
 		}
@@ -284,4 +286,150 @@ func TestKeyValueNegativeDelta(t *testing.T) {
 			t.Errorf("stderr lacks the bindgen error: %q", logged)
 		}
 	})
+}
+
+// TestKeyValueInstances: what one instance of an agent wrote, the next
+// one reads (read-your-writes across instances), the same identifier in
+// another agent names another bucket, open("session") is the session's
+// own bucket in a per-session instance and no-such-store without a
+// session, and an agent without a store gets other from open.
+func TestKeyValueInstances(t *testing.T) {
+	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
+		s := env(t)
+		svc := kv.New(boltStore(t))
+		run := func(agent, session string, steps ...step) []stepResult {
+			t.Helper()
+			return s.probe(t, probeOpts{guest: g, name: agent, bucket: opener(svc, agent, session, kv.Policy{})}, steps...)
+		}
+		checkSteps(t, run("a", "",
+			step{"op": "kv-open", "name": "notes", "as": "b"},
+			step{"op": "kv-set", "h": "b", "key": "k", "value": "from a"},
+			step{"op": "kv-open", "name": "session"},
+		), `"b"`, "true", "err no-such-store")
+		checkSteps(t, run("a", "",
+			step{"op": "kv-open", "name": "notes", "as": "b"},
+			step{"op": "kv-get", "h": "b", "key": "k"},
+		), `"b"`, `"from a"`)
+		checkSteps(t, run("b", "",
+			step{"op": "kv-open", "name": "notes", "as": "b"},
+			step{"op": "kv-get", "h": "b", "key": "k"},
+		), `"b"`, "null")
+		for _, sess := range []string{"s1", "s2"} {
+			checkSteps(t, run("a", sess,
+				step{"op": "kv-open", "name": "session", "as": "b"},
+				step{"op": "kv-get", "h": "b", "key": "turn"},
+				step{"op": "kv-set", "h": "b", "key": "turn", "value": sess},
+			), `"b"`, "null", "true")
+		}
+		checkSteps(t, run("a", "s1",
+			step{"op": "kv-open", "name": "session", "as": "b"},
+			step{"op": "kv-get", "h": "b", "key": "turn"},
+			step{"op": "kv-open", "name": "notes", "as": "n"},
+			step{"op": "kv-get", "h": "n", "key": "k"},
+		), `"b"`, `"s1"`, `"n"`, `"from a"`)
+		if v, ok, err := mustOpen(t, svc, "a", "s2", "session").Get(t.Context(), "turn"); err != nil || !ok || string(v) != "s2" {
+			t.Errorf("session s2's bucket holds %q, %v, %v", v, ok, err)
+		}
+
+		rs := s.probe(t, probeOpts{guest: g, name: "no-store"}, step{"op": "kv-open", "name": "notes"})
+		checkSteps(t, rs, "err other")
+		if m := rs[0].Err.Message; m != errNoStore.Error() {
+			t.Errorf("open without a store: %q", m)
+		}
+	})
+}
+
+func mustOpen(t *testing.T, svc *kv.Service, agent, session, id string) *kv.Bucket {
+	t.Helper()
+	b, err := svc.Open(agent, session, kv.Policy{}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestKeyValueConcurrentIncrements: four instances of one agent, each
+// incrementing one key 200 times, sum to exactly 800 on both backends:
+// every increment is atomic across instances (on etcd, a transaction).
+func TestKeyValueConcurrentIncrements(t *testing.T) {
+	const instances, each = 4, 200
+	for _, be := range kvBackends(t, true) {
+		t.Run(be.name, func(t *testing.T) {
+			forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
+				s := env(t)
+				svc := kv.New(be.open(t))
+				agents := make([]*Agent, instances)
+				for i := range agents {
+					agents[i] = s.startProbe(t, probeOpts{guest: g, name: fmt.Sprintf("inc-%d", i), bucket: opener(svc, "inc", "", kv.Policy{})},
+						step{"op": "kv-open", "name": "counters", "as": "b"},
+						step{"op": "kv-increments", "h": "b", "key": "n", "n": each},
+					)
+				}
+				var last []int64
+				for _, a := range agents {
+					rs := finish(t, a)
+					checkSteps(t, rs, `"b"`, "*")
+					last = append(last, okAs[int64](t, rs[1]))
+				}
+				b := mustOpen(t, svc, "inc", "", "counters")
+				v, ok, err := b.Get(t.Context(), "n")
+				if err != nil || !ok || len(v) != 8 {
+					t.Fatalf("n = %v, %v, %v", v, ok, err)
+				}
+				if n := int64(binary.LittleEndian.Uint64(v)); n != instances*each {
+					t.Fatalf("the increments sum to %d, want %d (each instance's last sum: %v)", n, instances*each, last)
+				}
+				// The instance whose increment came last saw the total;
+				// every last sum is at least its own count.
+				if m := slices.Max(last); m != instances*each {
+					t.Errorf("the largest last sum is %d, want %d: %v", m, instances*each, last)
+				}
+				for _, n := range last {
+					if n < each {
+						t.Errorf("an instance's last sum %d is below its own %d increments", n, each)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestKeyValueStopEndsCall: a store call pending on an unreachable etcd
+// ends when the agent is stopped (it runs with the agent's stopping
+// context), long before the store's own timeouts (a minute here): the
+// guest sees other(...) and returns from run within its stop grace.
+func TestKeyValueStopEndsCall(t *testing.T) {
+	s := env(t)
+	c := etcdtest.Start(t, 1)
+	proxy := etcdtest.NewProxy(t, c.Endpoint(0))
+	cli := etcdtest.Client(t, proxy.URL())
+	svc := kv.New(kv.NewEtcd(cli, kv.EtcdOptions{Prefix: "/stop/kv", Timeout: time.Minute}), kv.WithTimeout(time.Minute))
+	b := mustOpen(t, svc, "stop", "", "notes")
+	if err := b.Set(t.Context(), "k", []byte("v")); err != nil { // the client is connected
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	a := s.startProbe(t, probeOpts{name: "kv-stop", grace: 30 * time.Second, bucket: opener(svc, "stop", "", kv.Policy{})},
+		step{"op": "kv-open", "name": "notes", "as": "b"},
+		step{"op": "log", "message": "calling the store"},
+		step{"op": "kv-get", "h": "b", "key": "k"},
+	)
+	testenv.Eventually(t, 30*time.Second, "the guest is about to call the store", func() bool {
+		for _, e := range s.logs.All() {
+			if e.Message == "calling the store" && e.ContextMap()["agent"] == "kv-stop" {
+				return true
+			}
+		}
+		return false
+	})
+	start := time.Now()
+	a.Stop()
+	rs := finish(t, a)
+	checkSteps(t, rs, `"b"`, "true", "err other")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the stopped agent's store call took %v to end", d)
+	}
+	if m := rs[2].Err.Message; !strings.Contains(m, "context canceled") {
+		t.Errorf("the ended call's error: %q", m)
+	}
 }
