@@ -24,20 +24,20 @@ import (
 // kvBackend makes fresh, empty stores of one kind.
 type kvBackend struct {
 	name string
-	open func(t *testing.T) kv.Store
+	open func(t testing.TB) kv.Store
 }
 
 var kvPrefixes atomic.Int64
 
 // kvBackends are bbolt (a file in t.TempDir()) and, when etcd is true,
 // one embedded etcd member (a fresh prefix per store).
-func kvBackends(t *testing.T, etcd bool) []kvBackend {
+func kvBackends(t testing.TB, etcd bool) []kvBackend {
 	t.Helper()
 	bs := []kvBackend{{"bbolt", boltStore}}
 	if etcd {
 		c := etcdtest.Start(t, 1)
 		cli := etcdtest.Client(t, c.Endpoints()...)
-		bs = append(bs, kvBackend{"etcd", func(t *testing.T) kv.Store {
+		bs = append(bs, kvBackend{"etcd", func(t testing.TB) kv.Store {
 			return kv.NewEtcd(cli, kv.EtcdOptions{Prefix: fmt.Sprintf("/host-test%d/kv", kvPrefixes.Add(1))})
 		}})
 	}
@@ -46,7 +46,7 @@ func kvBackends(t *testing.T, etcd bool) []kvBackend {
 
 // boltStore is a fresh bbolt store in t.TempDir(), closed when the test
 // ends.
-func boltStore(t *testing.T) kv.Store {
+func boltStore(t testing.TB) kv.Store {
 	t.Helper()
 	s, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
 	if err != nil {
@@ -339,7 +339,7 @@ func TestKeyValueInstances(t *testing.T) {
 	})
 }
 
-func mustOpen(t *testing.T, svc *kv.Service, agent, session, id string) *kv.Bucket {
+func mustOpen(t testing.TB, svc *kv.Service, agent, session, id string) *kv.Bucket {
 	t.Helper()
 	b, err := svc.Open(agent, session, kv.Policy{}, id)
 	if err != nil {

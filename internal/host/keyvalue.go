@@ -51,14 +51,8 @@ func kvResult(v wt.Val, err error) wt.Val {
 	return wt.Ok(v)
 }
 
-// bytesVal is a list<u8>.
-func bytesVal(b []byte) wt.List {
-	l := make(wt.List, len(b))
-	for i, c := range b {
-		l[i] = wt.U8(c)
-	}
-	return l
-}
+// bytesVal is a list<u8>, lowered by the binding in one pass.
+func bytesVal(b []byte) wt.Val { return wt.Bytes(b) }
 
 // bytesArg lifts a list<u8> argument.
 func bytesArg(v wt.Val, what string) ([]byte, error) {
