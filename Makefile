@@ -24,21 +24,26 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
+# The world the guests are built against: agent.wit and the packages it
+# imports (wit/deps, wasi:keyvalue).
+WIT := wit/agent.wit $(wildcard wit/deps/*/*.wit)
 AGENTS := $(patsubst examples/agents/%.js,build/agents/%.wasm,$(wildcard examples/agents/*.js))
 TEST_AGENTS := $(patsubst internal/host/testdata/agents/%.js,build/test-agents/%.wasm,$(wildcard internal/host/testdata/agents/*.js))
 COMPONENTIZE = @mkdir -p $(@D) && echo "componentize-js $< -> $@" && \
 	node_modules/.bin/componentize-js $< --wit wit --world-name agent -d http fetch-event -o $@
 
-build/agents/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
+build/agents/%.wasm: examples/agents/%.js $(WIT) node_modules/.package-lock.json
 	$(COMPONENTIZE)
 
-build/test-agents/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
+build/test-agents/%.wasm: internal/host/testdata/agents/%.js $(WIT) node_modules/.package-lock.json
 	$(COMPONENTIZE)
 
 # Agents that import sdk/js (both toolchains bundle the relative import):
-# the examples and the sdkjs and paced test agents.
+# the examples and the sdkjs, kvnotes and paced test agents.
 SDK_JS_AGENTS := $(AGENTS) $(patsubst examples/agents/%.js,build/agents-qjs/%.wasm,$(wildcard examples/agents/*.js)) \
-	build/test-agents/sdkjs.wasm build/test-agents-qjs/sdkjs.wasm build/test-agents/paced.wasm build/test-agents-qjs/paced.wasm
+	build/test-agents/sdkjs.wasm build/test-agents-qjs/sdkjs.wasm \
+	build/test-agents/kvnotes.wasm build/test-agents-qjs/kvnotes.wasm \
+	build/test-agents/paced.wasm build/test-agents-qjs/paced.wasm
 $(SDK_JS_AGENTS): sdk/js/toolhost.js
 
 # Go agents (sdk/go): a reactor module from mainline Go, componentized with
@@ -54,10 +59,10 @@ GO_COMPONENTIZE = @mkdir -p $(@D) && echo "go (wasip1) $(<D) -> $@" && \
 	(cd $(<D)/.. && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $@.core) ./$(notdir $(<D))) && \
 	node scripts/componentize-go.mjs --wit $(or $(wildcard $(<D)/world.wit),wit/agent.wit) --world agent $@.core $@ && rm -f $@.core
 
-build/agents-go/%.wasm: examples/agents-go/%/main.go $$(wildcard examples/agents-go/$$*/*.go) examples/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
+build/agents-go/%.wasm: examples/agents-go/%/main.go $$(wildcard examples/agents-go/$$*/*.go) examples/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs $(WIT) node_modules/.package-lock.json
 	$(GO_COMPONENTIZE)
 
-build/test-agents-go/%.wasm: internal/host/testdata/agents-go/%/main.go $$(wildcard internal/host/testdata/agents-go/$$*/*.go internal/host/testdata/agents-go/$$*/world.wit) internal/host/testdata/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs wit/agent.wit node_modules/.package-lock.json
+build/test-agents-go/%.wasm: internal/host/testdata/agents-go/%/main.go $$(wildcard internal/host/testdata/agents-go/$$*/*.go internal/host/testdata/agents-go/$$*/world.wit) internal/host/testdata/agents-go/go.mod $(GO_SDK_SRC) scripts/componentize-go.mjs $(WIT) node_modules/.package-lock.json
 	$(GO_COMPONENTIZE)
 
 # The same JS agents built with componentize-qjs (QuickJS; --sync: without
@@ -67,10 +72,10 @@ QJS_AGENTS := $(patsubst examples/agents/%.js,build/agents-qjs/%.wasm,$(wildcard
 QJS_COMPONENTIZE = @mkdir -p $(@D) && echo "componentize-qjs $< -> $@" && \
 	node_modules/.bin/componentize-qjs --wit wit --js $< -n agent --sync -o $@ >/dev/null
 
-build/agents-qjs/%.wasm: examples/agents/%.js wit/agent.wit node_modules/.package-lock.json
+build/agents-qjs/%.wasm: examples/agents/%.js $(WIT) node_modules/.package-lock.json
 	$(QJS_COMPONENTIZE)
 
-build/test-agents-qjs/%.wasm: internal/host/testdata/agents/%.js wit/agent.wit node_modules/.package-lock.json
+build/test-agents-qjs/%.wasm: internal/host/testdata/agents/%.js $(WIT) node_modules/.package-lock.json
 	$(QJS_COMPONENTIZE)
 
 agents: $(AGENTS) $(TEST_AGENTS) $(GO_AGENTS) $(QJS_AGENTS) ## build the example and test agents into build/ (componentize-js, Go, componentize-qjs)

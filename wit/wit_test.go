@@ -27,7 +27,11 @@ func TestWriteDir(t *testing.T) {
 			t.Errorf("deps/keyvalue/world.wit declares no wasi:keyvalue@0.2.0-draft2")
 		}
 	}
-	// The world imports wasi:keyvalue once the host serves it (issue 34:
-	// the store's host side is not built yet; until then a component
-	// built against this world imports no store it could not use).
+	// The world imports the store's three interfaces, which the deps
+	// written beside it declare.
+	for _, iface := range []string{"store", "atomics", "batch"} {
+		if imp := "import wasi:keyvalue/" + iface + "@0.2.0-draft2;"; !strings.Contains(string(agent), imp) {
+			t.Errorf("world agent lacks %q", imp)
+		}
+	}
 }

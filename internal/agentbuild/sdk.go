@@ -25,8 +25,8 @@ const SDKModule = "github.com/toolhostd/toolhostd/sdk/go"
 // immutable once a module cache holds it: gen_sdk.go refuses to record
 // different content under a version sdkgo.sums already lists, so a change to
 // sdk/go goes with a new version here. It follows the WIT package the SDK
-// implements (toolhost:agent@0.3.0).
-const SDKVersion = "v0.3.0"
+// implements (toolhost:agent@0.3.0; v0.3.1 adds the key-value store).
+const SDKVersion = "v0.3.1"
 
 // sdkZip is sdk/go as the module zip of SDKModule@SDKVersion
 // (golang.org/x/mod/zip's layout), made by gen_sdk.go.

@@ -216,6 +216,10 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		killed:   a.killed,
 		handles:  make(map[uint32]*contract.Handle),
 		provs:    make(map[uint32]*contract.ProviderHandle),
+
+		openBucket: a.cfg.OpenBucket,
+		buckets:    make(map[uint32]*kv.Bucket),
+		cases:      make(map[uint32]*kv.CAS),
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")

@@ -156,9 +156,14 @@ func runBenchAgent(b *testing.B, s *suite, p *Program, cfg AgentConfig, in map[s
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Errors != 0 || len(res.NS) != n {
 		b.Fatalf("bench agent said %.200q (%v)", out, err)
 	}
-	ds := make([]time.Duration, n)
-	for i, ns := range res.NS {
-		ds[i] = time.Duration(ns)
+	return durations(res.NS)
+}
+
+// durations are nanosecond counts as durations.
+func durations(ns []int64) []time.Duration {
+	ds := make([]time.Duration, len(ns))
+	for i, n := range ns {
+		ds[i] = time.Duration(n)
 	}
 	return ds
 }

@@ -92,8 +92,8 @@ func (h *Host) agentOptions(cfg AgentConfig) []contract.Option {
 
 // Check refuses a component that does not fit the toolhost:agent world:
 // it must export `run: func(string) -> result<string, string>`, and its
-// imports of toolhost:agent (0.1.0, 0.2.0 or 0.3.0) must have the host's
-// types. Imports the host does not provide are defined as traps when it is
+// imports of toolhost:agent (0.1.0, 0.2.0 or 0.3.0) and of
+// wasi:keyvalue@0.2.0-draft2 must have the host's types. Imports the host does not provide are defined as traps when it is
 // linked: the agent fails only if it calls one.
 func Check(c *wt.Component) error {
 	return errors.Join(checkExports(c), checkImports(c))
@@ -171,6 +171,10 @@ var wasiPackages = map[string]bool{"cli": true, "io": true, "clocks": true, "ran
 // provided reports whether an import is defined by AddWASIP2 or by
 // defineImports.
 func provided(name string) bool {
+	switch name {
+	case kvStore, kvAtomics, kvBatch:
+		return true
+	}
 	for _, w := range worlds {
 		switch name {
 		case w.types, w.tooling, w.inbox, w.log:

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/engine/prefault"
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/kv"
 )
 
 // world is one version of toolhost:agent: the names of its interfaces.
@@ -70,6 +71,12 @@ type agentState struct {
 	provs   map[uint32]*contract.ProviderHandle
 	next    uint32
 
+	// openBucket is the agent's store.open (AgentConfig.OpenBucket; nil:
+	// no store); buckets and cases are the guest's bucket and cas handles.
+	openBucket func(identifier string) (*kv.Bucket, error)
+	buckets    map[uint32]*kv.Bucket
+	cases      map[uint32]*kv.CAS
+
 	// image is the instance's mapping of its memory image; the first recv
 	// teaches its write set (package prefault), then it is cleared.
 	image *prefault.Mapping
@@ -96,6 +103,8 @@ func (st *agentState) closeHandles() {
 		ph.Close()
 		delete(st.provs, rep)
 	}
+	clear(st.buckets)
+	clear(st.cases)
 }
 
 func stateOf(c *wt.Caller) *agentState { return c.Data().(*agentState) }
@@ -153,7 +162,8 @@ func method(body func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val
 	}, body)
 }
 
-// defineImports puts every version of toolhost:agent into l.
+// defineImports puts every version of toolhost:agent into l, and the
+// key-value store (wasi:keyvalue) that 0.3.0 imports.
 func defineImports(l *wt.Linker) error {
 	root := l.Root()
 	for _, w := range worlds {
@@ -180,7 +190,7 @@ func defineImports(l *wt.Linker) error {
 			return err
 		}
 	}
-	return nil
+	return defineKeyValue(root)
 }
 
 func defineTooling(root *wt.LinkerInstance, iface string) error {

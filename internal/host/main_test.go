@@ -19,10 +19,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
+	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
@@ -41,7 +43,9 @@ import (
 //   - everything: @modelcontextprotocol/server-everything over stdio
 //   - filesystem: @modelcontextprotocol/server-filesystem on a temp dir
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withTeardown{m}) }
+// The key-value tests run embedded etcd members, whose goroutines outlive
+// them by a moment (etcdtest.LeakOptions; nothing else here serves HTTP).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withTeardown{m}, etcdtest.LeakOptions()...) }
 
 // withTeardown runs the tests, then releases the shared suite, so that
 // goleak's check sees a quiet process.
@@ -288,10 +292,13 @@ type probeOpts struct {
 	capacity  int
 	grace     time.Duration
 	messaging contract.Messaging // how it sends messages (0.3.0)
+	// bucket is its key-value store's open (AgentConfig.OpenBucket); nil:
+	// it has no store.
+	bucket func(identifier string) (*kv.Bucket, error)
 }
 
 func (o probeOpts) config() AgentConfig {
-	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace, Messaging: o.messaging}
+	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace, Messaging: o.messaging, OpenBucket: o.bucket}
 	if cfg.Name == "" {
 		cfg.Name = "probe"
 	}

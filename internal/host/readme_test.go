@@ -25,26 +25,7 @@ func TestDocGoAgent(t *testing.T) {
 	if !ok || !ok2 || !ok3 {
 		t.Fatal(`docs/agents-go.md does not start with "# Writing an agent in Go" or has no go code block`)
 	}
-	dir := t.TempDir()
-	mod := "module example.com/echo\n\ngo 1.26.0\n\nrequire github.com/toolhostd/toolhostd/sdk/go v0.0.0\n\nreplace github.com/toolhostd/toolhostd/sdk/go => " + filepath.Join(s.root, "sdk", "go") + "\n"
-	for name, text := range map[string]string{"go.mod": mod, "main.go": code} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	core, component := filepath.Join(dir, "echo.core.wasm"), filepath.Join(dir, "echo.wasm")
-	run := func(wd string, env []string, name string, args ...string) {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = wd
-		cmd.Env = append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-	}
-	run(dir, []string{"GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-buildvcs=false"}, "go", "build", "-buildmode=c-shared", "-o", core, ".")
-	run(s.root, nil, "node", "scripts/componentize-go.mjs", "--wit", "wit/agent.wit", "--world", "agent", core, component)
-
+	component := buildDocGoAgent(t, s, "echo", code)
 	p, err := s.host.LoadFile(component)
 	if err != nil {
 		t.Fatal(err)
@@ -58,4 +39,32 @@ func TestDocGoAgent(t *testing.T) {
 	if _, err := waitAgent(t, denied, 60*time.Second); err == nil || err.Error() != "this agent needs the everything tooling" {
 		t.Errorf("without the grant: %v", err)
 	}
+}
+
+// buildDocGoAgent builds code, the main.go of a Go agent from the docs, as
+// agents-go.md says (its own module requiring sdk/go, go build for
+// wasip1, scripts/componentize-go.mjs against wit/agent.wit) and returns
+// the component's path.
+func buildDocGoAgent(t *testing.T, s *suite, name, code string) string {
+	t.Helper()
+	dir := t.TempDir()
+	mod := "module example.com/" + name + "\n\ngo 1.26.0\n\nrequire github.com/toolhostd/toolhostd/sdk/go v0.0.0\n\nreplace github.com/toolhostd/toolhostd/sdk/go => " + filepath.Join(s.root, "sdk", "go") + "\n"
+	for file, text := range map[string]string{"go.mod": mod, "main.go": code} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, component := filepath.Join(dir, name+".core.wasm"), filepath.Join(dir, name+".wasm")
+	run := func(wd string, env []string, name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = wd
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	run(dir, []string{"GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-buildvcs=false"}, "go", "build", "-buildmode=c-shared", "-o", core, ".")
+	run(s.root, nil, "node", "scripts/componentize-go.mjs", "--wit", "wit/agent.wit", "--world", "agent", core, component)
+	return component
 }

@@ -7,7 +7,8 @@ import (
 	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 )
 
-// The host's side of toolhost:agent (0.1.0 and 0.2.0) as function types,
+// The host's side of toolhost:agent (0.1.0, 0.2.0 and 0.3.0, with the
+// wasi:keyvalue interfaces 0.3.0 imports) as function types,
 // to check a component's imports against when it is loaded. The host
 // functions of imports.go are defined untyped (wasmtime takes the types
 // from the component), so without this check a guest built against another
@@ -38,6 +39,38 @@ const (
 	witAgentMessage = "record{sender: string, session: option<string>, content: string}"
 	witEvent030     = "variant{tool-result(" + witToolResult + "), error(" + witHostError + "), resource-list-updated(list<" + witResInfo + ">), resource-updated(" + witResContent + "), shutdown, chat-delta(string), chat-done(" + witChatResponse + "), message(" + witAgentMessage + "), reply-delta(string), reply(string)}"
 )
+
+// wasi:keyvalue@0.2.0-draft2 (keyvalue.go).
+const (
+	witKVError    = "variant{no-such-store, access-denied, other(string)}"
+	witKVBytes    = "option<list<u8>>"
+	witKVCASError = "variant{store-error(" + witKVError + "), cas-failed(own)}"
+)
+
+func witKVResult(ok string) string { return "result<" + ok + ", " + witKVError + ">" }
+
+// kvFuncs are the function types of the store's three interfaces.
+var kvFuncs = map[string]map[string]string{
+	kvStore: {
+		"open":                     "func(string) -> " + witKVResult("own"),
+		"[method]bucket.get":       "func(borrow, string) -> " + witKVResult(witKVBytes),
+		"[method]bucket.set":       "func(borrow, string, list<u8>) -> " + witKVResult("_"),
+		"[method]bucket.delete":    "func(borrow, string) -> " + witKVResult("_"),
+		"[method]bucket.exists":    "func(borrow, string) -> " + witKVResult("bool"),
+		"[method]bucket.list-keys": "func(borrow, option<string>) -> " + witKVResult("record{keys: list<string>, cursor: option<string>}"),
+	},
+	kvAtomics: {
+		"[static]cas.new":     "func(borrow, string) -> " + witKVResult("own"),
+		"[method]cas.current": "func(borrow) -> " + witKVResult(witKVBytes),
+		"increment":           "func(borrow, string, s64) -> " + witKVResult("s64"),
+		"swap":                "func(own, list<u8>) -> result<_, " + witKVCASError + ">",
+	},
+	kvBatch: {
+		"get-many":    "func(borrow, list<string>) -> " + witKVResult("list<option<tuple<string, list<u8>>>>"),
+		"set-many":    "func(borrow, list<tuple<string, list<u8>>>) -> " + witKVResult("_"),
+		"delete-many": "func(borrow, list<string>) -> " + witKVResult("_"),
+	},
+}
 
 func witResult(ok string) string { return "result<" + ok + ", " + witHostError + ">" }
 
@@ -85,7 +118,7 @@ func inboxFuncs(event string) map[string]string {
 
 var logFuncs = map[string]string{"write": "func(enum{debug, info, warn, error}, string)"}
 
-// contractFuncs are the function types of the imports of both versions of
+// contractFuncs are the function types of the imports of every version of
 // the world, by interface (its versioned name) and function name.
 var contractFuncs = map[string]map[string]string{
 	v010.tooling:  toolingFuncs,
@@ -107,6 +140,9 @@ var contractFuncs = map[string]map[string]string{
 	},
 	v030.inbox: inboxFuncs(witEvent030),
 	v030.log:   logFuncs,
+	kvStore:    kvFuncs[kvStore],
+	kvAtomics:  kvFuncs[kvAtomics],
+	kvBatch:    kvFuncs[kvBatch],
 }
 
 // receivesMessages reports whether a component can be given messages: it

@@ -1,6 +1,15 @@
 // Declarations of toolhost.js for editors and tsc; the host's own modules
 // ('toolhost:agent/tooling@0.3.0' and the others) are declared in types/,
-// generated from the WIT by scripts/js-types.mjs.
+// generated from the WIT by scripts/js-types.mjs. So are the key-value
+// store's, which every JS agent imports (the toolchains import the whole
+// world): 'wasi:keyvalue/store@0.2.0-draft2' (open, the Bucket class),
+// 'wasi:keyvalue/atomics@0.2.0-draft2' (increment, the Cas class, swap)
+// and 'wasi:keyvalue/batch@0.2.0-draft2' (getMany, setMany, deleteMany).
+// A failed call throws an error whose payload is the error variant
+// ({tag: 'no-such-store' | 'access-denied'} or {tag: 'other', val: words};
+// swap's {tag: 'cas-failed', val: a fresh Cas}); values are Uint8Array;
+// an s64 is a BigInt under componentize-js and a number under
+// componentize-qjs. docs/keyvalue.md has a guest's code.
 /// <reference path="./types/agent.d.ts" />
 
 type Envelope = import('toolhost:agent/inbox@0.3.0').Envelope;
@@ -28,7 +37,22 @@ export interface IncomingMessage {
   content: string;
 }
 
-/** The text of anything thrown: "code: message" for a host error. */
+/**
+ * Text as UTF-8 bytes, for a key-value value (componentize-qjs has no
+ * TextEncoder); a lone surrogate becomes U+FFFD.
+ */
+export function utf8(text: string): Uint8Array;
+
+/**
+ * The text of UTF-8 bytes (a key-value value); each byte of an invalid
+ * sequence becomes one U+FFFD.
+ */
+export function fromUtf8(bytes: Uint8Array | ArrayLike<number>): string;
+
+/**
+ * The text of anything thrown: "code: message" for a host error; for a
+ * key-value store error its case, with other's words ("other: quota ...").
+ */
 export function errorText(e: unknown): string;
 
 /**

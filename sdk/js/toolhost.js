@@ -22,12 +22,18 @@ import { write as hostWrite } from 'toolhost:agent/log@0.3.0';
 
 // errorText is the text of anything thrown: "code: message" for a host
 // error (a ComponentError whose payload is the host-error record, or that
-// record itself), the message of an Error, a string as it is, JSON (else
-// String) for the rest.
+// record itself); the case of a key-value store error (wasi:keyvalue's
+// error variant, also inside swap's store-error), with other's words after
+// it ("other: quota ..."), or "cas-failed"; the message of an Error, a
+// string as it is, JSON (else String) for the rest.
 export function errorText(e) {
   const p = e && typeof e === 'object' && 'payload' in e ? e.payload : e;
   if (p && typeof p === 'object' && typeof p.code === 'string' && typeof p.message === 'string') {
     return `${p.code}: ${p.message}`;
+  }
+  if (p && typeof p === 'object' && ['no-such-store', 'access-denied', 'other', 'store-error', 'cas-failed'].includes(p.tag)) {
+    const kv = p.tag === 'store-error' ? p.val : p;
+    if (kv && typeof kv.tag === 'string') return typeof kv.val === 'string' ? `${kv.tag}: ${kv.val}` : kv.tag;
   }
   if (typeof p === 'string') return p;
   if (e instanceof Error) return e.message || String(e);
@@ -38,6 +44,42 @@ export function errorText(e) {
     // a cycle, a BigInt: String below
   }
   return String(p);
+}
+
+// utf8 is text as UTF-8 bytes, and fromUtf8 the text of UTF-8 bytes, for
+// the key-value store's values (list<u8>: a Uint8Array). Both toolchains
+// run them: componentize-qjs has no TextEncoder or TextDecoder. A lone
+// surrogate is encoded as U+FFFD; each byte of an invalid sequence is
+// decoded as one U+FFFD.
+export function utf8(text) {
+  const out = [];
+  for (const ch of String(text)) {
+    let c = ch.codePointAt(0);
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return Uint8Array.from(out);
+}
+
+export function fromUtf8(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    const n = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
+    let c = n === 1 ? b : b & (0x7f >> n);
+    let ok = n > 0 && i + n <= bytes.length;
+    for (let k = 1; ok && k < n; k++) {
+      ok = (bytes[i + k] & 0xc0) === 0x80;
+      c = (c << 6) | (bytes[i + k] & 63);
+    }
+    ok = ok && !(n === 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) && !(n === 4 && (c < 0x10000 || c > 0x10ffff));
+    s += ok ? String.fromCodePoint(c) : '\ufffd';
+    i += ok ? n : 1;
+  }
+  return s;
 }
 
 // agent wraps the agent's entry point as the world's run export: what f

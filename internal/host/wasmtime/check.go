@@ -56,6 +56,12 @@ var primitives = [...]func(Val) bool{
 }
 
 func checkList(t *Type, v Val) error {
+	if _, ok := v.(Bytes); ok {
+		if t.Elem == nil || t.Elem.Kind != TypeU8 {
+			return mismatch(t, v)
+		}
+		return nil
+	}
 	x, ok := v.(List)
 	if !ok {
 		return mismatch(t, v)

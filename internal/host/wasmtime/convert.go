@@ -102,6 +102,13 @@ func (s *Store) toC(ctx *C.wasmtime_context_t, v Val, dst *cval) error {
 				return fmt.Errorf("list[%d]: %w", i, err)
 			}
 		}
+	case Bytes:
+		elems := newList((*clist)(p), len(x))
+		dst.kind = C.WASMTIME_COMPONENT_LIST
+		for i, c := range x {
+			elems[i].kind = C.WASMTIME_COMPONENT_U8
+			*(*uint8)(payload(&elems[i])) = c
+		}
 	case Tuple:
 		t := (*ctuple)(p)
 		var elems []cval

@@ -41,7 +41,7 @@ func (k Kind) String() string {
 }
 
 // Val is a component-model value: one of Bool, S8, U8, S16, U16, S32, U32,
-// S64, U64, F32, F64, Char, String, List, Record, Tuple, Variant, Enum,
+// S64, U64, F32, F64, Char, String, List (or Bytes), Record, Tuple, Variant, Enum,
 // Option, Result, Flags, ResourceHost or *ResourceAny. Build values with
 // conversions (U32(7), String("x")) and match them with a type switch.
 //
@@ -77,6 +77,12 @@ type (
 	// Flags lists the names of the flags that are set.
 	Flags []string
 )
+
+// Bytes is a list<u8> given as its bytes, for the host to pass to the
+// guest: it is lowered in one pass, with no Val per byte (a List of U8
+// costs an interface value per byte and converts element by element).
+// Values lifted from wasmtime are always a List.
+type Bytes []byte
 
 // Field is one record field.
 type Field struct {
@@ -130,6 +136,7 @@ func (F64) Kind() Kind          { return KindF64 }
 func (Char) Kind() Kind         { return KindChar }
 func (String) Kind() Kind       { return KindString }
 func (List) Kind() Kind         { return KindList }
+func (Bytes) Kind() Kind        { return KindList }
 func (Record) Kind() Kind       { return KindRecord }
 func (Tuple) Kind() Kind        { return KindTuple }
 func (Variant) Kind() Kind      { return KindVariant }

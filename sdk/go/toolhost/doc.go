@@ -41,6 +41,23 @@
 // errors as *HostError whose ErrorCode works with errors.Is, and Run for
 // the run export.
 //
+// The key-value store (wasi:keyvalue@0.2.0-draft2's store, atomics and
+// batch, which the world imports) is OpenBucket and the methods of Bucket
+// and CAS; a component imports it only if the agent calls it. An agent's
+// buckets are its own, "session" is a per-session instance's bucket of its
+// session, and a write that returned is seen by every later read:
+//
+//	notes, err := toolhost.OpenBucket("notes")
+//	if err != nil {
+//		return "", err // a *StoreError: errors.Is(err, toolhost.AccessDenied), ...
+//	}
+//	defer notes.Close()
+//	n, err := notes.Increment("runs", 1) // atomic across instances and hosts
+//	keys, next, err := notes.ListKeys(nil) // a page; next is nil after the last
+//
+// Swap replaces a value read by NewCAS only if it is unchanged; when it
+// changed, its *CASFailedError holds a fresh CAS to try again with.
+//
 // On top of it, an Inbox waits for one id at a time and holds the other
 // envelopes: Serve answers messages (a handler gets each message and a
 // Replier that streams its reply), Replier.StreamChat streams a model's

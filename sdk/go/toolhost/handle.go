@@ -94,13 +94,19 @@ func getHandle(what, name string, raw func(p, n, ret uint32)) (uint32, error) {
 	if err := checkUTF8(what, name); err != nil {
 		return 0, err
 	}
+	return openHandle(name, raw, func(m memory, ret uint32) (uint32, error) { return liftResult(m, ret, u32) })
+}
+
+// openHandle calls an import (name) -> result<own<T>, E> whose result lift
+// reads (name is valid UTF-8).
+func openHandle(name string, raw func(p, n, ret uint32), lift func(m memory, ret uint32) (uint32, error)) (uint32, error) {
 	var h uint32
 	var herr error
 	err := hostCall(func(ret uint32) {
 		p, n := stringArg(name)
 		raw(p, n, ret)
 		runtime.KeepAlive(name)
-	}, func(m memory, ret uint32) { h, herr = liftResult(m, ret, u32) })
+	}, func(m memory, ret uint32) { h, herr = lift(m, ret) })
 	if err != nil {
 		return 0, err
 	}

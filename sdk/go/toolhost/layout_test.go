@@ -10,7 +10,7 @@ import (
 // (CanonicalABI.md: alignment, elem_size, and the field/case offsets),
 // independently of the constants in layout.go.
 type abiType struct {
-	kind   string // "u8" (enum, bool), "u32" (handle), "f32", "string", "list", "record", "option", "result", "variant"
+	kind   string // "u8" (enum, bool), "u32" (handle), "f32", "u64" (s64), "string", "list", "record", "option", "result", "variant"
 	fields []abiType
 }
 
@@ -37,6 +37,8 @@ func (t abiType) align() uint32 {
 		return 1
 	case "u32", "f32", "string", "list":
 		return 4
+	case "u64":
+		return 8
 	}
 	a := uint32(1)
 	for _, f := range t.fields {
@@ -56,7 +58,7 @@ func (t abiType) size() uint32 {
 		return 1
 	case "u32", "f32":
 		return 4
-	case "string", "list":
+	case "string", "list", "u64":
 		return 8
 	case "record":
 		var s uint32
@@ -93,7 +95,7 @@ func (t abiType) flatCount() int {
 	switch t.kind {
 	case "none":
 		return 0
-	case "u8", "u32", "f32":
+	case "u8", "u32", "f32", "u64":
 		return 1
 	case "string", "list":
 		return 2
@@ -145,13 +147,19 @@ var (
 	wResultString = result(tString, wHostError)
 )
 
-func TestLayout(t *testing.T) {
-	check := func(what string, got, want uint32) {
+// layoutCheck compares a constant of layout.go with what the canonical
+// ABI says.
+func layoutCheck(t *testing.T) func(what string, got, want uint32) {
+	return func(what string, got, want uint32) {
 		t.Helper()
 		if got != want {
 			t.Errorf("%s = %d, the canonical ABI says %d", what, got, want)
 		}
 	}
+}
+
+func TestLayout(t *testing.T) {
+	check := layoutCheck(t)
 	offs := func(what string, ty abiType, got ...uint32) {
 		t.Helper()
 		if want := ty.offsets(); !reflect.DeepEqual(got, want) {

@@ -4,7 +4,7 @@
 //   node --import ./testdata/fakehost.mjs testdata/toolhost_test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Inbox, Reply, Toolbox, send } from '../toolhost.js';
+import { Inbox, Reply, Toolbox, send, errorText, utf8, fromUtf8 } from '../toolhost.js';
 
 const SHUTDOWN = { id: '00000000-0000-0000-0000-000000000000', event: { tag: 'shutdown' } };
 const message = (id, content, session) => ({ id, event: { tag: 'message', val: { sender: 'api', session, content } } });
@@ -161,4 +161,28 @@ test('send passes none for a session it is not given', () => {
   send('other', 'hi', null);
   send('other', 'hi', 's');
   assert.deepEqual(globalThis.hostCalls, [['send', 'other', 'hi', undefined], ['send', 'other', 'hi', undefined], ['send', 'other', 'hi', 's']]);
+});
+
+test('errorText words host errors and key-value store errors', () => {
+  assert.equal(errorText(hostError('denied', 'not granted')), 'denied: not granted');
+  assert.equal(errorText({ payload: { tag: 'access-denied' } }), 'access-denied');
+  assert.equal(errorText({ payload: { tag: 'other', val: 'quota max_keys of agent a exceeded' } }), 'other: quota max_keys of agent a exceeded');
+  assert.equal(errorText({ payload: { tag: 'store-error', val: { tag: 'no-such-store' } } }), 'no-such-store');
+  assert.equal(errorText({ payload: { tag: 'cas-failed', val: {} } }), 'cas-failed');
+  assert.equal(errorText({ payload: { tag: 'circle', val: 2 } }), '{"tag":"circle","val":2}');
+});
+
+test('utf8 and fromUtf8 agree with TextEncoder and TextDecoder', () => {
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  for (const text of ['', 'ascii', 'añ€😀', '\u007f\u0080\u07ff\u0800\uffff', '\u{10000}\u{10ffff}', 'a\u0000b']) {
+    assert.deepEqual(utf8(text), enc.encode(text), text);
+    assert.equal(fromUtf8(enc.encode(text)), text);
+  }
+  assert.deepEqual(utf8('a\ud800b'), enc.encode('a\ufffdb'));
+  assert.equal(fromUtf8([0x61, 0xff, 0x62]), dec.decode(Uint8Array.from([0x61, 0xff, 0x62])));
+  assert.equal(fromUtf8([0xc3]), '\ufffd');
+  assert.equal(fromUtf8([0xe0, 0x80, 0x80]), '\ufffd\ufffd\ufffd'); // overlong
+  assert.equal(fromUtf8([0xed, 0xa0, 0x80]), '\ufffd\ufffd\ufffd'); // a surrogate
+  assert.equal(fromUtf8([0xf4, 0x90, 0x80, 0x80]), '\ufffd\ufffd\ufffd\ufffd'); // past U+10FFFF
 });

@@ -5,6 +5,9 @@
 /// <reference path="./interfaces/toolhost-agent-provider.d.ts" />
 /// <reference path="./interfaces/toolhost-agent-tooling.d.ts" />
 /// <reference path="./interfaces/toolhost-agent-types.d.ts" />
+/// <reference path="./interfaces/wasi-keyvalue-atomics.d.ts" />
+/// <reference path="./interfaces/wasi-keyvalue-batch.d.ts" />
+/// <reference path="./interfaces/wasi-keyvalue-store.d.ts" />
 declare module 'toolhost:agent/agent@0.3.0' {
   export type * as ToolhostAgentInbox030 from 'toolhost:agent/inbox@0.3.0'; // import toolhost:agent/inbox@0.3.0
   export type * as ToolhostAgentLog030 from 'toolhost:agent/log@0.3.0'; // import toolhost:agent/log@0.3.0
@@ -12,6 +15,9 @@ declare module 'toolhost:agent/agent@0.3.0' {
   export type * as ToolhostAgentProvider030 from 'toolhost:agent/provider@0.3.0'; // import toolhost:agent/provider@0.3.0
   export type * as ToolhostAgentTooling030 from 'toolhost:agent/tooling@0.3.0'; // import toolhost:agent/tooling@0.3.0
   export type * as ToolhostAgentTypes030 from 'toolhost:agent/types@0.3.0'; // import toolhost:agent/types@0.3.0
+  export type * as WasiKeyvalueAtomics020Draft2 from 'wasi:keyvalue/atomics@0.2.0-draft2'; // import wasi:keyvalue/atomics@0.2.0-draft2
+  export type * as WasiKeyvalueBatch020Draft2 from 'wasi:keyvalue/batch@0.2.0-draft2'; // import wasi:keyvalue/batch@0.2.0-draft2
+  export type * as WasiKeyvalueStore020Draft2 from 'wasi:keyvalue/store@0.2.0-draft2'; // import wasi:keyvalue/store@0.2.0-draft2
   /**
   * The agent's entry point: ok is its output, err its failure message.
   */

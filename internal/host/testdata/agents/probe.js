@@ -51,13 +51,45 @@
 // does (an exception escapes run). Other envelopes are ignored. Its value
 // is {handled, ignored, shutdown, failures: [{id, code, message}]}, one
 // failure per reply call the host refused.
+//
+// Key-value store (wasi:keyvalue@0.2.0-draft2): kv-open {name, as};
+// kv-get {h, key} (the value as text, null for none); kv-set {h, key,
+// value | size} (size: that many "x"); kv-delete {h, key}; kv-exists {h,
+// key}; kv-list {h, cursor} ({keys, cursor}, cursor null on the last page);
+// kv-list-all {h} (every page's keys, following the cursor); kv-increment
+// {h, key, delta} (the sum as a number); kv-increments {h, key, n} (n
+// increments by 1, the last sum); kv-cas {h, key, as} (binds the cas);
+// kv-current {h} (the cas's value as text, null for none); kv-swap {h,
+// value, as} (consumes the cas; on cas-failed the fresh cas is bound to
+// as); kv-get-many {h, keys} ([key, text] or null each); kv-set-many {h,
+// kvs: [[key, text], ...]}; kv-delete-many {h, keys}; kv-time {h, what:
+// get|set, key, size, n} (n calls of get or set of a size-byte value, each
+// timed: {ns}). A store error is {"err": {code, message}} with the case as
+// the code (no-such-store, access-denied, other, cas-failed) and other's
+// text as the message. Values cross as bytes (a Uint8Array), one byte per
+// character of the text (characters up to U+00FF); an s64 is a BigInt under
+// componentize-js and a number under componentize-qjs.
 import { get } from 'toolhost:agent/tooling@0.3.0';
 import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
 import { reply, replyDelta, replyError, send, isOpen as msgIsOpen, cancel as msgCancel } from 'toolhost:agent/messages@0.3.0';
 import { recv, tryRecv, pending } from 'toolhost:agent/inbox@0.3.0';
 import { write } from 'toolhost:agent/log@0.3.0';
+import { open } from 'wasi:keyvalue/store@0.2.0-draft2';
+import { Cas, increment, swap } from 'wasi:keyvalue/atomics@0.2.0-draft2';
+import { getMany, setMany, deleteMany } from 'wasi:keyvalue/batch@0.2.0-draft2';
 
 const dispose = Symbol.dispose || Symbol.for('dispose');
+
+// bytes and text convert a value one byte per character.
+const bytes = (text) => Uint8Array.from(text, (c) => c.charCodeAt(0));
+const text = (b) => (b == null ? null : Array.from(b, (c) => String.fromCharCode(c)).join(''));
+
+// s64 is n as the s64 its toolchain takes: a BigInt under componentize-js
+// (SpiderMonkey), a number under componentize-qjs (QuickJS, whose stack
+// lines start with "at"); the other one traps. componentize-js 0.23 also
+// traps on a negative s64 argument (ComponentizeJS#343).
+const quickJS = /^\s*at /m.test(String(new Error().stack));
+const s64 = (n) => (quickJS ? n : BigInt(n));
 
 export function run(input) {
   const { steps = [] } = JSON.parse(input || '{}');
@@ -116,7 +148,24 @@ export function run(input) {
   };
   const hostError = (e) => {
     const p = e && e.payload;
-    return p && p.code ? { code: p.code, message: p.message } : null;
+    if (p && p.code) return { code: p.code, message: p.message };
+    // wasi:keyvalue's error (and cas-error's store-error around it).
+    const kv = p && p.tag === 'store-error' ? p.val : p;
+    if (kv && kv.tag) return { code: kv.tag, message: typeof kv.val === 'string' ? kv.val : '' };
+    return null;
+  };
+  const value = (s) => bytes(s.size !== undefined ? 'x'.repeat(s.size) : s.value ?? '');
+  const kvTime = (s) => {
+    const b = handle(s);
+    const v = value(s);
+    const ns = [];
+    for (let i = 0; i < s.n; i++) {
+      const start = performance.now();
+      if (s.what === 'set') b.set(s.key, v);
+      else b.get(s.key);
+      ns.push(Math.round((performance.now() - start) * 1e6));
+    }
+    return { ns };
   };
   // serve answers messages by s.mode (see the header).
   const serve = (s) => {
@@ -201,6 +250,48 @@ export function run(input) {
       }
     },
     serve,
+    'kv-open': (s) => bind(s, open(s.name)),
+    'kv-get': (s) => text(handle(s).get(s.key)),
+    'kv-set': (s) => (handle(s).set(s.key, value(s)), true),
+    'kv-delete': (s) => (handle(s).delete(s.key), true),
+    'kv-exists': (s) => handle(s).exists(s.key),
+    'kv-list': (s) => {
+      const page = handle(s).listKeys(s.cursor ?? undefined);
+      return { keys: page.keys, cursor: page.cursor ?? null };
+    },
+    'kv-list-all': (s) => {
+      const pages = [];
+      for (let cursor; ; ) {
+        const page = handle(s).listKeys(cursor);
+        pages.push(page.keys);
+        if (page.cursor == null) return pages;
+        cursor = page.cursor;
+      }
+    },
+    'kv-increment': (s) => Number(increment(handle(s), s.key, s64(s.delta ?? 1))),
+    'kv-increments': (s) => {
+      let n = 0;
+      for (let i = 0; i < s.n; i++) n = Number(increment(handle(s), s.key, s64(1)));
+      return n;
+    },
+    'kv-cas': (s) => bind(s, Cas.new(handle(s), s.key)),
+    'kv-current': (s) => text(handle(s).current()),
+    'kv-swap': (s) => {
+      const c = handle(s);
+      vars.delete(s.h); // swap takes the cas
+      try {
+        swap(c, value(s));
+      } catch (e) {
+        const p = e && e.payload;
+        if (p && p.tag === 'cas-failed') bind(s, p.val);
+        throw e;
+      }
+      return true;
+    },
+    'kv-get-many': (s) => getMany(handle(s), s.keys).map((e) => (e == null ? null : [e[0], text(e[1])])),
+    'kv-set-many': (s) => (setMany(handle(s), s.kvs.map(([k, v]) => [k, bytes(v)])), true),
+    'kv-delete-many': (s) => (deleteMany(handle(s), s.keys), true),
+    'kv-time': kvTime,
     drop: (s) => {
       handle(s)[dispose]();
       vars.delete(s.h);

@@ -13,6 +13,7 @@
 //   - "sdk-edges" {name} is Go's own: the SDK's answers where the host
 //     would trap (invalid UTF-8, results too large for the reserved
 //     region), its timeouts and its closed handles (see edges.go);
+//   - the key-value ops are in keyvalue.go;
 //   - "gc-stress" {n, mb, h} is Go's own: n rounds of every import of the
 //     world, with runtime.GC() between calls and mb MB allocated and
 //     dropped per round, checking every result (see gcstress.go).
@@ -53,6 +54,14 @@ type step struct {
 	Session *string         `json:"session"`
 	Mode    string          `json:"mode"`
 	Count   *int            `json:"count"`
+	// The key-value ops (keyvalue.go).
+	Key    string      `json:"key"`
+	Value  *string     `json:"value"`
+	Size   *int        `json:"size"`
+	Cursor *string     `json:"cursor"`
+	Delta  *int64      `json:"delta"`
+	Keys   []string    `json:"keys"`
+	KVs    [][2]string `json:"kvs"`
 }
 
 // failure makes run return err (the "fail" op).
@@ -70,6 +79,8 @@ type handle interface {
 }
 
 type probe struct {
+	buckets map[string]*toolhost.Bucket
+	cases   map[string]*toolhost.CAS
 	handles map[string]handle
 	ids     map[string]string // variable -> id
 	names   map[string]string // id -> variable
@@ -335,6 +346,14 @@ func (p *probe) do(s *step) (any, error) {
 	if f, ok := messageOps[s.Op]; ok {
 		return f(p, s)
 	}
+	if f, ok := kvOps[s.Op]; ok {
+		return f(p, s)
+	}
+	if s.Op == "drop" {
+		if done, err := p.dropKV(s); done {
+			return true, err
+		}
+	}
 	h, err := p.handle(s)
 	if err != nil {
 		return nil, err
@@ -446,7 +465,8 @@ func run(input string) (string, error) {
 	if err := json.Unmarshal([]byte(input), &in); err != nil {
 		return "", err
 	}
-	p := &probe{handles: map[string]handle{}, ids: map[string]string{}, names: map[string]string{}}
+	p := &probe{handles: map[string]handle{}, ids: map[string]string{}, names: map[string]string{},
+		buckets: map[string]*toolhost.Bucket{}, cases: map[string]*toolhost.CAS{}}
 	out := []result{}
 	stopOnError, failed := false, false
 	for i := range in.Steps {
@@ -471,6 +491,9 @@ func run(input string) (string, error) {
 			failed = true
 			e := errOut(he)
 			out = append(out, result{Op: s.Op, Err: &e})
+		case storeErrOut(err) != nil:
+			failed = true
+			out = append(out, result{Op: s.Op, Err: storeErrOut(err)})
 		default:
 			failed = true
 			out = append(out, result{Op: s.Op, Thrown: err.Error()})
