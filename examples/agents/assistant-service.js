@@ -27,7 +27,7 @@
 import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
 import { write } from 'toolhost:agent/log@0.3.0';
 import { open } from 'wasi:keyvalue/store@0.2.0-draft2';
-import { agent, errorText, Inbox, Toolbox } from '../../sdk/js/toolhost.js';
+import { agent, errorText, fromUtf8, Inbox, Toolbox, utf8 } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   provider: 'model',
@@ -55,15 +55,6 @@ function trim(history, limit) {
   return [...head, ...rest];
 }
 
-// utf8 and text convert between a string and its UTF-8 bytes (QuickJS has
-// no TextEncoder).
-const utf8 = (s) => Uint8Array.from(unescape(encodeURIComponent(s)), (c) => c.charCodeAt(0));
-function text(bytes) {
-  let bin = '';
-  for (let i = 0; i < bytes.length; i += 4096) bin += String.fromCharCode(...bytes.subarray(i, i + 4096));
-  return decodeURIComponent(escape(bin));
-}
-
 // memory is where the conversations are kept: the session's bucket of a
 // per-session instance, else the agent's bucket "conversations"; null
 // without a store.
@@ -87,7 +78,7 @@ function recall(mem, session) {
   if (mem === null) return [];
   try {
     const v = mem.bucket.get(mem.key(session));
-    return v === undefined ? [] : JSON.parse(text(v));
+    return v === undefined ? [] : JSON.parse(fromUtf8(v));
   } catch (e) {
     write('warn', `assistant-service: reading conversation ${session}: ${errorText(e)}`);
     return [];
