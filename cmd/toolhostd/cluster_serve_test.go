@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,16 +11,8 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
-	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-// clusterHost is one `toolhostd serve` process of the cluster test.
-type clusterHost struct {
-	name string
-	proc *serveProc
-	ctl  *control.Client
-}
 
 // sampler polls every host's /v1/agents and records, per agent, whether it
 // was ever seen running on two hosts in one sample round.
@@ -168,30 +158,10 @@ func TestClusterServe(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&agents, "[agent.p%03d]\ncomponent = %q\ninput = %q\nstop_grace = \"2s\"\n", i, probe, input)
 	}
-	dir, err := os.MkdirTemp("", "i18cs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cache := filepath.Join(testenv.Root(t), "build", "test-cache")
+	dir := shortTempDir(t, "i18cs")
 	start := func(name string, endpoints []string) *clusterHost {
 		t.Helper()
-		eps, _ := json.Marshal(endpoints)
-		sock := filepath.Join(dir, name+".sock")
-		cfg := fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\ncache_dir = %q\n\n[cluster]\nname = %q\nlease_ttl = \"%s\"\nsettle = \"1s\"\nmoves_per_second = 100\netcd = { endpoints = %s }\n\n%s",
-			sock, cache, name, ttl, eps, agents.String())
-		path := writeConfigFile(t, dir, name+".toml", cfg)
-		p := startServe(t, path)
-		var c *control.Client
-		waitFor(t, 60*time.Second, func() bool {
-			if _, err := os.Stat(sock); err != nil {
-				return false
-			}
-			c, err = control.Dial(sock)
-			return err == nil
-		}, p.out)
-		t.Cleanup(func() { _ = c.Close() })
-		return &clusterHost{name: name, proc: p, ctl: c}
+		return startClusterHost(t, dir, name, ttl, endpoints, agents.String())
 	}
 	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
 	hosts := map[string]*clusterHost{

@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
+	// And a state directory (serve's key-value store, a bbolt file one
+	// process holds) for configs that set no state_dir, never the user's.
+	os.Setenv("XDG_STATE_HOME", cache+"/state")
+	os.Unsetenv("STATE_DIRECTORY")
 	code := func() int {
 		defer os.RemoveAll(cache)
 		return runWithLeakCheck(m)

@@ -62,7 +62,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRunCmd(opts), newCompileCmd(opts),
 		newServeCmd(opts),
 		newWatchCmd(opts),
-		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts), newSendCmd(opts),
+		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts), newSendCmd(opts), newKVCmd(opts),
 		newAuthCmd(opts),
 	)
 	return root
@@ -70,7 +70,16 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // execute runs the command line and returns the process exit code.
 func execute(args []string, stdout, stderr io.Writer) int {
+	return executeWithStdin(args, nil, stdout, stderr)
+}
+
+// executeWithStdin is execute reading standard input from stdin (nil:
+// os.Stdin).
+func executeWithStdin(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/system"
@@ -56,7 +57,10 @@ tables (tool and resource patterns, call limits and rates, models, request
 limits and token budgets); --grant and --provider, when given, replace
 those lists and their grants. X's other keys (input, env, limits.memory,
 limits.fuel, limits.run_timeout, inbox_capacity, restart) do not apply:
-the flags say those, and run's engine meters no fuel. SIGINT or SIGTERM give the agent its shutdown
+the flags say those, and run's engine meters no fuel. The agent's key-value store
+(wasi:keyvalue) is the state directory's, as serve keeps it, when the
+config sets [host] state_dir (and no etcd backend); otherwise a temporary
+store removed at exit. SIGINT or SIGTERM give the agent its shutdown
 envelope and the grace period, then stop it.
 
 With --chat the agent is talked to while it runs: each line of standard
@@ -124,13 +128,17 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	// Only the granted toolings start; the others stay idle (the agent is
 	// denied them by name). The engine meters no fuel: run sets no limit.
 	opts := []system.Option{system.WithFuel(false)}
+	if runStoreTemporary(cfg) {
+		opts = append(opts, system.WithTemporaryStore())
+	}
 	if grants != nil {
 		opts = append(opts, system.WithToolings(grants))
 	}
 	sys, err := system.New(cfg, log, opts...)
 	var hostErr *system.HostError
+	var storeErr *system.StoreError
 	switch {
-	case errors.As(err, &hostErr):
+	case errors.As(err, &hostErr), errors.As(err, &storeErr):
 		return withExit(exitHost, err)
 	case err != nil:
 		return withExit(exitUsage, err)
@@ -160,6 +168,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		StopGrace:  o.grace,
 		LogRate:    config.DefaultLogRate,
 		LogBurst:   config.DefaultLogBurst,
+		OpenBucket: runBuckets(sys.KV, name, ac),
 	}
 	if o.chat {
 		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac,
@@ -177,6 +186,26 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		fmt.Fprintln(cmd.OutOrStdout(), out)
 	}
 	return runExit(err)
+}
+
+// runStoreTemporary reports whether run keeps the agent's key-value store
+// in a temporary file removed at exit: when the config names no state
+// directory ([host] state_dir), or keeps the store in the cluster's etcd
+// (run joins no cluster). Otherwise it is the state directory's kv.db, as
+// serve keeps it (one process at a time: a serve using it makes run fail
+// with the file named).
+func runStoreTemporary(cfg *config.Config) bool {
+	return cfg.Host.StateDir == "" || cfg.Host.Store.Backend == config.StoreEtcd
+}
+
+// runBuckets is the agent's store.open: its [agent.X] stores and store when
+// the config has it, else any bucket, unbounded; no session.
+func runBuckets(svc *kv.Service, name string, ac *config.Agent) func(string) (*kv.Bucket, error) {
+	var pol kv.Policy
+	if ac != nil {
+		pol = kv.PolicyOf(ac)
+	}
+	return func(identifier string) (*kv.Bucket, error) { return svc.Open(name, "", pol, identifier) }
 }
 
 // runExit is the exit of an agent's run that ended with err: 0 for ok, 1

@@ -85,6 +85,7 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	srv, err := control.NewServer(control.Options{
 		Backend:  d,
 		Messages: d.Messages(),
+		KV:       d.KV(),
 		Gatherer: m.Registry(),
 		Socket:   cfg.Host.ControlSocket,
 		Listen:   cfg.Host.ControlListen,

@@ -137,12 +137,31 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 // raw makes one request and returns the body of a 2xx answer; any other
 // status is an *APIError.
 func (c *Client) raw(ctx context.Context, method, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	resp, err := c.send(ctx, method, path, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("toolhostd at %s: reading the answer: %w", c.where, err)
+	}
+	return body, nil
+}
+
+// send makes one request with body (nil: none), its headers set by header
+// (nil: none but the token), and returns a 2xx response, its body open;
+// any other status is an *APIError.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, header func(http.Header)) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if header != nil {
+		header(req.Header)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -151,19 +170,16 @@ func (c *Client) raw(ctx context.Context, method, path string) ([]byte, error) {
 		}
 		return nil, c.unreachable(err)
 	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("toolhostd at %s: reading the answer: %w", c.where, err)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb errorBody
+	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
+		eb.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var eb errorBody
-		if json.Unmarshal(body, &eb) != nil || eb.Error == "" {
-			eb.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
-		}
-		return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
-	}
-	return body, nil
+	return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
 }
 
 // Cluster is the host's view of its cluster (an *APIError with status 404

@@ -124,34 +124,17 @@ func (c *Client) request(ctx context.Context, method, path string, body []byte, 
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	header(req.Header)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	resp, err := c.send(ctx, method, path, rd, func(h http.Header) {
+		if body != nil {
+			h.Set("Content-Type", "application/json")
 		}
-		return nil, c.unreachable(err)
+		header(h)
+	})
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return nil, refusedError{ae}
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb errorBody
-	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
-		eb.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))
-	}
-	return nil, refusedError{&APIError{Status: resp.StatusCode, Message: eb.Error}}
+	return resp, err
 }
 
 // refusedError is an APIError answering a message request.

@@ -67,6 +67,8 @@ type Options struct {
 	Log *zap.Logger
 	// Messages serves /v1/agents/{name}/messages (nil: those answer 404).
 	Messages Messenger
+	// KV serves /v1/kv (kv.go; nil: those answer 404).
+	KV KVStore
 	// ShutdownTimeout bounds the graceful stop at the end of Serve
 	// (0: DefaultShutdownTimeout); requests still running then are cut.
 	ShutdownTimeout time.Duration
@@ -373,6 +375,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/agents/{name}", only(http.MethodGet, s.getAgent))
 	mux.HandleFunc("/v1/agents/{name}/{action}", s.agentAction)
 	s.messageRoutes(mux)
+	s.kvRoutes(mux)
 	mux.HandleFunc("/v1/toolings", only(http.MethodGet, s.listToolings))
 	mux.HandleFunc("/v1/reload", only(http.MethodPost, s.reload))
 	mux.HandleFunc("/v1/cluster", only(http.MethodGet, s.cluster))
@@ -401,7 +404,9 @@ func (s *Server) routes() http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux would redirect an unclean path with an HTML body.
-		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+		// The escaped path, as ServeMux cleans it: a key's %2F stays in
+		// its segment.
+		if p := r.URL.EscapedPath(); p == "" || p[0] != '/' || path.Clean(p) != p {
 			writeError(w, http.StatusNotFound, "no such endpoint: "+p)
 			return
 		}

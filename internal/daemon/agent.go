@@ -371,6 +371,7 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 		LogBurst:      s.cfg.Limits.LogBurst,
 		OnLogDropped:  s.recordLogDropped,
 		Messaging:     s.messaging(),
+		OpenBucket:    s.openBucket(""),
 	}
 }
 

@@ -288,6 +288,7 @@ func (c clusterRunner) Stop(name string) {
 		return
 	}
 	d.stopRec(r, stateStopped)
+	d.settleMessages() // before the node hands the agent over
 }
 
 // Halt stops every running instance at once and waits, without the

@@ -175,12 +175,21 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	for _, o := range opts {
 		o(&d.opts)
 	}
+	// The cluster's etcd client first: the key-value store's etcd backend
+	// keeps its keys there, and the router's idempotency ledger.
+	if err := d.setupCluster(cfg); err != nil {
+		return nil, err
+	}
 	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts...), system.WithEpochTick(d.opts.epochTick)}
 	if m := d.opts.metrics; m != nil {
 		sopts = append(sopts, system.WithMetrics(m))
 	}
+	if d.cluster != nil {
+		sopts = append(sopts, system.WithStoreClient(d.cluster.cli))
+	}
 	sys, err := system.New(cfg, log, sopts...)
 	if err != nil {
+		d.closeCluster()
 		return nil, err
 	}
 	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
@@ -188,6 +197,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
 		d.stopProtocols()
 		_ = sys.Close()
+		d.closeCluster()
 		return nil, err
 	}
 	d.fuel = system.HostOptions(cfg, log).Engine.Fuel
@@ -196,10 +206,6 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	for name, a := range cfg.Agent {
 		d.agents[name] = newAgentRec(name, a, d.recorder())
-	}
-	if err := d.setupCluster(cfg); err != nil {
-		_ = d.Close()
-		return nil, err
 	}
 	return d, nil
 }
@@ -348,8 +354,10 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 	d.log.Info("stopped")
 }
 
-// Close releases the engine. Serve calls it when it returns; call it only
-// for a daemon that is never served.
+// Close releases the engine and the key-value store (after every agent
+// stopped: Serve's shutdown comes first), then the cluster's etcd client.
+// Serve calls it when it returns; call it only for a daemon that is never
+// served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
 		d.stopProtocols()

@@ -41,7 +41,23 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == policyServerMode {
 		os.Exit(runPolicyServer())
 	}
-	goleak.VerifyTestMain(m)
+	// Configs that set no state_dir (and New's of the key-value store)
+	// get a temporary one, never the user's.
+	state, err := os.MkdirTemp("", "toolhostd-daemon-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	os.Unsetenv("STATE_DIRECTORY")
+	code := m.Run()
+	os.RemoveAll(state)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // runTestServer is the go-sdk MCP server the tests configure as a stdio
@@ -88,9 +104,14 @@ func wat(t testing.TB, name string) string {
 
 func everythingEntry(t testing.TB) string { return testenv.NPMServer(t, "server-everything") }
 
-// header is the start of every test config: the shared compile cache.
-func header(t testing.TB) string {
-	return fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\n\n", filepath.Join(testenv.Root(t), "build", "test-cache"))
+// header is the start of every test config: the shared compile cache and
+// a state directory of the test's own (the key-value store's bbolt file is
+// one process's: two daemons sharing the default one would refuse to start).
+func header(t testing.TB) string { return headerState(t, t.TempDir()) }
+
+// headerState is header with the state directory state.
+func headerState(t testing.TB, state string) string {
+	return fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\nstate_dir = %q\n\n", filepath.Join(testenv.Root(t), "build", "test-cache"), state)
 }
 
 // goTooling is a [tooling.<name>] running this test binary as a go-sdk

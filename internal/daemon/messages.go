@@ -17,6 +17,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/idem"
 	"github.com/toolhostd/toolhostd/internal/instances"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/metrics"
@@ -43,7 +44,30 @@ func (d *Daemon) newRouter(cfg *config.Config) *message.Router {
 				FirstDelta: r.FirstDelta, HasFirstDelta: r.HasFirstDelta, Refused: r.Refused})
 		}
 	}
+	if c := d.cluster; c != nil { // idempotency keys across the hosts
+		ttl := o.Retention
+		if ttl <= 0 {
+			ttl = message.DefaultRetention
+		}
+		o.Ledger = idem.New(idem.Options{Client: c.cli, Prefix: c.cfg.Prefix, Host: c.cfg.Name,
+			TTL: ttl, Timeout: c.ttl / 2, Log: d.baseLog})
+	}
 	return message.NewRouter(routerAgents{d}, o)
+}
+
+// settleMessages waits, at most half the lease TTL, until the cluster's
+// idempotency ledger recorded the outcome of every message that ended
+// here: an agent stopped for a hand-over or a leave has its messages'
+// outcomes recorded before another host takes it.
+func (d *Daemon) settleMessages() {
+	if d.cluster == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.cluster.ttl/2)
+	defer cancel()
+	if err := d.router.Settle(ctx); err != nil {
+		d.log.Warn("idempotency keys not recorded before the hand over", zap.Error(err))
+	}
 }
 
 // routerAgents is the daemon as the router's message.Agents.
@@ -236,7 +260,9 @@ func (s *agentService) startSession(prog *host.Program, env map[string]string, s
 	if halted {
 		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "the cluster host is fenced")
 	}
-	inst := d.host.Start(prog, s.agentConfig(env), s.cfg.Input)
+	cfg := s.agentConfig(env)
+	cfg.OpenBucket = s.openBucket(session) // open("session"): this session's own bucket
+	inst := d.host.Start(prog, cfg, s.cfg.Input)
 	if m := d.opts.metrics; m != nil {
 		m.InstanceStarted(s.r.name)
 	}

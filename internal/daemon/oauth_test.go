@@ -37,7 +37,7 @@ func TestOAuthTooling(t *testing.T) {
 
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	text := header(t) + fmt.Sprintf("state_dir = %q\n\n[tooling.saas]\nurl = %q\noauth = {}\nrestart = { initial_backoff = \"20ms\", max_backoff = \"100ms\" }\n", state, res.URL+"/mcp")
+	text := headerState(t, state) + fmt.Sprintf("[tooling.saas]\nurl = %q\noauth = {}\nrestart = { initial_backoff = \"20ms\", max_backoff = \"100ms\" }\n", res.URL+"/mcp")
 	path := writeConfig(t, dir, text)
 	m := metrics.New()
 	r := serve(t, path, WithMetrics(m))

@@ -44,7 +44,7 @@ func TestServeProviders(t *testing.T) {
 	slow := providertest.New(t, providertest.OpenAI)
 	slow.SetDefault(providertest.Reply{Text: []string{"late"}, Delay: time.Minute})
 
-	cfg := strings.Replace(header(t), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\nstate_dir = %q\n", auditPath, filepath.Join(dir, "state")), 1) +
+	cfg := strings.Replace(headerState(t, filepath.Join(dir, "state")), "[host]\n", fmt.Sprintf("[host]\naudit_log = %q\n", auditPath), 1) +
 		goTooling("gosrv", filepath.Join(dir, "gosrv.pid"), "") + providerTable(t, "gpt", gpt) + providerTable(t, "slow", slow) +
 		fmt.Sprintf(`
 [agent.assistant]

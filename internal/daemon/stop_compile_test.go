@@ -17,7 +17,7 @@ import (
 func TestStopDuringFirstCompile(t *testing.T) {
 	dir := t.TempDir()
 	const grace = 2 * time.Second
-	cfg := fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\n", filepath.Join(dir, "cache"))
+	cfg := fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nlog_level = \"debug\"\nstate_dir = %q\n", filepath.Join(dir, "cache"), filepath.Join(dir, "state"))
 	for _, name := range []string{"hello", "watch", "fanout"} {
 		cfg += fmt.Sprintf("\n[agent.%s]\ncomponent = %q\nstop_grace = %q\n", name, testenv.Agent(t, "agents", name), grace)
 	}

@@ -103,7 +103,7 @@ func (s *Etcd) Update(ctx context.Context, b Ref, key string, q Quota, fn Update
 			}
 			value, keep, err := fn(cur)
 			if err == nil && keep && len(value) > MaxEtcdValue {
-				err = fmt.Errorf("value of %d bytes: the etcd backend's limit is %d bytes (1 MiB)", len(value), MaxEtcdValue)
+				err = &TooLargeError{Size: len(value), Limit: MaxEtcdValue}
 			}
 			var nu Usage
 			if err == nil {

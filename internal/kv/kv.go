@@ -106,6 +106,16 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota %s of agent %s exceeded: the write needs %d, the limit is %d", e.What, e.Agent, e.Want, e.Limit)
 }
 
+// TooLargeError refuses a value past a backend's limit (the etcd
+// backend's MaxEtcdValue).
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("value of %d bytes: the etcd backend's limit is %d bytes (1 MiB)", e.Size, e.Limit)
+}
+
 // Kind is the case of wasi:keyvalue's error variant an error maps to.
 type Kind int
 

@@ -359,6 +359,32 @@ func (m *Message) View() View {
 	return v
 }
 
+// last is the last event (the terminal one once the reply ended).
+func (m *Message) last() Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastLocked()
+}
+
+// replay ends a message made from a ledger's record with the recorded
+// terminal event: a reply, or an error (cancelled when its code is).
+func (m *Message) replay(ev Event) {
+	st := StatusDone
+	switch {
+	case ev.Kind == KindReply:
+	case ev.Code == tooling.CodeCancelled.String():
+		st = StatusCancelled
+	default:
+		st = StatusFailed
+	}
+	m.mu.Lock()
+	if m.finishedLocked() {
+		m.mu.Unlock()
+		return
+	}
+	_ = m.finishLocked(st, Event{Kind: ev.Kind, Text: ev.Text, Code: ev.Code})
+}
+
 func (m *Message) lastLocked() Event {
 	if len(m.events) == 0 {
 		return Event{}

@@ -36,7 +36,8 @@ type Request struct {
 	Content string
 	// IdempotencyKey, when set, makes a retry with the same key (for the
 	// same agent) return the message it first accepted, while that is
-	// retained, instead of delivering again.
+	// retained, instead of delivering again (with a Ledger, on any host of
+	// the cluster).
 	IdempotencyKey string
 	// Audit writes the content into the audit log (the sending agent's
 	// audit_arguments).
@@ -91,6 +92,10 @@ type Options struct {
 	Observe func(Record)
 	// Log gets refusals at debug.
 	Log *zap.Logger
+	// Ledger, when set, keeps the idempotency keys across the hosts of a
+	// cluster: it, not this host's table, decides whether a key was
+	// delivered (see Ledger).
+	Ledger Ledger
 }
 
 // Router accepts messages and keeps their replies. Its methods are safe
@@ -128,7 +133,8 @@ func NewRouter(agents Agents, opts Options) *Router {
 }
 
 // Send accepts req and delivers it. With an idempotency key already
-// retained for the agent it returns that message and existing true,
+// retained for the agent (with a Ledger: recorded in it) it returns that
+// message, or one replaying its recorded outcome, and existing true,
 // delivering nothing. Refusals are *tooling.Error values that also match
 // this package's sentinels.
 func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bool, err error) {
@@ -149,7 +155,11 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 		return nil, false, r.refused(req, start, refuse(ErrTooLarge, tooling.CodeInvalidArgument,
 			"message of %d bytes is over agent.%s.max_message_bytes = %d", len(req.Content), req.Agent, max))
 	}
-	if req.IdempotencyKey != "" {
+	ledger := r.opts.Ledger
+	if req.IdempotencyKey == "" {
+		ledger = nil
+	}
+	if req.IdempotencyKey != "" && ledger == nil {
 		if m, ok := r.t.byIdempotencyKey(req.Agent, req.IdempotencyKey); ok {
 			return m, true, nil
 		}
@@ -162,11 +172,34 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 	if err := r.t.add(m); err != nil {
 		return nil, false, r.refused(req, start, err)
 	}
+	var claim Claim
+	if ledger != nil {
+		// The ledger, not this host's table, says whether the key was
+		// delivered: the message is in the table first, so that a
+		// concurrent retry here finds it by the id the ledger names.
+		c, prior, err := ledger.Claim(ctx, req.Agent, req.IdempotencyKey, id)
+		switch {
+		case err != nil:
+			r.t.remove(m)
+			return nil, false, r.refused(req, start, refuse(ErrUnavailable, tooling.CodeUnavailable,
+				"the idempotency key could not be recorded, so the message was not delivered: %v", err))
+		case prior != nil:
+			r.t.remove(m)
+			return r.prior(req, start, prior)
+		}
+		claim = c
+	}
 	if err := r.agents.Deliver(ctx, m); err != nil {
 		r.t.remove(m)
+		if claim != nil {
+			claim.Release()
+		}
 		return nil, false, r.refused(req, start, err)
 	}
 	m.delivered()
+	if claim != nil {
+		m.onFinish(func(m *Message) { claim.End(m.last()) })
+	}
 	auditContent := req.Audit || tgt.AuditContent
 	m.onFinish(func(m *Message) { r.ended(m, auditContent) })
 	return m, false, nil

@@ -3,7 +3,7 @@
 // Tooling's calls, reads and notifications without touching package tooling,
 // a collector that reads agent and tooling state from the control Backend at
 // scrape time, and small hooks for the agent events the daemon sees (traps,
-// instantiation) and for its inboxes' counters.
+// instantiation), for its inboxes' counters and for the key-value store.
 package metrics
 
 import (
@@ -49,6 +49,7 @@ type Metrics struct {
 	pol         policySeries  // policy.go
 	chat        chatSeries    // chat.go
 	message     messageSeries // messages.go
+	kv          kvCollector   // kv.go
 
 	state *stateCollector
 
@@ -113,7 +114,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed,
-		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state},
+		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state}, &m.kv,
 	)
 	return m
 }

@@ -2,7 +2,7 @@
 // config and options, the graph every command runs on: the audit log, the
 // providers and their token budgets, the toolings (their sampling answered
 // through the providers, instrumented when metrics are given), the gateway
-// hub serving them and the host agents run on, each agent's contract
+// hub serving them, the key-value store and the host agents run on, each agent's contract
 // (audit, providers, chat observer) given by the host. Close takes it down
 // in the reverse order.
 //
@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
@@ -45,11 +47,13 @@ type options struct {
 	providers   []string // nil: every [provider.*]
 	noHost      bool
 	engineOnly  bool
+	etcd        *clientv3.Client // store.go
+	tempStore   bool
 }
 
 // WithMetrics instruments every tooling (including those MakeToolings
 // makes later), reports chats and samplings to m and points m at the audit
-// log.
+// log and the key-value store.
 func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
 
 // WithToolingOptions applies opts to every MCP tooling made.
@@ -103,9 +107,14 @@ type System struct {
 	// Engine compiles and loads components: Host's, or EngineOnly's own;
 	// nil WithoutHost.
 	Engine *engine.Engine
+	// KV is the key-value store the agents' wasi:keyvalue imports reach and
+	// the operators' kv commands drive; nil WithoutHost or EngineOnly.
+	KV *kv.Service
 
-	log  *zap.Logger
-	opts options
+	log      *zap.Logger
+	opts     options
+	store    kv.Store // KV's backend (store.go)
+	storeDir string   // a temporary store's directory, removed by Close
 }
 
 // New builds the graph of cfg. Nothing runs until Serve (the audit writer,
@@ -164,6 +173,9 @@ func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err er
 	if s.opts.noHost {
 		return s, nil
 	}
+	if err := s.openStore(); err != nil {
+		return s, &StoreError{Err: err}
+	}
 	if s.Host, err = host.New(s.hostOptions(), s.Hub); err != nil {
 		return s, &HostError{Err: err}
 	}
@@ -177,6 +189,14 @@ type HostError struct{ Err error }
 
 func (e *HostError) Error() string { return e.Err.Error() }
 func (e *HostError) Unwrap() error { return e.Err }
+
+// StoreError is New's error when the key-value store could not be opened
+// (its bbolt file locked by another process or corrupt: the message names
+// the file and what to do).
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
 
 // HostOptions are the host options of cfg: its compile cache and the
 // engine settings that key the cache's entries (fuel metering on when some
@@ -229,12 +249,15 @@ func (s *System) Start() (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// Close releases the engine (the host's), the audit log and the providers. Agents must
-// have ended, and Serve returned.
+// Close releases the engine (the host's), the key-value store, the audit
+// log and the providers. Agents must have ended, and Serve returned.
 func (s *System) Close() error {
 	var err error
 	if s.Engine != nil {
 		err = s.Engine.Close()
+	}
+	if serr := s.closeStore(); err == nil {
+		err = serr
 	}
 	s.Audit.Close()
 	if s.Providers != nil {

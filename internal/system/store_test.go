@@ -1,0 +1,90 @@
+package system_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/kv"
+	"github.com/toolhostd/toolhostd/internal/system"
+)
+
+// TestStore: the system's key-value store is the state directory's bbolt
+// file, kept across systems; WithTemporaryStore's is a file elsewhere that
+// Close removes; a system without a host has none.
+func TestStore(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	cfg, err := config.Parse("test.toml", []byte(fmt.Sprintf("version = 1\n[host]\ncache_dir = %q\nstate_dir = %q\n", filepath.Join(dir, "cache"), state)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref := kv.Ref{Agent: "a", Bucket: "notes"}
+	open := func(opts ...system.Option) *system.System {
+		t.Helper()
+		sys, err := system.New(cfg, nil, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sys
+	}
+
+	sys := open()
+	if err := sys.KV.Put(ctx, ref, "k", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, config.StoreFile)); err != nil {
+		t.Fatalf("the store's file: %v", err)
+	}
+	sys = open()
+	if v, ok, err := sys.KV.Get(ctx, ref, "k"); err != nil || !ok || string(v) != "kept" {
+		t.Errorf("the next system's store: %q %v %v, want what the first wrote", v, ok, err)
+	}
+	if err := sys.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	obs, logs := observer.New(zapcore.InfoLevel)
+	tmp, err := system.New(cfg, zap.New(obs), system.WithTemporaryStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := tmp.KV.Get(ctx, ref, "k"); err != nil || ok {
+		t.Errorf("the temporary store holds the state directory's key: %v %v", ok, err)
+	}
+	if err := tmp.KV.Put(ctx, ref, "t", []byte("gone at exit")); err != nil {
+		t.Fatal(err)
+	}
+	said := logs.FilterMessage("the key-value store is temporary: it is removed at exit").All()
+	if len(said) != 1 {
+		t.Fatalf("%d log lines about the temporary store, want 1", len(said))
+	}
+	path, _ := said[0].ContextMap()["path"].(string)
+	if _, err := os.Stat(path); err != nil || filepath.Dir(filepath.Dir(path)) == state {
+		t.Fatalf("the temporary store %q: %v", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("the temporary store's directory after Close: %v, want it removed", err)
+	}
+
+	if bare := open(system.WithoutHost()); bare.KV != nil {
+		bare.Close()
+		t.Error("a system without a host has a key-value store")
+	} else {
+		bare.Close()
+	}
+}
