@@ -154,7 +154,8 @@ func serve(in string) (string, error) {
 }
 
 // answer is one user turn: the model is asked until it stops calling
-// tools, its text streaming into the reply.
+// tools, its text streaming into the reply. The conversation is kept
+// before the reply ends, so that a reply seen means a turn remembered.
 func (s *service) answer(m toolhost.Incoming, r *toolhost.Replier) error {
 	var history []toolhost.Message
 	if m.Session != nil {
@@ -167,25 +168,33 @@ func (s *service) answer(m toolhost.Incoming, r *toolhost.Replier) error {
 		history = append(history, toolhost.SystemMessage(s.o.System))
 	}
 	history = append(history, toolhost.UserMessage(m.Content))
-	defer func() {
-		if m.Session != nil {
-			history = trim(history, s.o.MaxHistory)
-			s.sessions[*m.Session] = history
-			s.mem.keep(*m.Session, history)
-		}
-	}()
+	err := s.converse(m, r, &history)
+	if m.Session != nil {
+		history = trim(history, s.o.MaxHistory)
+		s.sessions[*m.Session] = history
+		s.mem.keep(*m.Session, history)
+	}
+	if err != nil {
+		return err
+	}
+	return r.End("")
+}
+
+// converse asks the model, calling the tools it asks for, until it
+// answers; the turns go into history.
+func (s *service) converse(m toolhost.Incoming, r *toolhost.Replier, history *[]toolhost.Message) error {
 	for turn := 1; turn <= s.o.MaxTurns; turn++ {
 		req := s.o.Request
-		req.Messages, req.Tools = history, s.box.Tools()
+		req.Messages, req.Tools = *history, s.box.Tools()
 		resp, err := r.StreamChat(s.p, &req)
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", turn, err)
 		}
-		history = append(history, resp.Message)
+		*history = append(*history, resp.Message)
 		if resp.FinishReason != toolhost.FinishToolCalls || len(resp.Message.ToolCalls) == 0 {
 			toolhost.Logf(toolhost.LevelInfo, "assistant-service: %s answered %s in %d turns (%d input, %d output tokens)",
 				resp.Model, m.Sender, turn, resp.Usage.InputTokens, resp.Usage.OutputTokens)
-			return r.End("")
+			return nil
 		}
 		if resp.Text() != "" {
 			if err := r.Delta("\n"); err != nil {
@@ -195,7 +204,7 @@ func (s *service) answer(m toolhost.Incoming, r *toolhost.Replier) error {
 		for _, c := range resp.Message.ToolCalls {
 			toolhost.Logf(toolhost.LevelInfo, "assistant-service: tool call %s %s", c.Name, c.Arguments)
 		}
-		history = append(history, s.box.Call(&s.inbox, resp.Message.ToolCalls, toolTimeout)...)
+		*history = append(*history, s.box.Call(&s.inbox, resp.Message.ToolCalls, toolTimeout)...)
 		if s.inbox.Shutdown() {
 			return errors.New("the agent is stopping")
 		}
