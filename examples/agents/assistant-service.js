@@ -9,6 +9,14 @@
 //
 //   toolhostd send assistant-service "what tools do you have?" --session s1
 //
+// It remembers: each conversation is kept in the key-value store
+// (wasi:keyvalue), so a restarted daemon, or another host of a cluster
+// after a move, continues it where it stopped. A per-session instance
+// keeps its conversation in its session's bucket (open("session"), key
+// "history"); a single instance keeps them all in its bucket
+// "conversations", a key per session. Without a store (open fails) it
+// remembers in memory only, and says so in its log.
+//
 // Input (JSON, every key optional): {"provider", "system", "toolings":
 // [...], "max_turns", "max_history", "request"}. max_history bounds the
 // messages a conversation keeps (the oldest whole turns go first; the
@@ -18,7 +26,8 @@
 // toolings').
 import { get as getProvider } from 'toolhost:agent/provider@0.3.0';
 import { write } from 'toolhost:agent/log@0.3.0';
-import { agent, errorText, Inbox, Toolbox } from '../../sdk/js/toolhost.js';
+import { open } from 'wasi:keyvalue/store@0.2.0-draft2';
+import { agent, errorText, fromUtf8, Inbox, Toolbox, utf8 } from '../../sdk/js/toolhost.js';
 
 const defaults = {
   provider: 'model',
@@ -46,6 +55,45 @@ function trim(history, limit) {
   return [...head, ...rest];
 }
 
+// memory is where the conversations are kept: the session's bucket of a
+// per-session instance, else the agent's bucket "conversations"; null
+// without a store.
+function memory() {
+  try {
+    return { bucket: open('session'), key: () => 'history' };
+  } catch {
+    // Not a per-session instance (no-such-store): the agent's own bucket.
+  }
+  try {
+    return { bucket: open('conversations'), key: (session) => `conversation/${session}` };
+  } catch (e) {
+    write('warn', `assistant-service: no key-value store (${errorText(e)}): conversations are kept in memory only`);
+    return null;
+  }
+}
+
+// recall is the kept conversation of session ([] for none); keep stores
+// it. A store error is logged: the conversation goes on from memory.
+function recall(mem, session) {
+  if (mem === null) return [];
+  try {
+    const v = mem.bucket.get(mem.key(session));
+    return v === undefined ? [] : JSON.parse(fromUtf8(v));
+  } catch (e) {
+    write('warn', `assistant-service: reading conversation ${session}: ${errorText(e)}`);
+    return [];
+  }
+}
+
+function keep(mem, session, history) {
+  if (mem === null) return;
+  try {
+    mem.bucket.set(mem.key(session), utf8(JSON.stringify(history)));
+  } catch (e) {
+    write('warn', `assistant-service: keeping conversation ${session}: ${errorText(e)}`);
+  }
+}
+
 function service(o) {
   const box = new Toolbox(o.toolings); // throws "tooling NAME: code: message"
   let p = null;
@@ -56,11 +104,13 @@ function service(o) {
       throw `provider ${o.provider}: ${errorText(e)}`;
     }
     const inbox = new Inbox();
+    const mem = memory();
     const sessions = new Map(); // session -> its messages
     // answer is one user turn: the model is asked until it stops calling
     // tools, its text streaming into the reply.
     const answer = (msg, reply) => {
-      let history = (msg.session !== null && sessions.get(msg.session)) || [];
+      let history = [];
+      if (msg.session !== null) history = sessions.get(msg.session) || recall(mem, msg.session);
       if (history.length === 0 && o.system) history.push({ role: 'system', content: o.system, toolCalls: [] });
       history.push({ role: 'user', content: msg.content, toolCalls: [] });
       try {
@@ -80,13 +130,18 @@ function service(o) {
         }
         throw `no answer after ${o.max_turns} turns`;
       } finally {
-        if (msg.session !== null) sessions.set(msg.session, trim(history, o.max_history));
+        if (msg.session !== null) {
+          history = trim(history, o.max_history);
+          sessions.set(msg.session, history);
+          keep(mem, msg.session, history);
+        }
       }
     };
     const n = inbox.serve(answer);
     return `answered ${n} messages in ${sessions.size} sessions`;
   } finally {
     box.close();
+    if (mem !== null) mem.bucket[dispose]();
     if (p !== null) p[dispose]();
   }
 }
