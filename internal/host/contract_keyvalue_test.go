@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -395,9 +396,9 @@ func TestKeyValueConcurrentIncrements(t *testing.T) {
 }
 
 // TestKeyValueStopEndsCall: a store call pending on an unreachable etcd
-// ends when the agent is stopped (it runs with the agent's stopping
-// context), long before the store's own timeouts (a minute here): the
-// guest sees other(...) and returns from run within its stop grace.
+// ends at the agent's hard stop, when its stop grace (2s) is over, long
+// before the store's own timeouts (a minute here): the agent is
+// interrupted, it does not hang.
 func TestKeyValueStopEndsCall(t *testing.T) {
 	s := env(t)
 	c := etcdtest.Start(t, 1)
@@ -409,27 +410,62 @@ func TestKeyValueStopEndsCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
-	a := s.startProbe(t, probeOpts{name: "kv-stop", grace: 30 * time.Second, bucket: opener(svc, "stop", "", kv.Policy{})},
+	a := s.startProbe(t, probeOpts{name: "kv-stop", grace: 2 * time.Second, bucket: opener(svc, "stop", "", kv.Policy{})},
 		step{"op": "kv-open", "name": "notes", "as": "b"},
 		step{"op": "log", "message": "calling the store"},
 		step{"op": "kv-get", "h": "b", "key": "k"},
 	)
-	testenv.Eventually(t, 30*time.Second, "the guest is about to call the store", func() bool {
+	waitGuestLog(t, s, "kv-stop", "calling the store")
+	start := time.Now()
+	a.Stop()
+	select {
+	case <-a.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stopped agent's store call did not end within 30s")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the stopped agent's store call took %v to end", d)
+	}
+	if _, err := a.Wait(); !errors.Is(err, ErrInterrupted) {
+		t.Errorf("the agent ended with %v, want it interrupted at the end of its grace", err)
+	}
+}
+
+// waitGuestLog waits for agent to log msg.
+func waitGuestLog(t testing.TB, s *suite, agent, msg string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("agent %s to log %q", agent, msg), func() bool {
 		for _, e := range s.logs.All() {
-			if e.Message == "calling the store" && e.ContextMap()["agent"] == "kv-stop" {
+			if e.Message == msg && e.ContextMap()["agent"] == agent {
 				return true
 			}
 		}
 		return false
 	})
-	start := time.Now()
-	a.Stop()
-	rs := finish(t, a)
-	checkSteps(t, rs, `"b"`, "true", "err other")
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the stopped agent's store call took %v to end", d)
-	}
-	if m := rs[2].Err.Message; !strings.Contains(m, "context canceled") {
-		t.Errorf("the ended call's error: %q", m)
-	}
+}
+
+// TestKeyValueInStopGrace: an agent asked to stop can still keep its state
+// in its stop grace: a set made after its shutdown envelope is written.
+func TestKeyValueInStopGrace(t *testing.T) {
+	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
+		s := env(t)
+		svc := kv.New(boltStore(t))
+		name := "kv-grace-" + g.String() // the suite's log is shared
+		a := s.startProbe(t, probeOpts{guest: g, name: name, grace: 30 * time.Second, bucket: opener(svc, "grace", "", kv.Policy{})},
+			step{"op": "kv-open", "name": "notes", "as": "b"},
+			step{"op": "log", "message": "waiting for the stop"},
+			step{"op": "recv"},
+			step{"op": "kv-set", "h": "b", "key": "state", "value": "kept at stop"},
+		)
+		waitGuestLog(t, s, name, "waiting for the stop")
+		a.Stop()
+		rs := finish(t, a)
+		if len(rs) != 4 || rs[3].Err != nil {
+			t.Fatalf("the set after the shutdown envelope: %+v", rs)
+		}
+		v, ok, err := mustOpen(t, svc, "grace", "", "notes").Get(t.Context(), "state")
+		if err != nil || !ok || string(v) != "kept at stop" {
+			t.Fatalf("the store holds %q, %v, %v; want the value set in the stop grace", v, ok, err)
+		}
+	})
 }

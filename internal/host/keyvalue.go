@@ -3,8 +3,10 @@ package host
 // The key-value store: wasi:keyvalue/store, atomics and batch at
 // 0.2.0-draft2 (wit/deps/keyvalue), one to one onto the agent's buckets
 // (package kv, bound to the agent by AgentConfig.OpenBucket). Every call
-// runs with the agent's stopping context, so a stopping agent's pending
-// store call ends, and within the kv.Service's own timeout.
+// runs within the kv.Service's own timeout and until the agent's hard
+// stop: unlike a tooling call, a store call still works after the agent
+// was asked to stop, so that it can keep its state in its stop grace; one
+// still pending when the grace ends (an unreachable etcd) ends then.
 
 import (
 	"context"
@@ -106,7 +108,8 @@ func argCount(args []wt.Val, n int, fn string) error {
 
 // bucketFunc adapts a function whose first argument is a borrow<bucket>
 // (the bucket's methods, increment, cas.new, the batch functions) to a
-// HostFunc; body gets the other arguments and the stopping context.
+// HostFunc; body gets the other arguments and the context of the call
+// (the agent's, until its hard stop).
 func bucketFunc(fn string, n int, body func(ctx context.Context, st *agentState, b *kv.Bucket, args []wt.Val) (wt.Val, error)) wt.HostFunc {
 	return methodOf(func(st *agentState, args []wt.Val) (*kv.Bucket, error) {
 		if err := argCount(args, n, fn); err != nil {
@@ -114,7 +117,7 @@ func bucketFunc(fn string, n int, body func(ctx context.Context, st *agentState,
 		}
 		return selfArg(st.buckets, bucketType, "bucket", args)
 	}, func(st *agentState, b *kv.Bucket, args []wt.Val) (wt.Val, error) {
-		return body(st.stopping, st, b, args)
+		return body(st.killed, st, b, args)
 	})
 }
 
@@ -284,7 +287,7 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 			if err != nil {
 				return err
 			}
-			again, err := cas.Swap(st.stopping, v)
+			again, err := cas.Swap(st.killed, v)
 			switch {
 			case err == nil:
 				results[0] = wt.Ok(nil)
