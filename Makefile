@@ -39,10 +39,11 @@ build/test-agents/%.wasm: internal/host/testdata/agents/%.js $(WIT) node_modules
 	$(COMPONENTIZE)
 
 # Agents that import sdk/js (both toolchains bundle the relative import):
-# the examples and the sdkjs, kvnotes and paced test agents.
+# the examples and the sdkjs, kvnotes, remember and paced test agents.
 SDK_JS_AGENTS := $(AGENTS) $(patsubst examples/agents/%.js,build/agents-qjs/%.wasm,$(wildcard examples/agents/*.js)) \
 	build/test-agents/sdkjs.wasm build/test-agents-qjs/sdkjs.wasm \
 	build/test-agents/kvnotes.wasm build/test-agents-qjs/kvnotes.wasm \
+	build/test-agents/remember.wasm build/test-agents-qjs/remember.wasm \
 	build/test-agents/paced.wasm build/test-agents-qjs/paced.wasm
 $(SDK_JS_AGENTS): sdk/js/toolhost.js
 

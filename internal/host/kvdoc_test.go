@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,45 @@ func TestDocKeyValue(t *testing.T) {
 				if err != nil || out != want {
 					t.Fatalf("run %d: %q, %v; want %q", i+1, out, err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestREADMEKeyValueGuest: the key-value guest of README.md ("Agents that
+// remember") is testdata/agents/remember.js (but for the path of sdk/js,
+// which a `toolhostd new` project keeps beside its agent): built by both
+// JS toolchains, it counts its runs in its bucket and keeps its last input.
+func TestREADMEKeyValueGuest(t *testing.T) {
+	s := env(t)
+	readme, err := os.ReadFile(filepath.Join(s.root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	if i := strings.Index(section, "## Agents that remember"); i >= 0 {
+		section = section[i:]
+	}
+	file, err := os.ReadFile(filepath.Join("testdata", "agents", "remember.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js, want := codeBlock(t, section, "js"), strings.Replace(string(file), "'../../../../sdk/js/toolhost.js'", "'./toolhost.js'", 1); js != want {
+		t.Errorf("README.md's key-value guest is not testdata/agents/remember.js:\n%s", js)
+	}
+	for _, build := range []string{"test-agents", "test-agents-qjs"} {
+		t.Run(build, func(t *testing.T) {
+			p := s.program(t, build, "remember")
+			svc := kv.New(boltStore(t))
+			for i, input := range []string{"hi", "there"} {
+				out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "notes", OpenBucket: opener(svc, "notes", "", kv.Policy{})}, input), 60*time.Second)
+				if want := fmt.Sprintf("run %d", i+1); err != nil || out != want {
+					t.Fatalf("run %d: %q, %v; want %q", i+1, out, err, want)
+				}
+			}
+			v, ok, err := mustOpen(t, svc, "notes", "", "notes").Get(t.Context(), "last")
+			if err != nil || !ok || string(v) != "there" {
+				t.Fatalf("the bucket's last: %q, %v, %v; want the last input", v, ok, err)
 			}
 		})
 	}
