@@ -53,6 +53,10 @@ type Options struct {
 	Settle         time.Duration // see the package doc
 	MovesPerSecond float64       // > 0
 	Digest         string        // the config's digest, published in the member key
+	// Address is the URL the other hosts reach this host's control API
+	// at, published in the member key ("" : none, messages cannot be
+	// forwarded here).
+	Address string
 
 	// Overrun is called when a fence did not finish in time (see the
 	// package doc); nil: logged only.
@@ -121,6 +125,10 @@ type Node struct {
 	counts     Counts
 	lastOK     time.Time
 	revs       int64 // etcd requests made (reads, writes, renewals)
+	// changed is closed and replaced whenever the view or this host's
+	// holdings change (lookup.go).
+	changed chan struct{}
+	gone    map[string]chan struct{} // member -> closed when it goes (lookup.go)
 }
 
 // member is one live member as watched.
@@ -131,9 +139,10 @@ type member struct {
 
 // memberInfo is the value of a member key.
 type memberInfo struct {
-	Name   string            `json:"name"`
-	Digest string            `json:"digest"`
-	Agents map[string]string `json:"agents"` // the agents it holds, by state
+	Name    string            `json:"name"`
+	Digest  string            `json:"digest"`
+	Address string            `json:"address,omitempty"` // its control API, for forwarded messages
+	Agents  map[string]string `json:"agents"`            // the agents it holds, by state
 }
 
 // owner is the holder of an ownership key.
@@ -192,7 +201,7 @@ func New(o Options) (*Node, error) {
 		wake:    make(chan struct{}, 1),
 		members: map[string]*member{}, owners: map[string]owner{},
 		agents: map[string]bool{}, local: map[string]*localAgent{},
-		digest: o.Digest,
+		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
 	}, nil
 }
 
@@ -304,6 +313,7 @@ func (n *Node) session(ctx context.Context) error {
 	n.lease, n.joined = lease, time.Now()
 	n.synced, n.passed, n.fencing = false, false, false
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
 
@@ -371,7 +381,7 @@ func (n *Node) info() memberInfo {
 			states[a] = s
 		}
 	}
-	return memberInfo{Name: n.o.Name, Digest: digest, Agents: states}
+	return memberInfo{Name: n.o.Name, Digest: digest, Address: n.o.Address, Agents: states}
 }
 
 // publish keeps the member key's value (digest, agents and states)
@@ -434,6 +444,7 @@ func (n *Node) clearSession() {
 	n.local = map[string]*localAgent{}
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
 	n.synced, n.passed = false, false
+	n.notifyLocked()
 	n.mu.Unlock()
 }
 

@@ -182,6 +182,7 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	if !fencing {
 		n.local[a] = &localAgent{rev: resp.Header.Revision}
 		n.counts.Claims++
+		n.notifyLocked()
 	}
 	n.mu.Unlock()
 	if fencing {
@@ -202,6 +203,7 @@ func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, mov
 		return
 	}
 	la.releasing, la.move = true, move
+	n.notifyLocked()
 	n.mu.Unlock()
 	wg.Go(func() {
 		n.o.Runner.Stop(a)
@@ -237,6 +239,7 @@ func (n *Node) deleteKey(ctx context.Context, a string, lease clientv3.LeaseID, 
 		if la.move {
 			n.counts.Moves++
 		}
+		n.notifyLocked()
 	}
 	n.mu.Unlock()
 	n.poke()

@@ -29,6 +29,7 @@ type MemberStatus struct {
 	Digest  string
 	Settled bool              // counts for placement
 	Agents  map[string]string // its agents by state, as it last published them
+	Address string            // its control API, as published
 }
 
 // Status reports the node's view.
@@ -48,7 +49,7 @@ func (n *Node) Status() Status {
 		m := n.members[name]
 		st.Members = append(st.Members, MemberStatus{
 			Name: name, Digest: m.info.Digest, Settled: now.Sub(m.since) >= n.o.Settle,
-			Agents: maps.Clone(m.info.Agents),
+			Agents: maps.Clone(m.info.Agents), Address: m.info.Address,
 		})
 	}
 	for a, la := range n.local {

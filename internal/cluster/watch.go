@@ -53,7 +53,13 @@ func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 			m.since = o.since // still present: its settle time runs on
 		}
 	}
+	for name := range n.gone {
+		if n.members[name] == nil {
+			n.goneLocked(name)
+		}
+	}
 	n.synced, n.viewRev = true, rev
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -70,6 +76,7 @@ func (n *Node) apply(evs []*clientv3.Event, rev int64) {
 		n.deleteLocked(string(ev.Kv.Key))
 	}
 	n.viewRev = max(n.viewRev, rev)
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -82,6 +89,7 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 		if json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
+		n.seenLocked(name)
 		if m := n.members[name]; m != nil {
 			m.info = info
 			return
@@ -101,6 +109,7 @@ func (n *Node) deleteLocked(key string) {
 	switch kind {
 	case "members":
 		delete(n.members, name)
+		n.goneLocked(name)
 	case "agents":
 		delete(n.owners, name)
 	}

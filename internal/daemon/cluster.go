@@ -23,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/forward"
 	"github.com/toolhostd/toolhostd/internal/host"
 )
 
@@ -30,6 +31,7 @@ import (
 type clusterState struct {
 	cli  *clientv3.Client
 	node *cluster.Node
+	fwd  *forward.Forwarder // nil: no control token, no forwarding
 	ttl  time.Duration
 	cfg  config.Cluster // as started: a reload does not change it
 	stop context.CancelFunc
@@ -51,22 +53,28 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	address, fwd, err := d.setupForwarding(cfg)
+	if err != nil {
+		return err
+	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
+		closeForwarder(fwd)
 		return fmt.Errorf("cluster: etcd client: %w", err)
 	}
 	node, err := cluster.New(cluster.Options{
 		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
 		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
 		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun,
+		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun, Address: address,
 	})
 	if err != nil {
+		closeForwarder(fwd)
 		_ = cli.Close()
 		return err
 	}
 	node.SetAgents(sortedKeys(cfg.Agent))
-	d.cluster = &clusterState{cli: cli, node: node, ttl: c.LeaseTTL.Duration, cfg: *c}
+	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c}
 	return nil
 }
 
@@ -146,10 +154,17 @@ func (d *Daemon) stopCluster() {
 	<-d.cluster.done
 }
 
-// closeCluster closes the etcd client.
+// closeCluster ends the forwarded streams and closes the etcd client.
 func (d *Daemon) closeCluster() {
 	if d.cluster != nil {
+		closeForwarder(d.cluster.fwd)
 		_ = d.cluster.cli.Close()
+	}
+}
+
+func closeForwarder(f *forward.Forwarder) {
+	if f != nil {
+		_ = f.Close()
 	}
 }
 
@@ -216,7 +231,7 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	for _, m := range st.Members {
 		out.Members = append(out.Members, control.ClusterMember{
 			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,
-			SameConfig: m.Digest == st.Digest,
+			SameConfig: m.Digest == st.Digest, Address: m.Address,
 		})
 	}
 	return out, true

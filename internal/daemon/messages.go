@@ -49,8 +49,8 @@ func (d *Daemon) newRouter(cfg *config.Config) *message.Router {
 // routerAgents is the daemon as the router's message.Agents.
 type routerAgents struct{ d *Daemon }
 
-// Target is the agent's messaging config; an agent another host of the
-// cluster runs is unavailable here.
+// Target is the agent's messaging config (for an agent another host of the
+// cluster runs too: Deliver forwards the message there).
 func (ra routerAgents) Target(agent string) (message.Target, error) {
 	d := ra.d
 	d.mu.Lock()
@@ -62,14 +62,11 @@ func (ra routerAgents) Target(agent string) (message.Target, error) {
 		}
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
-	if d.cluster != nil && !d.cluster.node.Owns(agent) {
-		return message.Target{}, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
-			"agent %q runs on another host of the cluster: send the message there", agent)
-	}
 	return message.Target{Accepts: r.cfg.Accepts, MaxMessageBytes: int(r.cfg.MaxMessageBytes), AuditContent: r.cfg.AuditArguments}, nil
 }
 
-// Deliver hands m to the instance of its agent (and session).
+// Deliver hands m to the instance of its agent (and session), or in a
+// cluster to the host that runs it (cluster_messages.go).
 func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 	d := ra.d
 	ctx, cancel := context.WithTimeout(ctx, deliverWait)
@@ -83,6 +80,13 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 				return p.Deliver(ctx, m)
 			}
 			return message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", m.Agent())
+		}
+		if d.cluster != nil && !d.cluster.node.Owns(m.Agent()) {
+			d.mu.Unlock()
+			if here, err := ra.deliverRemote(ctx, m); !here {
+				return err
+			}
+			continue
 		}
 		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
 		serving := r.hasSup && !r.final
