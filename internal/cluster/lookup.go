@@ -7,13 +7,13 @@ package cluster
 import "time"
 
 // Owner is the member that holds agent's ownership key, as watched, and
-// whether one does. An agent this host holds but is handing over or
-// fencing has no owner here (its messages wait for the next one).
+// whether one does. An agent this host holds but is still starting,
+// handing over or fencing has no owner here (its messages wait).
 func (n *Node) Owner(agent string) (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if la := n.local[agent]; la != nil {
-		if la.releasing || n.fencing {
+		if la.releasing || la.starting || n.fencing {
 			return "", false
 		}
 		return n.o.Name, true

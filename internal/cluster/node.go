@@ -41,6 +41,13 @@ type Halter interface {
 	Resume()
 }
 
+// SessionLister is a Runner that runs per-session instances of some
+// agents: each member publishes them (session -> state) with its member
+// key, for the cluster's view.
+type SessionLister interface {
+	Sessions(name string) map[string]string
+}
+
 // Options configure a Node.
 type Options struct {
 	Client *clientv3.Client
@@ -143,6 +150,8 @@ type memberInfo struct {
 	Digest  string            `json:"digest"`
 	Address string            `json:"address,omitempty"` // its control API, for forwarded messages
 	Agents  map[string]string `json:"agents"`            // the agents it holds, by state
+	// Sessions are its per-session instances: agent -> session -> state.
+	Sessions map[string]map[string]string `json:"sessions,omitempty"`
 }
 
 // owner is the holder of an ownership key.
@@ -159,6 +168,7 @@ type ownerInfo struct {
 // localAgent is an agent whose key this host holds.
 type localAgent struct {
 	rev       int64 // the claim's revision: a view older than it may not show the key yet
+	starting  bool  // claimed, Runner.Start not returned yet: not Owns (messages wait)
 	releasing bool  // being stopped to hand over, or to drop
 	move      bool  // the release is a hand over to another member
 	stopped   bool  // stopped; the key is still to be deleted
@@ -236,7 +246,7 @@ func (n *Node) Owns(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	la := n.local[name]
-	return la != nil && !la.releasing && !n.fencing
+	return la != nil && !la.releasing && !la.starting && !n.fencing
 }
 
 func (n *Node) poke() {
@@ -376,12 +386,23 @@ func (n *Node) info() memberInfo {
 	digest := n.digest
 	n.mu.Unlock()
 	states := make(map[string]string, len(names))
+	var sessions map[string]map[string]string
+	sl, _ := n.o.Runner.(SessionLister)
 	for _, a := range names {
 		if s := n.o.Runner.State(a); s != "" {
 			states[a] = s
 		}
+		if sl == nil {
+			continue
+		}
+		if ss := sl.Sessions(a); len(ss) > 0 {
+			if sessions == nil {
+				sessions = map[string]map[string]string{}
+			}
+			sessions[a] = ss
+		}
 	}
-	return memberInfo{Name: n.o.Name, Digest: digest, Address: n.o.Address, Agents: states}
+	return memberInfo{Name: n.o.Name, Digest: digest, Address: n.o.Address, Agents: states, Sessions: sessions}
 }
 
 // publish keeps the member key's value (digest, agents and states)
@@ -416,6 +437,12 @@ const publishEvery = time.Second
 // leave stops every agent this host holds, then revokes the lease: the
 // others take the agents at once.
 func (n *Node) leave(lease clientv3.LeaseID) {
+	n.mu.Lock()
+	for _, la := range n.local {
+		la.releasing = true // Owns and Owner say so: messages wait for the next owner
+	}
+	n.notifyLocked()
+	n.mu.Unlock()
 	n.stopAll()
 	n.revoke(lease)
 	n.log.Info("left the cluster", zap.String("member", n.o.Name))

@@ -179,10 +179,10 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	defer n.startMu.Unlock()
 	n.mu.Lock()
 	fencing := n.fencing || n.lease != lease
+	la := &localAgent{rev: resp.Header.Revision, starting: true}
 	if !fencing {
-		n.local[a] = &localAgent{rev: resp.Header.Revision}
+		n.local[a] = la
 		n.counts.Claims++
-		n.notifyLocked()
 	}
 	n.mu.Unlock()
 	if fencing {
@@ -190,6 +190,10 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	}
 	n.log.Debug("claimed", zap.String("agent", a))
 	n.o.Runner.Start(a)
+	n.mu.Lock()
+	la.starting = false
+	n.notifyLocked()
+	n.mu.Unlock()
 	return true
 }
 

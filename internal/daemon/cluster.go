@@ -231,7 +231,7 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	for _, m := range st.Members {
 		out.Members = append(out.Members, control.ClusterMember{
 			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,
-			SameConfig: m.Digest == st.Digest, Address: m.Address,
+			SameConfig: m.Digest == st.Digest, Address: m.Address, Sessions: m.Sessions,
 		})
 	}
 	return out, true
@@ -342,6 +342,22 @@ func (c clusterRunner) State(name string) string {
 		return r.state
 	}
 	return ""
+}
+
+// Sessions lists the agent's per-session instances by state (for the
+// cluster's view).
+func (c clusterRunner) Sessions(name string) map[string]string {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	r := c.d.agents[name]
+	if r == nil || r.pool == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, st := range r.pool.List() {
+		out[st.Session] = st.State
+	}
+	return out
 }
 
 func (c clusterRunner) Started(name string) bool {

@@ -35,7 +35,7 @@ func startFwdHost(t *testing.T, name string, endpoints []string, agents string) 
 	addr := freePort(t)
 	eps := `"` + strings.Join(endpoints, `", "`) + `"`
 	cfg := header(t) + fmt.Sprintf("control_listen = %q\ncontrol_token = %q\n\n", addr, fwdToken) +
-		fmt.Sprintf("[cluster]\nname = %q\nlease_ttl = \"3s\"\nsettle = \"200ms\"\nmoves_per_second = 100\nprefix = \"/fwd-test\"\netcd = { endpoints = [%s] }\n\n", name, eps) +
+		fmt.Sprintf("[cluster]\nname = %q\nlease_ttl = \"4s\"\nsettle = \"200ms\"\nmoves_per_second = 100\nprefix = \"/fwd-test\"\netcd = { endpoints = [%s] }\n\n", name, eps) +
 		agents
 	r := serve(t, writeConfig(t, mkdir(t, filepath.Join(t.TempDir(), name)), cfg))
 	controltest.Serve(t, control.Options{Backend: r.d, Messages: r.d.Messages(), Listen: addr, Token: fwdToken})
@@ -45,6 +45,32 @@ func startFwdHost(t *testing.T, name string, endpoints []string, agents string) 
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return &fwdHost{name: name, r: r, addr: addr, ctl: c}
+}
+
+// settled waits until every host sees every host settled and the owners
+// of the agents stayed the same for a second (the start's moves are over).
+func settled(t *testing.T, hosts []*fwdHost) {
+	t.Helper()
+	last, since := "", time.Now()
+	testenv.Eventually(t, 60*time.Second, "the placement to settle", func() bool {
+		var owners string
+		for _, h := range hosts {
+			st, _ := h.r.d.Cluster()
+			if len(st.Members) != len(hosts) {
+				return false
+			}
+			for _, m := range st.Members {
+				if !m.Settled || m.Address == "" {
+					return false
+				}
+			}
+			owners += fmt.Sprint(st.Owners)
+		}
+		if owners != last {
+			last, since = owners, time.Now()
+		}
+		return time.Since(since) >= time.Second
+	})
 }
 
 // owner is the host that runs agent, once one does and every host's view
@@ -104,19 +130,21 @@ component = %q
 accepts = ["mcp"]
 stop_grace = "1s"
 
+[agent.chat]
+component = %q
+instances = "per-session"
+stop_grace = "1s"
+
 [agent.held]
 component = %q
 input = '{"steps":[{"op":"recv-message","as":"m"},{"op":"reply-delta","id":"m","text":"part"},{"op":"recv"}]}'
 stop_grace = "1s"
-`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "test-agents-qjs", "probe"))
+`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"),
+		testenv.Agent(t, "test-agents-qjs", "probe"))
 	hosts := []*fwdHost{startFwdHost(t, "a", e.Endpoints(), agents), startFwdHost(t, "b", e.Endpoints(), agents)}
+	settled(t, hosts)
 	owner := ownerOf(t, hosts, "echo")
 	via := other(hosts, owner)
-	// Both hosts must be members with an address before "via" can forward.
-	testenv.Eventually(t, 30*time.Second, "both members publishing their address", func() bool {
-		st, _ := via.r.d.Cluster()
-		return len(st.Members) == 2 && st.Members[0].Address != "" && st.Members[1].Address != ""
-	})
 	ctx := t.Context()
 	t.Logf("echo runs on %s; messages go through %s", owner.name, via.name)
 
@@ -184,6 +212,30 @@ stop_grace = "1s"
 		t.Errorf("a message to an unknown agent: %v, want 404", err)
 	}
 
+	// A per-session agent's instances, made through the other host, show
+	// in the cluster's view with their host.
+	cowner := ownerOf(t, hosts, "chat")
+	cvia := other(hosts, cowner)
+	for _, session := range []string{"s1", "s2"} {
+		if st, err := cvia.ctl.Send(ctx, "chat", "hi", control.SendOptions{Session: session}); err != nil || st.Reply != "echo: hi (session "+session+")" {
+			t.Fatalf("chat session %s through %s: %+v, %v", session, cvia.name, st, err)
+		}
+	}
+	var view control.ClusterStatus
+	if err := testenv.Poll(10*time.Second, func() bool {
+		if view, err = cvia.ctl.Cluster(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range view.Members {
+			if m.Name == cowner.name {
+				return len(m.Sessions["chat"]) == 2 && m.Sessions["chat"]["s1"] != "" && m.Sessions["chat"]["s2"] != ""
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("%v waiting for chat's two instances in %s's view of %s: %+v", err, cvia.name, cowner.name, view)
+	}
+
 	// A reply streaming when its owner stops: the stream ends with an
 	// error event; the next message reaches the agent on the other host.
 	howner := ownerOf(t, hosts, "held")
@@ -210,8 +262,18 @@ stop_grace = "1s"
 		_, err := hvia.ctl.SendStream(ctx, "held", "again", control.SendOptions{}, func(ev message.Event) { got <- ev })
 		done <- err
 	}()
-	if ev := testenv.Recv(t, got, 30*time.Second, "held on its new host"); ev.Text != "part" {
-		t.Fatalf("held on its new host: %+v", ev)
+	select {
+	case ev := <-got:
+		if ev.Text != "part" {
+			t.Fatalf("held on its new host: %+v", ev)
+		}
+	case err := <-done:
+		t.Fatalf("held on its new host: %v", err)
+	case <-time.After(40 * time.Second):
+		for _, e := range hvia.r.logs.All() {
+			t.Log(e.LoggerName, e.Message, e.ContextMap())
+		}
+		t.Fatalf("held on its new host: no event within 40s")
 	}
 	if !hvia.r.d.cluster.node.Owns("held") {
 		t.Error("held answered but its new host does not hold it")

@@ -5,8 +5,8 @@ package daemon
 // sender reached; one for an agent that is moving (no host holds it, or
 // its host went) waits for the next owner up to deliverWait, then fails
 // unavailable. A forwarded message is delivered only here: if this host
-// does not hold the agent it answers misdirected (421) when another does,
-// so that the forwarding host follows the move, or waits like any other.
+// does not hold the agent it answers misdirected (421) at once, and the
+// forwarding host, which does the waiting, follows the move.
 
 import (
 	"context"
@@ -64,11 +64,17 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message) (h
 		}
 		owner, held := c.node.Owner(agent)
 		switch {
-		case !held:
-			why = "no host holds it (it is moving)"
 		case forwarded:
+			// The forwarding host waits and follows the move: a host that
+			// is stopping or fencing must not hold the request.
+			where := "no host holds it now (it is moving)"
+			if held {
+				where = "it runs on host " + owner
+			}
 			return false, fmt.Errorf("%w: %w", control.ErrMisdirected, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
-				"agent %q runs on host %s, not on %s", agent, owner, c.node.Self()))
+				"agent %q does not run on host %s: %s", agent, c.node.Self(), where))
+		case !held || owner == c.node.Self(): // starting here: Owns soon
+			why = "no host holds it (it is moving)"
 		case c.fwd == nil:
 			return false, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
 				"agent %q runs on host %s and this host cannot forward to it: set the shared [host] control_token", agent, owner)

@@ -82,4 +82,6 @@ type Member struct {
 	// Address is its control API's URL, where messages for its agents
 	// are forwarded ("" : none published).
 	Address string `json:"address,omitempty"`
+	// Sessions are its per-session instances: agent -> session -> state.
+	Sessions map[string]map[string]string `json:"sessions,omitempty"`
 }
