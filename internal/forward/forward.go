@@ -172,8 +172,8 @@ func (f *Forwarder) relay(ctx context.Context, cancel context.CancelFunc, c *con
 	id := s.ID
 	var last uint64
 	pause := resumePause
+	var err error // why the stream broke last
 	for attempt := 0; ; attempt++ {
-		var err error
 		if s != nil {
 			var ended bool
 			ended, err = s.Read(&last, r.apply)
@@ -221,6 +221,8 @@ func (f *Forwarder) relay(ctx context.Context, cancel context.CancelFunc, c *con
 		case errors.As(ferr, &ae) && ae.Status == http.StatusNotFound:
 			r.fail("host " + owner.Name + " no longer has message " + id + " (it restarted)")
 			return
+		default:
+			err = ferr
 		}
 	}
 }
