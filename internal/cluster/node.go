@@ -136,6 +136,12 @@ type Node struct {
 	// holdings change (lookup.go).
 	changed chan struct{}
 	gone    map[string]chan struct{} // member -> closed when it goes (lookup.go)
+	// Per-session instances (sessions.go): the session keys this host
+	// holds (with the number of its instances under each) and the
+	// watched holders of all.
+	sessMu     sync.Mutex // serialises ClaimSession and ReleaseSession
+	sessLocal  map[sessionID]int
+	sessOwners map[sessionID]owner
 }
 
 // member is one live member as watched.
@@ -212,6 +218,7 @@ func New(o Options) (*Node, error) {
 		members: map[string]*member{}, owners: map[string]owner{},
 		agents: map[string]bool{}, local: map[string]*localAgent{},
 		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
+		sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
 	}, nil
 }
 
@@ -323,6 +330,7 @@ func (n *Node) session(ctx context.Context) error {
 	n.lease, n.joined = lease, time.Now()
 	n.synced, n.passed, n.fencing = false, false, false
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessOwners = map[sessionID]owner{}
 	n.notifyLocked()
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
@@ -384,23 +392,36 @@ func (n *Node) info() memberInfo {
 		}
 	}
 	digest := n.digest
+	held := make([]sessionID, 0, len(n.sessLocal))
+	for id := range n.sessLocal {
+		held = append(held, id)
+	}
 	n.mu.Unlock()
 	states := make(map[string]string, len(names))
-	var sessions map[string]map[string]string
-	sl, _ := n.o.Runner.(SessionLister)
 	for _, a := range names {
 		if s := n.o.Runner.State(a); s != "" {
 			states[a] = s
 		}
-		if sl == nil {
-			continue
+	}
+	// The sessions this host holds, in the state its Runner reports.
+	var sessions map[string]map[string]string
+	sl, _ := n.o.Runner.(SessionLister)
+	live := map[string]map[string]string{}
+	for _, id := range held {
+		if sessions == nil {
+			sessions = map[string]map[string]string{}
 		}
-		if ss := sl.Sessions(a); len(ss) > 0 {
-			if sessions == nil {
-				sessions = map[string]map[string]string{}
+		if sessions[id.agent] == nil {
+			sessions[id.agent] = map[string]string{}
+			if sl != nil {
+				live[id.agent] = sl.Sessions(id.agent)
 			}
-			sessions[a] = ss
 		}
+		state := live[id.agent][id.session]
+		if state == "" {
+			state = "claimed"
+		}
+		sessions[id.agent][id.session] = state
 	}
 	return memberInfo{Name: n.o.Name, Digest: digest, Address: n.o.Address, Agents: states, Sessions: sessions}
 }
@@ -470,6 +491,7 @@ func (n *Node) clearSession() {
 	n.lease = 0
 	n.local = map[string]*localAgent{}
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessLocal, n.sessOwners = map[sessionID]int{}, map[sessionID]owner{}
 	n.synced, n.passed = false, false
 	n.notifyLocked()
 	n.mu.Unlock()

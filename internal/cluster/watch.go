@@ -45,6 +45,7 @@ func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 	n.mu.Lock()
 	old := n.members
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessOwners = map[sessionID]owner{}
 	for _, kv := range kvs {
 		n.putLocked(kv, now)
 	}
@@ -101,6 +102,13 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 			return
 		}
 		n.owners[name] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
+	case "sessions":
+		var info ownerInfo
+		id, ok := parseSession(name)
+		if !ok || json.Unmarshal(kv.Value, &info) != nil {
+			return
+		}
+		n.sessOwners[id] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
 	}
 }
 
@@ -112,6 +120,10 @@ func (n *Node) deleteLocked(key string) {
 		n.goneLocked(name)
 	case "agents":
 		delete(n.owners, name)
+	case "sessions":
+		if id, ok := parseSession(name); ok {
+			delete(n.sessOwners, id)
+		}
 	}
 }
 

@@ -32,10 +32,13 @@ type clusterState struct {
 	cli  *clientv3.Client
 	node *cluster.Node
 	fwd  *forward.Forwarder // nil: no control token, no forwarding
-	ttl  time.Duration
-	cfg  config.Cluster // as started: a reload does not change it
-	stop context.CancelFunc
-	done chan struct{}
+	// insts are the running per-session instances (guarded by Daemon.mu),
+	// which Halt stops with the others.
+	insts map[*host.Agent]bool
+	ttl   time.Duration
+	cfg   config.Cluster // as started: a reload does not change it
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // WithFenceOverrun sets what happens when a fence did not stop the agents
@@ -73,8 +76,8 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		_ = cli.Close()
 		return err
 	}
-	node.SetAgents(sortedKeys(cfg.Agent))
-	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c}
+	node.SetAgents(placedAgents(cfg))
+	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
 	return nil
 }
 
@@ -189,7 +192,7 @@ func (d *Daemon) clusterReady() bool { return d.cluster == nil || d.cluster.node
 // checkOwner refuses an operator's start or restart of an agent another
 // host runs.
 func (d *Daemon) checkOwner(name string) error {
-	if d.cluster != nil && !d.cluster.node.Owns(name) {
+	if d.cluster != nil && !d.cluster.node.Owns(name) && !d.everyHost(name) {
 		return fmt.Errorf("%w: %q", ErrNotOwner, name)
 	}
 	return nil
@@ -205,7 +208,7 @@ func (d *Daemon) reloaded(cur *config.Config) {
 	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
-	d.cluster.node.SetAgents(sortedKeys(cur.Agent))
+	d.cluster.node.SetAgents(placedAgents(cur))
 	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
 }
 
@@ -213,7 +216,15 @@ func (d *Daemon) reloaded(cur *config.Config) {
 // here: in a cluster only one this host holds (the node starts the rest
 // once claimed).
 func (d *Daemon) startsOnReload(name string) bool {
-	return d.cluster == nil || d.cluster.node.Owns(name)
+	return d.cluster == nil || d.cluster.node.Owns(name) || d.everyHost(name)
+}
+
+// everyHost reports a per-session agent, which every host runs.
+func (d *Daemon) everyHost(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.agents[name]
+	return r != nil && isPerSession(r.cfg)
 }
 
 // Cluster reports the cluster's view; false without [cluster].
@@ -318,6 +329,9 @@ func (c clusterRunner) Halt() {
 			insts = append(insts, r.inst)
 			r.setState(stateStopping)
 		}
+	}
+	for inst := range d.cluster.insts {
+		insts = append(insts, inst)
 	}
 	d.mu.Unlock()
 	for _, inst := range insts {

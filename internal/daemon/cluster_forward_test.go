@@ -51,9 +51,26 @@ func startFwdHost(t *testing.T, name string, endpoints []string, agents string) 
 // of the agents stayed the same for a second (the start's moves are over).
 func settled(t *testing.T, hosts []*fwdHost) {
 	t.Helper()
+	settledMembers(t, hosts)
 	last, since := "", time.Now()
 	testenv.Eventually(t, 60*time.Second, "the placement to settle", func() bool {
 		var owners string
+		for _, h := range hosts {
+			st, _ := h.r.d.Cluster()
+			owners += fmt.Sprint(st.Owners)
+		}
+		if owners != last {
+			last, since = owners, time.Now()
+		}
+		return time.Since(since) >= time.Second
+	})
+}
+
+// settledMembers waits until every host sees every host settled, with
+// its address.
+func settledMembers(t *testing.T, hosts []*fwdHost) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, "every member settled in every view", func() bool {
 		for _, h := range hosts {
 			st, _ := h.r.d.Cluster()
 			if len(st.Members) != len(hosts) {
@@ -64,12 +81,8 @@ func settled(t *testing.T, hosts []*fwdHost) {
 					return false
 				}
 			}
-			owners += fmt.Sprint(st.Owners)
 		}
-		if owners != last {
-			last, since = owners, time.Now()
-		}
-		return time.Since(since) >= time.Second
+		return true
 	})
 }
 
@@ -130,17 +143,11 @@ component = %q
 accepts = ["mcp"]
 stop_grace = "1s"
 
-[agent.chat]
-component = %q
-instances = "per-session"
-stop_grace = "1s"
-
 [agent.held]
 component = %q
 input = '{"steps":[{"op":"recv-message","as":"m"},{"op":"reply-delta","id":"m","text":"part"},{"op":"recv"}]}'
 stop_grace = "1s"
-`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"),
-		testenv.Agent(t, "test-agents-qjs", "probe"))
+`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "test-agents-qjs", "probe"))
 	hosts := []*fwdHost{startFwdHost(t, "a", e.Endpoints(), agents), startFwdHost(t, "b", e.Endpoints(), agents)}
 	settled(t, hosts)
 	owner := ownerOf(t, hosts, "echo")
@@ -210,30 +217,6 @@ stop_grace = "1s"
 	var ae *control.APIError
 	if _, err := via.ctl.Send(ctx, "nobody", "hi", control.SendOptions{}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("a message to an unknown agent: %v, want 404", err)
-	}
-
-	// A per-session agent's instances, made through the other host, show
-	// in the cluster's view with their host.
-	cowner := ownerOf(t, hosts, "chat")
-	cvia := other(hosts, cowner)
-	for _, session := range []string{"s1", "s2"} {
-		if st, err := cvia.ctl.Send(ctx, "chat", "hi", control.SendOptions{Session: session}); err != nil || st.Reply != "echo: hi (session "+session+")" {
-			t.Fatalf("chat session %s through %s: %+v, %v", session, cvia.name, st, err)
-		}
-	}
-	var view control.ClusterStatus
-	if err := testenv.Poll(10*time.Second, func() bool {
-		if view, err = cvia.ctl.Cluster(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range view.Members {
-			if m.Name == cowner.name {
-				return len(m.Sessions["chat"]) == 2 && m.Sessions["chat"]["s1"] != "" && m.Sessions["chat"]["s2"] != ""
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatalf("%v waiting for chat's two instances in %s's view of %s: %+v", err, cvia.name, cowner.name, view)
 	}
 
 	// A reply streaming when its owner stops: the stream ends with an

@@ -59,21 +59,27 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message) (h
 	_, forwarded := control.ForwardedBy(ctx)
 	why := "no host holds it (it is moving)"
 	for {
-		if c.node.Owns(agent) {
-			return true, nil
+		d.mu.Lock()
+		r := d.agents[agent]
+		var owner string
+		here := r == nil // removed meanwhile: the local path says so
+		if r != nil {
+			owner, here = ra.locate(r.cfg, m)
 		}
-		owner, held := c.node.Owner(agent)
+		d.mu.Unlock()
 		switch {
+		case here:
+			return true, nil
 		case forwarded:
 			// The forwarding host waits and follows the move: a host that
 			// is stopping or fencing must not hold the request.
 			where := "no host holds it now (it is moving)"
-			if held {
+			if owner != "" {
 				where = "it runs on host " + owner
 			}
 			return false, fmt.Errorf("%w: %w", control.ErrMisdirected, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
 				"agent %q does not run on host %s: %s", agent, c.node.Self(), where))
-		case !held || owner == c.node.Self(): // starting here: Owns soon
+		case owner == "":
 			why = "no host holds it (it is moving)"
 		case c.fwd == nil:
 			return false, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,

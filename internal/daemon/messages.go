@@ -81,7 +81,7 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 			}
 			return message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", m.Agent())
 		}
-		if d.cluster != nil && !d.cluster.node.Owns(m.Agent()) {
+		if d.cluster != nil && !ra.held(r, m) {
 			d.mu.Unlock()
 			if here, err := ra.deliverRemote(ctx, m); !here {
 				return err
@@ -100,7 +100,10 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 		var err error
 		switch {
 		case pool != nil:
-			return pool.Deliver(ctx, m)
+			if err = pool.Deliver(ctx, m); !ra.moved(ctx, err) {
+				return err
+			}
+			continue // another host took the session first: follow it
 		case inst != nil && state == stateRunning:
 			if !inst.Receives() {
 				return message.Refuse(message.ErrUnsupported, tooling.CodeUnsupported,
@@ -234,13 +237,10 @@ func (s *agentService) serveSessions(ctx context.Context) error {
 // startSession starts one instance of a per-session agent.
 func (s *agentService) startSession(prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
 	d := s.d
-	d.mu.Lock()
-	halted := d.halted
-	d.mu.Unlock()
-	if halted {
-		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "the cluster host is fenced")
+	inst, err := s.startSessionInstance(prog, s.agentConfig(env), session) // cluster_sessions.go
+	if err != nil {
+		return nil, err
 	}
-	inst := d.host.Start(prog, s.agentConfig(env), s.cfg.Input)
 	if m := d.opts.metrics; m != nil {
 		m.InstanceStarted(s.r.name)
 	}
@@ -251,6 +251,7 @@ func (s *agentService) startSession(prog *host.Program, env map[string]string, s
 // sessionEnded records how a per-session instance ended.
 func (s *agentService) sessionEnded(inst *host.Agent, session string) {
 	_, err := inst.Wait()
+	s.sessionInstanceEnded(inst, session)
 	trap := host.IsTrap(err)
 	if trap {
 		s.d.mu.Lock()
