@@ -25,6 +25,26 @@ func (n *Node) Owner(agent string) (string, bool) {
 	return o.host, true
 }
 
+// Place is the settled member agent belongs on now ("" when none is, or
+// this host is not synced).
+func (n *Node) Place(agent string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.synced || n.fencing {
+		return ""
+	}
+	return n.targetsLocked(n.settledLocked(time.Now()))[agent]
+}
+
+// Want asks this host to claim a lazy agent (SetLazy) that belongs here:
+// a message for it arrived. The next pass claims it if nobody holds it.
+func (n *Node) Want(agent string) {
+	n.mu.Lock()
+	n.wanted[agent] = true
+	n.mu.Unlock()
+	n.poke()
+}
+
 // Address is the control API URL member published, "" when it published
 // none or is not a live member.
 func (n *Node) Address(member string) string {

@@ -123,6 +123,9 @@ type Node struct {
 	owners  map[string]owner // agent -> holder, as watched
 	viewRev int64            // the etcd revision the view is at
 	agents  map[string]bool  // configured
+	// lazy are the configured agents claimed only once a message wants
+	// them (start = "on-message"); wanted those a message asked for here.
+	lazy, wanted map[string]bool
 	// targets caches each agent's placement over the settled members
 	// named by targetsKey (nil: to compute).
 	targets    map[string]string
@@ -217,6 +220,7 @@ func New(o Options) (*Node, error) {
 		wake:    make(chan struct{}, 1),
 		members: map[string]*member{}, owners: map[string]owner{},
 		agents: map[string]bool{}, local: map[string]*localAgent{},
+		lazy: map[string]bool{}, wanted: map[string]bool{},
 		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
 		sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
 	}, nil
@@ -235,6 +239,18 @@ func (n *Node) SetAgents(names []string) {
 		n.agents[a] = true
 	}
 	n.targets = nil
+	n.mu.Unlock()
+	n.poke()
+}
+
+// SetLazy sets which of the agents are claimed only on demand (Want): an
+// agent started by its first message has no holder until then.
+func (n *Node) SetLazy(names []string) {
+	n.mu.Lock()
+	n.lazy = make(map[string]bool, len(names))
+	for _, a := range names {
+		n.lazy[a] = true
+	}
 	n.mu.Unlock()
 	n.poke()
 }

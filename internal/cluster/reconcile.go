@@ -83,7 +83,7 @@ func (n *Node) planLocked(now time.Time, lease clientv3.LeaseID) plan {
 		la := n.local[a]
 		switch {
 		case la == nil:
-			if _, held := n.owners[a]; target == n.o.Name && !held {
+			if _, held := n.owners[a]; target == n.o.Name && !held && (!n.lazy[a] || n.wanted[a]) {
 				p.claims = append(p.claims, a)
 			}
 		case la.stopped:
@@ -176,6 +176,7 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	if !fencing {
 		n.local[a] = la
 		n.counts.Claims++
+		delete(n.wanted, a)
 	}
 	n.mu.Unlock()
 	if fencing {

@@ -76,6 +76,7 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		_ = cli.Close()
 		return err
 	}
+	node.SetLazy(lazyAgents(cfg))
 	node.SetAgents(placedAgents(cfg))
 	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
 	return nil
@@ -208,6 +209,7 @@ func (d *Daemon) reloaded(cur *config.Config) {
 	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
+	d.cluster.node.SetLazy(lazyAgents(cur))
 	d.cluster.node.SetAgents(placedAgents(cur))
 	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
 }

@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/control/controltest"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -128,9 +133,10 @@ func other(hosts []*fwdHost, h *fwdHost) *fwdHost {
 // control API on TCP. A message sent to the host that does not run the
 // agent reaches the one that does, through the control API as JSON and as
 // SSE, and the SSE stream resumes from Last-Event-ID against the receiving
-// host; the original sender is forwarded (an agent that accepts only "mcp"
-// takes an MCP message through the other host); an unknown agent is still
-// 404. A reply streaming when its host stops ends with an error event
+// host; the original sender is forwarded (an agent that accepts only
+// "mcp" takes an MCP message through the other host); an unknown agent is
+// still 404; an on-message agent is claimed by its placed host on its
+// first message, not before. A reply streaming when its host stops ends with an error event
 // (no hang), and the next message reaches the agent on its new host.
 func TestClusterForwarding(t *testing.T) {
 	e := etcdtest.Start(t, 1)
@@ -143,11 +149,17 @@ component = %q
 accepts = ["mcp"]
 stop_grace = "1s"
 
+[agent.lazy]
+component = %q
+start = "on-message"
+stop_grace = "1s"
+
 [agent.held]
 component = %q
 input = '{"steps":[{"op":"recv-message","as":"m"},{"op":"reply-delta","id":"m","text":"part"},{"op":"recv"}]}'
 stop_grace = "1s"
-`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "test-agents-qjs", "probe"))
+`, testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"),
+		testenv.Agent(t, "test-agents-qjs", "probe"))
 	hosts := []*fwdHost{startFwdHost(t, "a", e.Endpoints(), agents), startFwdHost(t, "b", e.Endpoints(), agents)}
 	settled(t, hosts)
 	owner := ownerOf(t, hosts, "echo")
@@ -217,6 +229,29 @@ stop_grace = "1s"
 	var ae *control.APIError
 	if _, err := via.ctl.Send(ctx, "nobody", "hi", control.SendOptions{}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("a message to an unknown agent: %v, want 404", err)
+	}
+
+	// An on-message agent: nobody holds it before its first message,
+	// which, sent through the host it does not belong on, makes the host
+	// it belongs on claim it.
+	for _, h := range hosts {
+		if st, _ := h.r.d.Cluster(); st.Owners["lazy"] != "" {
+			t.Fatalf("%s sees lazy held by %s before any message", h.name, st.Owners["lazy"])
+		}
+	}
+	placed := hosts[0].r.d.cluster.node.Place("lazy")
+	lvia := hosts[0]
+	if placed == lvia.name {
+		lvia = hosts[1]
+	}
+	if st, err := lvia.ctl.Send(ctx, "lazy", "wake up", control.SendOptions{}); err != nil || st.Reply != "echo: wake up" {
+		t.Fatalf("lazy through %s: %+v, %v", lvia.name, st, err)
+	}
+	for _, h := range hosts {
+		testenv.Eventually(t, 10*time.Second, h.name+" seeing lazy on "+placed, func() bool {
+			st, _ := h.r.d.Cluster()
+			return st.Owners["lazy"] == placed
+		})
 	}
 
 	// A reply streaming when its owner stops: the stream ends with an
@@ -290,4 +325,49 @@ func postStream(t *testing.T, addr, agent, content string, n int) (string, []str
 		}
 	}
 	return resp.Header.Get(control.HeaderMessageID), ids
+}
+
+// TestClusterUnreachableWarnings: a cluster host with no address to
+// publish, or no control token to forward with, says so at start.
+func TestClusterUnreachableWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name, host string
+		want       []string
+	}{
+		{"no address, no token", "", []string{"publishes no control API address", "no [host] control_token"}},
+		{"wildcard listen", "control_listen = \"0.0.0.0:7070\"\ncontrol_token = \"t\"\n", []string{"publishes no control API address"}},
+		{"advertised", "control_listen = \"0.0.0.0:7070\"\ncontrol_token = \"t\"\n\n[cluster]\nadvertise = \"http://10.0.0.5:7070\"\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := "[cluster]\n"
+			if strings.Contains(tc.host, "[cluster]") {
+				cluster = ""
+			}
+			cfg := header(t) + tc.host + "\n" + cluster + "name = \"a\"\netcd = { endpoints = [\"http://127.0.0.1:1\"] }\n"
+			path := writeConfig(t, t.TempDir(), cfg)
+			c, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs, logs := observer.New(zapcore.WarnLevel)
+			d, err := New(path, c, zap.New(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			var warned []string
+			for _, e := range logs.All() {
+				warned = append(warned, e.Message)
+			}
+			all := strings.Join(warned, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("no warning %q in:\n%s", w, all)
+				}
+			}
+			if tc.want == nil && strings.Contains(all, "control API address") {
+				t.Errorf("warned with an advertised address:\n%s", all)
+			}
+		})
+	}
 }

@@ -62,14 +62,16 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message) (h
 		d.mu.Lock()
 		r := d.agents[agent]
 		var owner string
-		here := r == nil // removed meanwhile: the local path says so
+		here, claiming := r == nil, false // removed meanwhile: the local path says so
 		if r != nil {
-			owner, here = ra.locate(r.cfg, m)
+			owner, here, claiming = ra.locate(r.cfg, m)
 		}
 		d.mu.Unlock()
 		switch {
 		case here:
 			return true, nil
+		case claiming:
+			why = "this host, where it belongs, did not start it"
 		case forwarded:
 			// The forwarding host waits and follows the move: a host that
 			// is stopping or fencing must not hold the request.

@@ -47,39 +47,63 @@ func (d *Daemon) onEveryHost(names []string) []string {
 	return out
 }
 
+// lazyAgents are cfg's agents placed whole that start on their first
+// message: their placed host claims them only then.
+func lazyAgents(cfg *config.Config) []string {
+	var out []string
+	for _, name := range placedAgents(cfg) {
+		if cfg.Agent[name].Start == config.StartOnMessage {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // held reports whether m is for this host: its agent is held here, or
 // for a per-session agent its session is (or belongs here while nobody
 // holds it). d.mu held.
 func (ra routerAgents) held(r *agentRec, m *message.Message) bool {
-	_, here := ra.locate(r.cfg, m)
+	_, here, _ := ra.locate(r.cfg, m)
 	return here
 }
 
 // locate is where m goes: here, or the member that holds (or is placed
 // to take) its agent or session; "" and false while nobody does.
-func (ra routerAgents) locate(a *config.Agent, m *message.Message) (owner string, here bool) {
+// claiming: nobody holds its on-message agent and this host, where it
+// belongs, was asked to claim it (m waits for that).
+func (ra routerAgents) locate(a *config.Agent, m *message.Message) (owner string, here, claiming bool) {
 	node := ra.d.cluster.node
 	if !isPerSession(a) {
 		if node.Owns(m.Agent()) {
-			return "", true
+			return "", true, false
 		}
 		owner, held := node.Owner(m.Agent())
-		if !held || owner == node.Self() { // starting here: Owns soon
-			return "", false
+		switch {
+		case held && owner == node.Self(): // starting here: Owns soon
+			return "", false, true
+		case held:
+			return owner, false, false
+		case a.Start != config.StartOnMessage:
+			return "", false, false // moving: its next host claims it
 		}
-		return owner, false
+		placed := node.Place(m.Agent())
+		if placed == node.Self() {
+			node.Want(m.Agent()) // its first message: claim it
+			return "", false, true
+		}
+		return placed, false, false
 	}
 	if m.Session() == "" {
-		return "", true // a one-off instance runs where it arrives
+		return "", true, false // a one-off instance runs where it arrives
 	}
 	owner, held := node.SessionOwner(m.Agent(), m.Session())
 	if !held {
 		owner = node.PlaceSession(m.Agent(), m.Session())
 	}
 	if owner == node.Self() {
-		return "", true
+		return "", true, false
 	}
-	return owner, false
+	return owner, false, false
 }
 
 // moved reports (after waiting for the cluster's view to change) whether
