@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,14 +16,16 @@ import (
 // placement (every host runs some), each runs in exactly one instance in
 // the cluster, and a session's next message, sent through another host,
 // reaches the same instance. The cluster's view shows each instance with
-// its host.
+// its host. A host cut off from etcd fences: its sessions' instances stop
+// and their next messages start them on the others, never two at once.
 func TestClusterSessions(t *testing.T) {
 	const sessions = 20
 	e := etcdtest.Start(t, 1)
 	agents := fmt.Sprintf("[agent.chat]\ncomponent = %q\ninstances = \"per-session\"\nmax_instances = 50\nstop_grace = \"1s\"\n",
 		testenv.Agent(t, "agents", "echo"))
+	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
 	hosts := []*fwdHost{startFwdHost(t, "a", e.Endpoints(), agents), startFwdHost(t, "b", e.Endpoints(), agents),
-		startFwdHost(t, "c", e.Endpoints(), agents)}
+		startFwdHost(t, "c", []string{proxy.URL()}, agents)}
 	settledMembers(t, hosts)
 	ctx := t.Context()
 	send := func(via *fwdHost, session string) {
@@ -83,9 +86,16 @@ func TestClusterSessions(t *testing.T) {
 			return n == sessions
 		})
 	}
-	// c stops: its sessions' keys go with it, and their next messages
-	// start instances on a and b.
-	hosts[2].r.stop(t)
+	// c is cut off from etcd: it fences, halting its sessions' instances;
+	// their next messages, through a and b, start instances there once
+	// c's lease expired. No session ever runs on two hosts at once.
+	w := watchSessions(hosts)
+	cut := time.Now()
+	proxy.Cut()
+	testenv.Eventually(t, 10*time.Second, "c to fence and halt its sessions' instances", func() bool {
+		return len(hosts[2].r.agent(t, "chat").Instances) == 0
+	})
+	fenced := time.Since(cut)
 	moved := 0
 	for s, hs := range where {
 		if hs[0] != "c" {
@@ -105,5 +115,58 @@ func TestClusterSessions(t *testing.T) {
 			t.Errorf("session %s, moved from c: %d instances on a and b, want 1", s, found)
 		}
 	}
-	t.Logf("%d sessions moved from c", moved)
+	t.Logf("c fenced %s after the cut; its %d sessions answered on a and b %s after it", fenced.Round(time.Millisecond),
+		moved, time.Since(cut).Round(time.Millisecond))
+	if n := len(hosts[2].r.agent(t, "chat").Instances); n != 0 {
+		t.Errorf("c, fenced, runs %d instances", n)
+	}
+	w.check(t)
+}
+
+// sessionWatch samples the hosts' per-session instances every 5ms until
+// checked and records any session seen on two hosts in one sample.
+type sessionWatch struct {
+	seen []string
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func watchSessions(hosts []*fwdHost) *sessionWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &sessionWatch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			on := map[string][]string{}
+			for _, h := range hosts {
+				for _, a := range h.r.d.Agents() {
+					for _, inst := range a.Instances {
+						on[inst.Session] = append(on[inst.Session], h.name)
+					}
+				}
+			}
+			for s, hs := range on {
+				if len(hs) > 1 {
+					w.seen = append(w.seen, fmt.Sprintf("session %s on %v", s, hs))
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+func (w *sessionWatch) check(t *testing.T) {
+	t.Helper()
+	w.stop()
+	<-w.done
+	for _, s := range w.seen {
+		t.Error("overlap:", s)
+	}
 }
