@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -89,7 +88,7 @@ func TestClusterSessions(t *testing.T) {
 	// c is cut off from etcd: it fences, halting its sessions' instances;
 	// their next messages, through a and b, start instances there once
 	// c's lease expired. No session ever runs on two hosts at once.
-	w := watchSessions(hosts)
+	w := watchSampled(map[string]*running{"a": hosts[0].r, "b": hosts[1].r, "c": hosts[2].r}, sessionsWhere)
 	cut := time.Now()
 	proxy.Cut()
 	testenv.Eventually(t, 10*time.Second, "c to fence and halt its sessions' instances", func() bool {
@@ -123,50 +122,16 @@ func TestClusterSessions(t *testing.T) {
 	w.check(t)
 }
 
-// sessionWatch samples the hosts' per-session instances every 5ms until
-// checked and records any session seen on two hosts in one sample.
-type sessionWatch struct {
-	seen []string
-	stop context.CancelFunc
-	done chan struct{}
-}
-
-func watchSessions(hosts []*fwdHost) *sessionWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &sessionWatch{stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			on := map[string][]string{}
-			for _, h := range hosts {
-				for _, a := range h.r.d.Agents() {
-					for _, inst := range a.Instances {
-						on[inst.Session] = append(on[inst.Session], h.name)
-					}
-				}
-			}
-			for s, hs := range on {
-				if len(hs) > 1 {
-					w.seen = append(w.seen, fmt.Sprintf("session %s on %v", s, hs))
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+// sessionsWhere maps each per-session instance's session to the hosts
+// running one.
+func sessionsWhere(hosts map[string]*running) map[string][]string {
+	on := map[string][]string{}
+	for name, h := range hosts {
+		for _, a := range h.d.Agents() {
+			for _, inst := range a.Instances {
+				on[inst.Session] = append(on[inst.Session], name)
 			}
 		}
-	}()
-	return w
-}
-
-func (w *sessionWatch) check(t *testing.T) {
-	t.Helper()
-	w.stop()
-	<-w.done
-	for _, s := range w.seen {
-		t.Error("overlap:", s)
 	}
+	return on
 }
