@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,7 +20,8 @@ import (
 // to reach another's API.
 func NewClient(base, token string, hc *http.Client) *Client {
 	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}}
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second,
+			DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}
 	}
 	base = strings.TrimSuffix(base, "/")
 	return &Client{where: strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), base: base, token: token, hc: hc}
@@ -37,11 +39,40 @@ type ForwardRequest struct {
 	Audit          bool
 }
 
+// streamIdle is how long a forwarded reply stream may stay silent before
+// it counts as broken: the server writes a keep-alive every sseKeepAlive,
+// so only a dead connection (a host cut off without a reset) is silent
+// that long.
+var streamIdle = 3 * sseKeepAlive
+
 // EventStream is a message's reply as Server-Sent Events; Close it.
 type EventStream struct {
 	// ID is the message's id on the host that answered.
 	ID   string
 	body io.ReadCloser
+}
+
+func newEventStream(id string, body io.ReadCloser) *EventStream {
+	return &EventStream{ID: id, body: &idleReader{rc: body, t: time.AfterFunc(streamIdle, func() { body.Close() })}}
+}
+
+// idleReader closes its body when no byte came for streamIdle.
+type idleReader struct {
+	rc io.ReadCloser
+	t  *time.Timer
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.rc.Read(p)
+	if n > 0 {
+		r.t.Reset(streamIdle)
+	}
+	return n, err
+}
+
+func (r *idleReader) Close() error {
+	r.t.Stop()
+	return r.rc.Close()
 }
 
 // Read calls onEvent for each event numbered above *last (moving *last
@@ -75,7 +106,7 @@ func (c *Client) Forward(ctx context.Context, f ForwardRequest) (*EventStream, e
 	if err != nil {
 		return nil, err
 	}
-	return &EventStream{ID: resp.Header.Get(HeaderMessageID), body: resp.Body}, nil
+	return newEventStream(resp.Header.Get(HeaderMessageID), resp.Body), nil
 }
 
 // Follow resumes agent's message id's reply stream after event number
@@ -88,5 +119,5 @@ func (c *Client) Follow(ctx context.Context, agent, id string, after uint64) (*E
 	if err != nil {
 		return nil, err
 	}
-	return &EventStream{ID: id, body: resp.Body}, nil
+	return newEventStream(id, resp.Body), nil
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ const (
 	// cancelTimeout bounds telling the owner that a message was
 	// cancelled here.
 	cancelTimeout = 5 * time.Second
+	// dialTimeout bounds connecting to another host (one that is cut
+	// off does not answer at all).
+	dialTimeout = 5 * time.Second
 )
 
 // Options configure a Forwarder.
@@ -85,7 +89,8 @@ func New(o Options) *Forwarder {
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
+			DialContext: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 15 * time.Second}).DialContext}}
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Forwarder{o: o, log: log.Named("forward"), hc: hc, ctx: ctx, stop: stop, clients: map[string]*control.Client{}}
