@@ -3,6 +3,7 @@ package main
 // The cluster's part of the CLI: `ps --cluster` and serve's fence overrun.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -24,12 +25,14 @@ func fenceOverrun(log *zap.Logger) func() {
 	}
 }
 
-// clusterRow is one agent of `ps --cluster`.
+// clusterRow is one agent of `ps --cluster`, or one per-session instance
+// of an agent (Session set).
 type clusterRow struct {
-	Agent  string `json:"agent"`
-	Host   string `json:"host"`  // "" while no host holds it
-	State  string `json:"state"` // as its host last published it
-	Config string `json:"config"`
+	Agent   string `json:"agent"`
+	Session string `json:"session,omitempty"`
+	Host    string `json:"host"`  // "" while no host holds it
+	State   string `json:"state"` // as its host last published it
+	Config  string `json:"config"`
 }
 
 // clusterRows lists every agent known to the cluster's view: the owners
@@ -55,20 +58,23 @@ func clusterRows(st control.ClusterStatus) []clusterRow {
 	}
 	out := make([]clusterRow, 0, len(byName))
 	for _, r := range byName {
-		r.Config = "same"
-		if other[r.Host] {
-			r.Config = "OTHER"
-		}
 		out = append(out, *r)
 	}
+	for _, m := range st.Members {
+		for a, ss := range m.Sessions {
+			for s, state := range ss {
+				out = append(out, clusterRow{Agent: a, Session: s, Host: m.Name, State: state})
+			}
+		}
+	}
+	for i := range out {
+		out[i].Config = "same"
+		if other[out[i].Host] {
+			out[i].Config = "OTHER"
+		}
+	}
 	slices.SortFunc(out, func(a, b clusterRow) int {
-		if a.Agent < b.Agent {
-			return -1
-		}
-		if a.Agent > b.Agent {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Host, b.Host))
 	})
 	return out
 }
@@ -77,12 +83,16 @@ func clusterRows(st control.ClusterStatus) []clusterRow {
 // members, flagging those on another config than this host's.
 func clusterTable(w io.Writer, st control.ClusterStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tHOST\tSTATE\tCONFIG")
+	fmt.Fprintln(tw, "AGENT\tSESSION\tHOST\tSTATE\tCONFIG")
 	for _, r := range clusterRows(st) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Host, r.State, r.Config)
+		session := "-"
+		if r.Session != "" {
+			session = r.Session
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Agent, session, r.Host, r.State, r.Config)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "MEMBER\tAGENTS\tSETTLED\tCONFIG")
+	fmt.Fprintln(tw, "MEMBER\tAGENTS\tSETTLED\tADDRESS\tCONFIG")
 	for _, m := range st.Members {
 		cfg := "same"
 		if !m.SameConfig {
@@ -92,7 +102,11 @@ func clusterTable(w io.Writer, st control.ClusterStatus) error {
 		if m.Name == st.Name {
 			me = " (this host)"
 		}
-		fmt.Fprintf(tw, "%s%s\t%d\t%v\t%s\n", m.Name, me, len(m.Agents), m.Settled, cfg)
+		addr := m.Address
+		if addr == "" {
+			addr = "-"
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t%v\t%s\t%s\n", m.Name, me, len(m.Agents), m.Settled, addr, cfg)
 	}
 	return tw.Flush()
 }

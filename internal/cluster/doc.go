@@ -85,6 +85,39 @@
 //
 //	TOOLHOSTD_LEADER_CRASH=3,4,5,6,8,10 go test -run TestLeaderCrashMeasure -v -timeout 30m ./internal/cluster/
 //
+// # Per-session instances and messages
+//
+// An agent with per-session instances is not placed whole: every host
+// runs its service, and each session's instance runs only on the host
+// that holds the session's key PREFIX/sessions/AGENT/SESSION, created only
+// if absent (ClaimSession, before the instance starts) and attached to
+// the holder's lease like an agent's key. The argument above carries over
+// key for key: the key goes only when its holder deleted it after the
+// instance ended (ReleaseSession; claims and releases of a host are
+// serialised, so a release never takes the key from under an instance a
+// claim just counted) or when the lease expired; a fence halts these
+// instances with the others (the Runner records each one where its Halt
+// finds it, and a claim that races a fence is refused under startMu as an
+// agent's is), so by t_ok + 3/4 lease_ttl none runs, a quarter of the TTL
+// before another host can create the key. A session with no holder
+// belongs on the settled member with the highest rendezvous weight for
+// (agent, session) (PlaceSession): only that member claims it, when a
+// message for it arrives, so sessions spread over the hosts; a session
+// that has a holder stays there until its instance ends (no hand over).
+// A host that deletes a key it did not create is outside assumption 4.
+// An agent marked lazy (SetLazy: it starts on its first message) is
+// claimed by its placed host only after a message asked for it (Want);
+// the claim itself is the same as any agent's.
+//
+// The message path reads the view: Owner and SessionOwner (who holds a
+// key; an agent still starting or being handed over has no owner, so
+// its messages wait), PlaceSession, a member's published control API
+// Address, Changed (closed at each change of the view) and Gone (closed
+// when a member's key goes). These lookups only route messages; they
+// never start anything, so they cannot weaken the guarantee: a message
+// that reaches a host that does not hold the key is refused or sent on,
+// and an instance starts only after its key was created.
+//
 // # Placement and pacing
 //
 // A member counts for placement once it has been seen continuously for

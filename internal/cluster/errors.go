@@ -11,3 +11,7 @@ var (
 	// renewed in time: the host fenced itself.
 	ErrLeaseLost = errors.New("cluster: lease lost")
 )
+
+// ErrSessionHeld is ClaimSession's answer when another member holds the
+// session's key (or this host is not joined): its messages go there.
+var ErrSessionHeld = errors.New("cluster: the session is held by another member")

@@ -153,6 +153,7 @@ func (n *Node) fence(why error) {
 	n.mu.Lock()
 	n.fencing = true
 	n.counts.Fences++
+	n.notifyLocked()
 	deadline := n.lastOK.Add(n.o.LeaseTTL * overrunNum / overrunDen)
 	held := len(n.local)
 	n.mu.Unlock()

@@ -41,6 +41,13 @@ type Halter interface {
 	Resume()
 }
 
+// SessionLister is a Runner that runs per-session instances of some
+// agents: each member publishes them (session -> state) with its member
+// key, for the cluster's view.
+type SessionLister interface {
+	Sessions(name string) map[string]string
+}
+
 // Options configure a Node.
 type Options struct {
 	Client *clientv3.Client
@@ -53,6 +60,10 @@ type Options struct {
 	Settle         time.Duration // see the package doc
 	MovesPerSecond float64       // > 0
 	Digest         string        // the config's digest, published in the member key
+	// Address is the URL the other hosts reach this host's control API
+	// at, published in the member key ("" : none, messages cannot be
+	// forwarded here).
+	Address string
 
 	// Overrun is called when a fence did not finish in time (see the
 	// package doc); nil: logged only.
@@ -112,6 +123,9 @@ type Node struct {
 	owners  map[string]owner // agent -> holder, as watched
 	viewRev int64            // the etcd revision the view is at
 	agents  map[string]bool  // configured
+	// lazy are the configured agents claimed only once a message wants
+	// them (start = "on-message"); wanted those a message asked for here.
+	lazy, wanted map[string]bool
 	// targets caches each agent's placement over the settled members
 	// named by targetsKey (nil: to compute).
 	targets    map[string]string
@@ -121,6 +135,16 @@ type Node struct {
 	counts     Counts
 	lastOK     time.Time
 	revs       int64 // etcd requests made (reads, writes, renewals)
+	// changed is closed and replaced whenever the view or this host's
+	// holdings change (lookup.go).
+	changed chan struct{}
+	gone    map[string]chan struct{} // member -> closed when it goes (lookup.go)
+	// Per-session instances (sessions.go): the session keys this host
+	// holds (with the number of its instances under each) and the
+	// watched holders of all.
+	sessMu     sync.Mutex // serialises ClaimSession and ReleaseSession
+	sessLocal  map[sessionID]int
+	sessOwners map[sessionID]owner
 }
 
 // member is one live member as watched.
@@ -131,9 +155,12 @@ type member struct {
 
 // memberInfo is the value of a member key.
 type memberInfo struct {
-	Name   string            `json:"name"`
-	Digest string            `json:"digest"`
-	Agents map[string]string `json:"agents"` // the agents it holds, by state
+	Name    string            `json:"name"`
+	Digest  string            `json:"digest"`
+	Address string            `json:"address,omitempty"` // its control API, for forwarded messages
+	Agents  map[string]string `json:"agents"`            // the agents it holds, by state
+	// Sessions are its per-session instances: agent -> session -> state.
+	Sessions map[string]map[string]string `json:"sessions,omitempty"`
 }
 
 // owner is the holder of an ownership key.
@@ -150,6 +177,7 @@ type ownerInfo struct {
 // localAgent is an agent whose key this host holds.
 type localAgent struct {
 	rev       int64 // the claim's revision: a view older than it may not show the key yet
+	starting  bool  // claimed, Runner.Start not returned yet: not Owns (messages wait)
 	releasing bool  // being stopped to hand over, or to drop
 	move      bool  // the release is a hand over to another member
 	stopped   bool  // stopped; the key is still to be deleted
@@ -192,7 +220,9 @@ func New(o Options) (*Node, error) {
 		wake:    make(chan struct{}, 1),
 		members: map[string]*member{}, owners: map[string]owner{},
 		agents: map[string]bool{}, local: map[string]*localAgent{},
-		digest: o.Digest,
+		lazy: map[string]bool{}, wanted: map[string]bool{},
+		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
+		sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
 	}, nil
 }
 
@@ -213,6 +243,18 @@ func (n *Node) SetAgents(names []string) {
 	n.poke()
 }
 
+// SetLazy sets which of the agents are claimed only on demand (Want): an
+// agent started by its first message has no holder until then.
+func (n *Node) SetLazy(names []string) {
+	n.mu.Lock()
+	n.lazy = make(map[string]bool, len(names))
+	for _, a := range names {
+		n.lazy[a] = true
+	}
+	n.mu.Unlock()
+	n.poke()
+}
+
 // SetDigest sets the config digest this member publishes.
 func (n *Node) SetDigest(d string) {
 	n.mu.Lock()
@@ -227,7 +269,7 @@ func (n *Node) Owns(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	la := n.local[name]
-	return la != nil && !la.releasing && !n.fencing
+	return la != nil && !la.releasing && !la.starting && !n.fencing
 }
 
 func (n *Node) poke() {
@@ -304,6 +346,8 @@ func (n *Node) session(ctx context.Context) error {
 	n.lease, n.joined = lease, time.Now()
 	n.synced, n.passed, n.fencing = false, false, false
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessOwners = map[sessionID]owner{}
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
 
@@ -354,58 +398,15 @@ func (n *Node) register(ctx context.Context, lease clientv3.LeaseID) error {
 	return nil
 }
 
-// info is this member's key value now.
-func (n *Node) info() memberInfo {
-	n.mu.Lock()
-	names := make([]string, 0, len(n.local))
-	for a, la := range n.local {
-		if !la.stopped {
-			names = append(names, a)
-		}
-	}
-	digest := n.digest
-	n.mu.Unlock()
-	states := make(map[string]string, len(names))
-	for _, a := range names {
-		if s := n.o.Runner.State(a); s != "" {
-			states[a] = s
-		}
-	}
-	return memberInfo{Name: n.o.Name, Digest: digest, Agents: states}
-}
-
-// publish keeps the member key's value (digest, agents and states)
-// current, at most about once a second.
-func (n *Node) publish(ctx context.Context, lease clientv3.LeaseID) {
-	var last []byte
-	t := time.NewTicker(publishEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		val, err := json.Marshal(n.info())
-		if err != nil || string(val) == string(last) {
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
-		_, err = n.cli.Put(pctx, n.memberKey(n.o.Name), string(val), clientv3.WithLease(lease))
-		cancel()
-		n.count()
-		if err == nil {
-			last = val
-		}
-	}
-}
-
-// publishEvery is how often the member key's value is refreshed.
-const publishEvery = time.Second
-
 // leave stops every agent this host holds, then revokes the lease: the
 // others take the agents at once.
 func (n *Node) leave(lease clientv3.LeaseID) {
+	n.mu.Lock()
+	for _, la := range n.local {
+		la.releasing = true // Owns and Owner say so: messages wait for the next owner
+	}
+	n.notifyLocked()
+	n.mu.Unlock()
 	n.stopAll()
 	n.revoke(lease)
 	n.log.Info("left the cluster", zap.String("member", n.o.Name))
@@ -433,7 +434,9 @@ func (n *Node) clearSession() {
 	n.lease = 0
 	n.local = map[string]*localAgent{}
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessLocal, n.sessOwners = map[sessionID]int{}, map[sessionID]owner{}
 	n.synced, n.passed = false, false
+	n.notifyLocked()
 	n.mu.Unlock()
 }
 

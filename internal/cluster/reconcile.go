@@ -83,7 +83,7 @@ func (n *Node) planLocked(now time.Time, lease clientv3.LeaseID) plan {
 		la := n.local[a]
 		switch {
 		case la == nil:
-			if _, held := n.owners[a]; target == n.o.Name && !held {
+			if _, held := n.owners[a]; target == n.o.Name && !held && (!n.lazy[a] || n.wanted[a]) {
 				p.claims = append(p.claims, a)
 			}
 		case la.stopped:
@@ -158,14 +158,7 @@ func (n *Node) pass(ctx context.Context, lease clientv3.LeaseID, wg *sync.WaitGr
 // claim creates a's key if absent, on lease, and starts a. It returns
 // false when etcd did not answer (the pass stops there).
 func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool {
-	key := n.agentKey(a)
-	cctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
-	resp, err := n.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, n.ownerValue(), clientv3.WithLease(lease))).
-		Commit()
-	cancel()
-	n.count()
+	resp, err := n.createKey(ctx, n.agentKey(a), lease)
 	if err != nil {
 		n.log.Debug("claim", zap.String("agent", a), zap.Error(err))
 		return false
@@ -179,9 +172,11 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	defer n.startMu.Unlock()
 	n.mu.Lock()
 	fencing := n.fencing || n.lease != lease
+	la := &localAgent{rev: resp.Header.Revision, starting: true}
 	if !fencing {
-		n.local[a] = &localAgent{rev: resp.Header.Revision}
+		n.local[a] = la
 		n.counts.Claims++
+		delete(n.wanted, a)
 	}
 	n.mu.Unlock()
 	if fencing {
@@ -189,6 +184,10 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	}
 	n.log.Debug("claimed", zap.String("agent", a))
 	n.o.Runner.Start(a)
+	n.mu.Lock()
+	la.starting = false
+	n.notifyLocked()
+	n.mu.Unlock()
 	return true
 }
 
@@ -202,6 +201,7 @@ func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, mov
 		return
 	}
 	la.releasing, la.move = true, move
+	n.notifyLocked()
 	n.mu.Unlock()
 	wg.Go(func() {
 		n.o.Runner.Stop(a)
@@ -217,15 +217,7 @@ func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, mov
 // deleteKey deletes a's key if it is still on lease, once a was stopped.
 // It returns false when etcd did not answer (a later pass tries again).
 func (n *Node) deleteKey(ctx context.Context, a string, lease clientv3.LeaseID, first bool) bool {
-	key := n.agentKey(a)
-	dctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
-	_, err := n.cli.Txn(dctx).
-		If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
-		Then(clientv3.OpDelete(key)).
-		Commit()
-	cancel()
-	n.count()
-	if err != nil {
+	if err := n.deleteOnLease(ctx, n.agentKey(a), lease); err != nil {
 		if first {
 			n.log.Debug("drop an ownership key; trying again", zap.String("agent", a), zap.Error(err))
 		}
@@ -237,10 +229,35 @@ func (n *Node) deleteKey(ctx context.Context, a string, lease clientv3.LeaseID, 
 		if la.move {
 			n.counts.Moves++
 		}
+		n.notifyLocked()
 	}
 	n.mu.Unlock()
 	n.poke()
 	return true
+}
+
+// createKey creates an ownership key with this host's value on lease if
+// the key is absent (resp.Succeeded).
+func (n *Node) createKey(ctx context.Context, key string, lease clientv3.LeaseID) (*clientv3.TxnResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
+	defer cancel()
+	defer n.count()
+	return n.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, n.ownerValue(), clientv3.WithLease(lease))).
+		Commit()
+}
+
+// deleteOnLease deletes key if it is still attached to lease.
+func (n *Node) deleteOnLease(ctx context.Context, key string, lease clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(ctx, n.o.LeaseTTL/requestDiv)
+	defer cancel()
+	defer n.count()
+	_, err := n.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	return err
 }
 
 // ownerValue is the value of this host's ownership keys.

@@ -29,6 +29,9 @@ type MemberStatus struct {
 	Digest  string
 	Settled bool              // counts for placement
 	Agents  map[string]string // its agents by state, as it last published them
+	Address string            // its control API, as published
+	// Sessions are its per-session instances, agent -> session -> state.
+	Sessions map[string]map[string]string
 }
 
 // Status reports the node's view.
@@ -48,7 +51,7 @@ func (n *Node) Status() Status {
 		m := n.members[name]
 		st.Members = append(st.Members, MemberStatus{
 			Name: name, Digest: m.info.Digest, Settled: now.Sub(m.since) >= n.o.Settle,
-			Agents: maps.Clone(m.info.Agents),
+			Agents: maps.Clone(m.info.Agents), Address: m.info.Address, Sessions: m.info.Sessions,
 		})
 	}
 	for a, la := range n.local {

@@ -45,6 +45,7 @@ func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 	n.mu.Lock()
 	old := n.members
 	n.members, n.owners = map[string]*member{}, map[string]owner{}
+	n.sessOwners = map[sessionID]owner{}
 	for _, kv := range kvs {
 		n.putLocked(kv, now)
 	}
@@ -53,7 +54,13 @@ func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 			m.since = o.since // still present: its settle time runs on
 		}
 	}
+	for name := range n.gone {
+		if n.members[name] == nil {
+			n.goneLocked(name)
+		}
+	}
 	n.synced, n.viewRev = true, rev
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -70,6 +77,7 @@ func (n *Node) apply(evs []*clientv3.Event, rev int64) {
 		n.deleteLocked(string(ev.Kv.Key))
 	}
 	n.viewRev = max(n.viewRev, rev)
+	n.notifyLocked()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -82,6 +90,7 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 		if json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
+		n.seenLocked(name)
 		if m := n.members[name]; m != nil {
 			m.info = info
 			return
@@ -93,6 +102,13 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 			return
 		}
 		n.owners[name] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
+	case "sessions":
+		var info ownerInfo
+		id, ok := parseSession(name)
+		if !ok || json.Unmarshal(kv.Value, &info) != nil {
+			return
+		}
+		n.sessOwners[id] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
 	}
 }
 
@@ -101,8 +117,13 @@ func (n *Node) deleteLocked(key string) {
 	switch kind {
 	case "members":
 		delete(n.members, name)
+		n.goneLocked(name)
 	case "agents":
 		delete(n.owners, name)
+	case "sessions":
+		if id, ok := parseSession(name); ok {
+			delete(n.sessOwners, id)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ package config
 // of one config through etcd (see internal/cluster).
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -43,6 +45,12 @@ type Cluster struct {
 	// MovesPerSecond bounds how many running agents this host hands over
 	// to another per second.
 	MovesPerSecond float64 `toml:"moves_per_second"`
+	// Advertise is the URL at which the other hosts reach this host's
+	// control API (http://host:port), published with its member key: a
+	// message for an agent this host runs is forwarded there. It may hold
+	// ${env:...} references (a pod's IP), expanded at start. Default:
+	// http:// and [host] control_listen, unless that is a wildcard address.
+	Advertise string `toml:"advertise,omitempty"`
 }
 
 // Etcd is [cluster] etcd: how to reach the etcd cluster.
@@ -111,6 +119,19 @@ func (d *decoder) cluster(path []string, v any) *Cluster {
 			c.Prefix = s
 		},
 		"settle": func(p []string, v any) { c.Settle, _ = d.asDuration(p, v, false) },
+		"advertise": func(p []string, v any) {
+			s, ok := d.asRefString(p, v)
+			if !ok || s == "" { // "": the default
+				return
+			}
+			if !HasRefs(s) {
+				if msg := CheckAdvertise(s); msg != "" {
+					d.errAt(p, "%s", msg)
+					return
+				}
+			}
+			c.Advertise = s
+		},
 		"moves_per_second": func(p []string, v any) {
 			var f float64
 			switch n := v.(type) {
@@ -225,6 +246,46 @@ func checkEndpoint(s string) string {
 		}
 	}
 	return ""
+}
+
+// CheckAdvertise validates a [cluster] advertise URL (expanded); it
+// returns a message, "" when s is good.
+func CheckAdvertise(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return "invalid advertise URL " + quote(s) + ": want http://host:port, the address other hosts reach this host's control API at"
+	}
+	if host, port, err := net.SplitHostPort(u.Host); err != nil || host == "" || port == "" {
+		return "invalid advertise URL " + quote(s) + ": want a host and a port, e.g. http://10.0.0.5:7070"
+	}
+	if ip := net.ParseIP(strings.Trim(u.Hostname(), "[]")); ip != nil && ip.IsUnspecified() {
+		return "invalid advertise URL " + quote(s) + ": a wildcard address cannot be reached; name this host's address"
+	}
+	return ""
+}
+
+// AdvertiseURL is the URL this host's control API is reached at by the
+// other hosts: advertise expanded, else derived from controlListen when
+// that names a host (not a wildcard address); "" when there is none.
+func (c *Cluster) AdvertiseURL(controlListen string) (string, error) {
+	if c.Advertise != "" {
+		s, err := Expand(c.Advertise)
+		if err != nil {
+			return "", fmt.Errorf("cluster.advertise: %w", err)
+		}
+		if msg := CheckAdvertise(s); msg != "" {
+			return "", errors.New("cluster.advertise: " + msg)
+		}
+		return strings.TrimSuffix(s, "/"), nil
+	}
+	host, _, err := net.SplitHostPort(controlListen)
+	if err != nil || host == "" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", nil
+	}
+	return "http://" + controlListen, nil
 }
 
 func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") + "\"" }

@@ -10,6 +10,10 @@ var (
 	// ErrUnavailable may be wrapped by any Backend operation the daemon
 	// cannot do now (not serving yet, shutting down); the API answers 503.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrMisdirected may be wrapped by the refusal of a forwarded message
+	// whose agent another host holds now (it moved): the API answers 421
+	// and the forwarding host sends it to the new owner.
+	ErrMisdirected = errors.New("misdirected: another host runs the agent")
 	// ErrNotRunning is in the chain of every client error that means the
 	// daemon could not be reached at all (no socket, nobody listening).
 	ErrNotRunning = errors.New("toolhostd is not reachable")

@@ -82,16 +82,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	m, existing, err := s.opts.Messages.Send(r.Context(), message.Request{
+	mreq := message.Request{
 		Agent: agent, Session: req.Session, Sender: message.SenderAPI, Content: *req.Content,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
-	})
+	}
+	ctx, ok := forwarded(w, r, &mreq)
+	if !ok {
+		return
+	}
+	m, existing, err := s.opts.Messages.Send(ctx, mreq)
 	if err != nil {
 		writeSendError(w, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/agents/"+agent+"/messages/"+m.ID())
-	w.Header().Set("Toolhostd-Message-Id", m.ID())
+	w.Header().Set(HeaderMessageID, m.ID())
 	if existing {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
@@ -208,7 +213,8 @@ func lastEventID(r *http.Request, id string) uint64 {
 
 // writeSendError answers a refused message with its status: 404 unknown
 // agent, 403 sender not accepted, 409 cannot receive messages, 413 too
-// large, 429 busy (with Retry-After), 503 unavailable.
+// large, 421 a forwarded message for an agent this host does not run,
+// 429 busy (with Retry-After), 503 unavailable.
 func writeSendError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
@@ -220,6 +226,8 @@ func writeSendError(w http.ResponseWriter, err error) {
 		status = http.StatusConflict
 	case errors.Is(err, message.ErrTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrMisdirected):
+		status = http.StatusMisdirectedRequest
 	case errors.Is(err, message.ErrBusy):
 		status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")

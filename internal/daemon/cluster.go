@@ -23,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/forward"
 	"github.com/toolhostd/toolhostd/internal/host"
 )
 
@@ -30,10 +31,14 @@ import (
 type clusterState struct {
 	cli  *clientv3.Client
 	node *cluster.Node
-	ttl  time.Duration
-	cfg  config.Cluster // as started: a reload does not change it
-	stop context.CancelFunc
-	done chan struct{}
+	fwd  *forward.Forwarder // nil: no control token, no forwarding
+	// insts are the running per-session instances (guarded by Daemon.mu),
+	// which Halt stops with the others.
+	insts map[*host.Agent]bool
+	ttl   time.Duration
+	cfg   config.Cluster // as started: a reload does not change it
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // WithFenceOverrun sets what happens when a fence did not stop the agents
@@ -51,22 +56,29 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	address, fwd, err := d.setupForwarding(cfg)
+	if err != nil {
+		return err
+	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
+		closeForwarder(fwd)
 		return fmt.Errorf("cluster: etcd client: %w", err)
 	}
 	node, err := cluster.New(cluster.Options{
 		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
 		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
 		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun,
+		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun, Address: address,
 	})
 	if err != nil {
+		closeForwarder(fwd)
 		_ = cli.Close()
 		return err
 	}
-	node.SetAgents(sortedKeys(cfg.Agent))
-	d.cluster = &clusterState{cli: cli, node: node, ttl: c.LeaseTTL.Duration, cfg: *c}
+	node.SetLazy(lazyAgents(cfg))
+	node.SetAgents(placedAgents(cfg))
+	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
 	return nil
 }
 
@@ -146,10 +158,17 @@ func (d *Daemon) stopCluster() {
 	<-d.cluster.done
 }
 
-// closeCluster closes the etcd client.
+// closeCluster ends the forwarded streams and closes the etcd client.
 func (d *Daemon) closeCluster() {
 	if d.cluster != nil {
+		closeForwarder(d.cluster.fwd)
 		_ = d.cluster.cli.Close()
+	}
+}
+
+func closeForwarder(f *forward.Forwarder) {
+	if f != nil {
+		_ = f.Close()
 	}
 }
 
@@ -174,7 +193,7 @@ func (d *Daemon) clusterReady() bool { return d.cluster == nil || d.cluster.node
 // checkOwner refuses an operator's start or restart of an agent another
 // host runs.
 func (d *Daemon) checkOwner(name string) error {
-	if d.cluster != nil && !d.cluster.node.Owns(name) {
+	if d.cluster != nil && !d.cluster.node.Owns(name) && !d.everyHost(name) {
 		return fmt.Errorf("%w: %q", ErrNotOwner, name)
 	}
 	return nil
@@ -190,7 +209,8 @@ func (d *Daemon) reloaded(cur *config.Config) {
 	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
-	d.cluster.node.SetAgents(sortedKeys(cur.Agent))
+	d.cluster.node.SetLazy(lazyAgents(cur))
+	d.cluster.node.SetAgents(placedAgents(cur))
 	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
 }
 
@@ -198,7 +218,15 @@ func (d *Daemon) reloaded(cur *config.Config) {
 // here: in a cluster only one this host holds (the node starts the rest
 // once claimed).
 func (d *Daemon) startsOnReload(name string) bool {
-	return d.cluster == nil || d.cluster.node.Owns(name)
+	return d.cluster == nil || d.cluster.node.Owns(name) || d.everyHost(name)
+}
+
+// everyHost reports a per-session agent, which every host runs.
+func (d *Daemon) everyHost(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.agents[name]
+	return r != nil && isPerSession(r.cfg)
 }
 
 // Cluster reports the cluster's view; false without [cluster].
@@ -216,7 +244,7 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	for _, m := range st.Members {
 		out.Members = append(out.Members, control.ClusterMember{
 			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,
-			SameConfig: m.Digest == st.Digest,
+			SameConfig: m.Digest == st.Digest, Address: m.Address, Sessions: m.Sessions,
 		})
 	}
 	return out, true
@@ -305,6 +333,9 @@ func (c clusterRunner) Halt() {
 			r.setState(stateStopping)
 		}
 	}
+	for inst := range d.cluster.insts {
+		insts = append(insts, inst)
+	}
 	d.mu.Unlock()
 	for _, inst := range insts {
 		inst.Stop()
@@ -328,6 +359,22 @@ func (c clusterRunner) State(name string) string {
 		return r.state
 	}
 	return ""
+}
+
+// Sessions lists the agent's per-session instances by state (for the
+// cluster's view).
+func (c clusterRunner) Sessions(name string) map[string]string {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	r := c.d.agents[name]
+	if r == nil || r.pool == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, st := range r.pool.List() {
+		out[st.Session] = st.State
+	}
+	return out
 }
 
 func (c clusterRunner) Started(name string) bool {

@@ -52,25 +52,29 @@ func where(hosts map[string]*running) map[string][]string {
 }
 
 // overlapWatch samples the hosts every 5ms until stopped and records any
-// agent seen running on two hosts at once.
+// agent (or what sample maps to hosts) seen running on two hosts at once.
 type overlapWatch struct {
-	mu    sync.Mutex
-	hosts map[string]*running
-	seen  []string
-	stop  context.CancelFunc
-	done  chan struct{}
+	mu     sync.Mutex
+	hosts  map[string]*running
+	sample func(map[string]*running) map[string][]string
+	seen   []string
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
-func watchOverlaps(hosts map[string]*running) *overlapWatch {
+// watchOverlaps watches the agents of hosts (where).
+func watchOverlaps(hosts map[string]*running) *overlapWatch { return watchSampled(hosts, where) }
+
+func watchSampled(hosts map[string]*running, sample func(map[string]*running) map[string][]string) *overlapWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &overlapWatch{hosts: hosts, stop: cancel, done: make(chan struct{})}
+	w := &overlapWatch{hosts: hosts, sample: sample, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			w.mu.Lock()
-			for a, hs := range where(w.hosts) {
+			for a, hs := range w.sample(w.hosts) {
 				if len(hs) > 1 {
 					w.seen = append(w.seen, fmt.Sprintf("%s on %v", a, hs))
 				}

@@ -73,8 +73,8 @@ func (d *Daemon) settleMessages() {
 // routerAgents is the daemon as the router's message.Agents.
 type routerAgents struct{ d *Daemon }
 
-// Target is the agent's messaging config; an agent another host of the
-// cluster runs is unavailable here.
+// Target is the agent's messaging config (for an agent another host of the
+// cluster runs too: Deliver forwards the message there).
 func (ra routerAgents) Target(agent string) (message.Target, error) {
 	d := ra.d
 	d.mu.Lock()
@@ -86,14 +86,11 @@ func (ra routerAgents) Target(agent string) (message.Target, error) {
 		}
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
-	if d.cluster != nil && !d.cluster.node.Owns(agent) {
-		return message.Target{}, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
-			"agent %q runs on another host of the cluster: send the message there", agent)
-	}
 	return message.Target{Accepts: r.cfg.Accepts, MaxMessageBytes: int(r.cfg.MaxMessageBytes), AuditContent: r.cfg.AuditArguments}, nil
 }
 
-// Deliver hands m to the instance of its agent (and session).
+// Deliver hands m to the instance of its agent (and session), or in a
+// cluster to the host that runs it (cluster_messages.go).
 func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 	d := ra.d
 	ctx, cancel := context.WithTimeout(ctx, deliverWait)
@@ -108,6 +105,13 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 			}
 			return message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", m.Agent())
 		}
+		if d.cluster != nil && !ra.held(r, m) {
+			d.mu.Unlock()
+			if here, err := ra.deliverRemote(ctx, m); !here {
+				return err
+			}
+			continue
+		}
 		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
 		serving := r.hasSup && !r.final
 		if state == stateIdle {
@@ -120,7 +124,10 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 		var err error
 		switch {
 		case pool != nil:
-			return pool.Deliver(ctx, m)
+			if err = pool.Deliver(ctx, m); !ra.moved(ctx, err) {
+				return err
+			}
+			continue // another host took the session first: follow it
 		case inst != nil && state == stateRunning:
 			if !inst.Receives() {
 				return message.Refuse(message.ErrUnsupported, tooling.CodeUnsupported,
@@ -254,15 +261,12 @@ func (s *agentService) serveSessions(ctx context.Context) error {
 // startSession starts one instance of a per-session agent.
 func (s *agentService) startSession(prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
 	d := s.d
-	d.mu.Lock()
-	halted := d.halted
-	d.mu.Unlock()
-	if halted {
-		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "the cluster host is fenced")
-	}
 	cfg := s.agentConfig(env)
 	cfg.OpenBucket = s.openBucket(session) // open("session"): this session's own bucket
-	inst := d.host.Start(prog, cfg, s.cfg.Input)
+	inst, err := s.startSessionInstance(prog, cfg, session) // cluster_sessions.go
+	if err != nil {
+		return nil, err
+	}
 	if m := d.opts.metrics; m != nil {
 		m.InstanceStarted(s.r.name)
 	}
@@ -273,6 +277,7 @@ func (s *agentService) startSession(prog *host.Program, env map[string]string, s
 // sessionEnded records how a per-session instance ended.
 func (s *agentService) sessionEnded(inst *host.Agent, session string) {
 	_, err := inst.Wait()
+	s.sessionInstanceEnded(inst, session)
 	trap := host.IsTrap(err)
 	if trap {
 		s.d.mu.Lock()

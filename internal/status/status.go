@@ -79,4 +79,9 @@ type Member struct {
 	SameConfig bool              `json:"same_config"` // its digest is this host's
 	Settled    bool              `json:"settled"`     // counts for placement
 	Agents     map[string]string `json:"agents"`      // its agents by state
+	// Address is its control API's URL, where messages for its agents
+	// are forwarded ("" : none published).
+	Address string `json:"address,omitempty"`
+	// Sessions are its per-session instances: agent -> session -> state.
+	Sessions map[string]map[string]string `json:"sessions,omitempty"`
 }

@@ -1,0 +1,125 @@
+package cluster
+
+// Lookups for the message path: who holds an agent's key, where a member's
+// control API is, and when either changes (a message for an agent another
+// host runs is forwarded to that host; one whose agent is moving waits).
+
+import "time"
+
+// Owner is the member that holds agent's ownership key, as watched, and
+// whether one does. An agent this host holds but is still starting,
+// handing over or fencing has no owner here (its messages wait).
+func (n *Node) Owner(agent string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if la := n.local[agent]; la != nil {
+		if la.releasing || la.starting || n.fencing {
+			return "", false
+		}
+		return n.o.Name, true
+	}
+	o, ok := n.owners[agent]
+	if !ok || o.host == n.o.Name { // a key of this host's previous session: going
+		return "", false
+	}
+	return o.host, true
+}
+
+// Place is the settled member agent belongs on now ("" when none is, or
+// this host is not synced).
+func (n *Node) Place(agent string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.synced || n.fencing {
+		return ""
+	}
+	return n.targetsLocked(n.settledLocked(time.Now()))[agent]
+}
+
+// Want asks this host to claim a lazy agent (SetLazy) that belongs here:
+// a message for it arrived. The next pass claims it if nobody holds it.
+func (n *Node) Want(agent string) {
+	n.mu.Lock()
+	n.wanted[agent] = true
+	n.mu.Unlock()
+	n.poke()
+}
+
+// Address is the control API URL member published, "" when it published
+// none or is not a live member.
+func (n *Node) Address(member string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m := n.members[member]; m != nil {
+		return m.info.Address
+	}
+	return ""
+}
+
+// Self is this member's name.
+func (n *Node) Self() string { return n.o.Name }
+
+// Changed is closed at the next change of the view (members, ownership
+// keys) or of what this host holds.
+func (n *Node) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.changed
+}
+
+// Gone is closed once member is no longer a live member: its key was
+// deleted (it left, or its lease expired) or a listing lacks it. A member
+// not in the view of a synced node is gone already.
+func (n *Node) Gone(member string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch, ok := n.gone[member]; ok {
+		return ch
+	}
+	ch := make(chan struct{})
+	if n.synced && n.members[member] == nil {
+		close(ch)
+		return ch
+	}
+	n.gone[member] = ch // resolved by the next listing or deletion
+	return ch
+}
+
+// notifyLocked wakes the waiters of Changed.
+func (n *Node) notifyLocked() {
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// goneLocked closes member's Gone channel.
+func (n *Node) goneLocked(member string) {
+	if ch, ok := n.gone[member]; ok {
+		close(ch)
+		delete(n.gone, member)
+	}
+}
+
+// seenLocked makes sure a live member has an open Gone channel.
+func (n *Node) seenLocked(member string) {
+	if _, ok := n.gone[member]; !ok {
+		n.gone[member] = make(chan struct{})
+	}
+}
+
+// pollEvery bounds a wait on Changed where a change may not be watched
+// (a member's control API coming up): waiters re-check this often.
+const pollEvery = 250 * time.Millisecond
+
+// Wait returns at the next change or after a short poll period, or when
+// done is closed (false then).
+func (n *Node) Wait(done <-chan struct{}) bool {
+	t := time.NewTimer(pollEvery)
+	defer t.Stop()
+	select {
+	case <-n.Changed():
+	case <-t.C:
+	case <-done:
+		return false
+	}
+	return true
+}
