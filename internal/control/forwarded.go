@@ -5,7 +5,9 @@ package control
 // control API, marked with these headers, authenticated like any request
 // (the control token, which every host of the cluster shares). The owner
 // takes the sender, idempotency key and audit flag from the marked request
-// and never forwards it again.
+// and never forwards it again; the receiving host's router has claimed the
+// idempotency key in the cluster's ledger (package idem), so the owner's
+// does not claim it again.
 
 import (
 	"context"
@@ -61,5 +63,9 @@ func forwarded(w http.ResponseWriter, r *http.Request, req *message.Request) (co
 	req.Sender = sender
 	req.Audit = r.Header.Get(HeaderAudit) == "true"
 	req.ID = r.Header.Get(HeaderMessageID)
+	// The forwarding host's router claimed the idempotency key in the
+	// cluster's ledger before forwarding: claiming it again here would
+	// find that claim and refuse the message as in flight there.
+	req.Claimed = req.IdempotencyKey != ""
 	return WithForwarded(ctx, by), true
 }

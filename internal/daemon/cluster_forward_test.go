@@ -135,7 +135,8 @@ func other(hosts []*fwdHost, h *fwdHost) *fwdHost {
 // SSE, and the SSE stream resumes from Last-Event-ID against the receiving
 // host; the original sender is forwarded (an agent that accepts only
 // "mcp" takes an MCP message through the other host); an unknown agent is
-// still 404; an on-message agent is claimed by its placed host on its
+// still 404; an idempotency key sent through the non-owner is delivered
+// once and replayed on either host; an on-message agent is claimed by its placed host on its
 // first message, not before. A reply streaming when its host stops ends with an error event
 // (no hang), and the next message reaches the agent on its new host.
 func TestClusterForwarding(t *testing.T) {
@@ -177,6 +178,24 @@ stop_grace = "1s"
 	}
 	if a := owner.r.agent(t, "echo"); len(a.Instances) != 1 || a.Instances[0].Messages != 1 {
 		t.Errorf("the owner's echo answered %+v, want 1 message", a.Instances)
+	}
+
+	// An idempotency key through the non-owner: the receiving host claims
+	// it in the cluster's ledger (the owner does not claim it again), the
+	// message is delivered once, and a retry through either host gets the
+	// first message's reply without a second delivery.
+	keyed, err := via.ctl.Send(ctx, "echo", "only once", control.SendOptions{IdempotencyKey: "k-forwarded"})
+	if err != nil || keyed.Status != message.StatusDone || keyed.Reply != "echo: only once" {
+		t.Fatalf("a keyed message through %s: %+v, %v", via.name, keyed, err)
+	}
+	for _, h := range []*fwdHost{via, owner} {
+		again, err := h.ctl.Send(ctx, "echo", "only once", control.SendOptions{IdempotencyKey: "k-forwarded"})
+		if err != nil || again.ID != keyed.ID || again.Reply != keyed.Reply {
+			t.Fatalf("the keyed message again through %s: %+v, %v; want %+v replayed", h.name, again, err, keyed)
+		}
+	}
+	if a := owner.r.agent(t, "echo"); len(a.Instances) != 1 || a.Instances[0].Messages != 2 {
+		t.Errorf("the owner's echo answered %+v, want 2 messages (the keyed one once)", a.Instances)
 	}
 
 	// SSE through the non-owner: the deltas, then the reply.

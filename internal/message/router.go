@@ -39,6 +39,10 @@ type Request struct {
 	// retained, instead of delivering again (with a Ledger, on any host of
 	// the cluster).
 	IdempotencyKey string
+	// Claimed says the host that forwarded the message (a cluster host
+	// that does not run its agent) already claimed IdempotencyKey in the
+	// Ledger: this router keeps the key in its own table only.
+	Claimed bool
 	// Audit writes the content into the audit log (the sending agent's
 	// audit_arguments).
 	Audit bool
@@ -156,7 +160,7 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 			"message of %d bytes is over agent.%s.max_message_bytes = %d", len(req.Content), req.Agent, max))
 	}
 	ledger := r.opts.Ledger
-	if req.IdempotencyKey == "" {
+	if req.IdempotencyKey == "" || req.Claimed {
 		ledger = nil
 	}
 	if req.IdempotencyKey != "" && ledger == nil {
