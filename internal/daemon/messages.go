@@ -262,7 +262,7 @@ func (s *agentService) serveSessions(ctx context.Context) error {
 func (s *agentService) startSession(prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
 	d := s.d
 	cfg := s.agentConfig(env)
-	cfg.OpenBucket = s.openBucket(session) // open("session"): this session's own bucket
+	cfg.OpenBucket = s.openBucket(session)                  // open("session"): this session's own bucket
 	inst, err := s.startSessionInstance(prog, cfg, session) // cluster_sessions.go
 	if err != nil {
 		return nil, err
