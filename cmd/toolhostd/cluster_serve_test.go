@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
+	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -51,17 +52,38 @@ func (s *sampler) round(ctx context.Context) {
 		hosts = append(hosts, h)
 	}
 	s.mu.Unlock()
+	// The hosts are asked at once, so that a round is close to one instant:
+	// asked one after another, a round on a loaded machine spans long
+	// enough for an agent to move between two answers and show twice.
+	type answer struct {
+		host  string
+		at    time.Time
+		took  time.Duration
+		list  []control.AgentStatus
+		asked bool
+	}
+	answers := make([]answer, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			list, err := h.ctl.Agents(rctx)
+			answers[i] = answer{host: h.name, at: t0, took: time.Since(t0), list: list, asked: err == nil} // a killed host runs nothing
+		})
+	}
+	wg.Wait()
 	seen := map[string][]string{}
-	for _, h := range hosts {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		list, err := h.ctl.Agents(rctx)
-		cancel()
-		if err != nil {
-			continue // a killed host runs nothing
+	detail := map[string][]string{}
+	for _, an := range answers {
+		if !an.asked {
+			continue
 		}
-		for _, a := range list {
+		for _, a := range an.list {
 			if a.State == "running" || a.State == "stopping" {
-				seen[a.Name] = append(seen[a.Name], h.name)
+				seen[a.Name] = append(seen[a.Name], an.host)
+				detail[a.Name] = append(detail[a.Name], fmt.Sprintf("%s:%s@%s+%s", an.host, a.State, an.at.Format("05.000"), an.took.Round(time.Millisecond)))
 			}
 		}
 	}
@@ -69,7 +91,7 @@ func (s *sampler) round(ctx context.Context) {
 	defer s.mu.Unlock()
 	for a, hs := range seen {
 		if len(hs) > 1 {
-			s.doubles = append(s.doubles, fmt.Sprintf("%s on %v", a, hs))
+			s.doubles = append(s.doubles, fmt.Sprintf("%s on %v %v", a, hs, detail[a]))
 		}
 	}
 	s.last = seen
