@@ -390,3 +390,73 @@ func TestClusterUnreachableWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterJoinMidReply: replies stream through the host that does not
+// run their agents when a third host joins and takes some of them: each
+// moved agent's reply ends with an error event (its instance stopped for
+// the hand over), the others' stay open, and the next message of a moved
+// agent reaches it on the new host.
+func TestClusterJoinMidReply(t *testing.T) {
+	const n = 8
+	e := etcdtest.Start(t, 1)
+	var agents strings.Builder
+	for i := range n {
+		fmt.Fprintf(&agents, "[agent.h%d]\ncomponent = %q\ninput = '%s'\nstop_grace = \"1s\"\n\n", i, testenv.Agent(t, "test-agents-qjs", "probe"),
+			`{"steps":[{"op":"recv-message","as":"m"},{"op":"reply-delta","id":"m","text":"part"},{"op":"recv"}]}`)
+	}
+	hosts := []*fwdHost{startFwdHost(t, "a", e.Endpoints(), agents.String()), startFwdHost(t, "b", e.Endpoints(), agents.String())}
+	settled(t, hosts)
+	type stream struct {
+		agent string
+		via   *fwdHost
+		evs   chan message.Event
+	}
+	var streams []stream
+	for i := range n {
+		agent := fmt.Sprintf("h%d", i)
+		s := stream{agent: agent, via: other(hosts, ownerOf(t, hosts, agent)), evs: make(chan message.Event, 8)}
+		go func() {
+			_, _ = s.via.ctl.SendStream(t.Context(), agent, "first", control.SendOptions{}, func(ev message.Event) { s.evs <- ev })
+		}()
+		if ev := testenv.Recv(t, s.evs, 30*time.Second, agent+"'s first delta"); ev.Text != "part" {
+			t.Fatalf("%s: %+v", agent, ev)
+		}
+		streams = append(streams, s)
+	}
+	before := map[string]string{}
+	st, _ := hosts[0].r.d.Cluster()
+	for a, h := range st.Owners {
+		before[a] = h
+	}
+	hosts = append(hosts, startFwdHost(t, "c", e.Endpoints(), agents.String()))
+	settled(t, hosts)
+	st, _ = hosts[0].r.d.Cluster()
+	moved := 0
+	for _, s := range streams {
+		if st.Owners[s.agent] == before[s.agent] {
+			select {
+			case ev := <-s.evs:
+				t.Errorf("%s stayed on %s but its reply got %+v", s.agent, before[s.agent], ev)
+			default:
+			}
+			continue
+		}
+		moved++
+		ev := testenv.Recv(t, s.evs, 10*time.Second, s.agent+"'s reply to end after it moved")
+		if ev.Kind != message.KindError || ev.Code != "unavailable" {
+			t.Errorf("%s moved from %s to %s: %+v, want an unavailable error event", s.agent, before[s.agent], st.Owners[s.agent], ev)
+		}
+		// Its next message reaches it on the new host: a new instance
+		// takes it as its first (a delta), through the same host.
+		go func() {
+			_, _ = s.via.ctl.SendStream(t.Context(), s.agent, "again", control.SendOptions{}, func(ev message.Event) { s.evs <- ev })
+		}()
+		if ev := testenv.Recv(t, s.evs, 30*time.Second, s.agent+" on "+st.Owners[s.agent]); ev.Text != "part" {
+			t.Errorf("%s on its new host: %+v", s.agent, ev)
+		}
+	}
+	t.Logf("%d of %d agents moved to c with their replies open", moved, n)
+	if moved == 0 {
+		t.Fatal("no agent moved to c: the test checked nothing (choose other names)")
+	}
+}

@@ -255,7 +255,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.root = root
 	names := sortedKeys(d.agents)
 	if d.clustered() {
-		names = d.onEveryHost(names) // the cluster node starts those placed here
+		names = d.onEveryHost(names) // per-session agents; the cluster node starts those placed here
 	}
 	d.startWG.Add(len(names))
 	for _, name := range names {

@@ -134,13 +134,15 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 		By: f.o.Self, ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
 		Content: m.Content(), IdempotencyKey: m.IdempotencyKey(), Audit: audit,
 	})
-	if !unbind() || err != nil {
+	if err != nil {
 		cancel()
-		if err == nil {
-			s.Close()
-			err = ctx.Err()
-		}
 		return refusal(owner.Name, err)
+	}
+	if !unbind() { // the sender gave up as the owner accepted: undo it there
+		cancel()
+		s.Close()
+		f.cancelRemote(c, m, s.ID)
+		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "host %s: %v", owner.Name, ctx.Err())
 	}
 	f.wg.Add(1)
 	go func() {
