@@ -112,6 +112,14 @@ func TestDeployment(t *testing.T) {
 	if testenv.At(t, env, "name") != "TOOLHOSTD_CONTROL_TOKEN" || testenv.At(t, env, "valueFrom", "secretKeyRef", "name") != "toolhostd-control" {
 		t.Errorf("the control token must come from the toolhostd-control Secret: %v", env)
 	}
+	// Messages are forwarded between replicas: each advertises its pod IP.
+	if cfg.Cluster.Advertise != "http://${env:POD_IP}:7070" {
+		t.Errorf("cluster.advertise %q: the replicas must advertise http://${env:POD_IP}:7070", cfg.Cluster.Advertise)
+	}
+	podIP := testenv.At(t, c, "env", 1)
+	if testenv.At(t, podIP, "name") != "POD_IP" || testenv.At(t, podIP, "valueFrom", "fieldRef", "fieldPath") != "status.podIP" {
+		t.Errorf("POD_IP must come from status.podIP: %v", podIP)
+	}
 	if testenv.At(t, spec, "securityContext", "runAsNonRoot") != true {
 		t.Error("the pod must run as non-root")
 	}
