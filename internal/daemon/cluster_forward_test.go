@@ -35,7 +35,7 @@ type fwdHost struct {
 // startFwdHost serves host name of a cluster on endpoints with agents, and
 // its control API on TCP (the address it advertises, derived from
 // control_listen).
-func startFwdHost(t *testing.T, name string, endpoints []string, agents string) *fwdHost {
+func startFwdHost(t testing.TB, name string, endpoints []string, agents string) *fwdHost {
 	t.Helper()
 	addr := freePort(t)
 	eps := `"` + strings.Join(endpoints, `", "`) + `"`
@@ -54,7 +54,7 @@ func startFwdHost(t *testing.T, name string, endpoints []string, agents string) 
 
 // settled waits until every host sees every host settled and the owners
 // of the agents stayed the same for a second (the start's moves are over).
-func settled(t *testing.T, hosts []*fwdHost) {
+func settled(t testing.TB, hosts []*fwdHost) {
 	t.Helper()
 	settledMembers(t, hosts)
 	last, since := "", time.Now()
@@ -73,7 +73,7 @@ func settled(t *testing.T, hosts []*fwdHost) {
 
 // settledMembers waits until every host sees every host settled, with
 // its address.
-func settledMembers(t *testing.T, hosts []*fwdHost) {
+func settledMembers(t testing.TB, hosts []*fwdHost) {
 	t.Helper()
 	testenv.Eventually(t, 60*time.Second, "every member settled in every view", func() bool {
 		for _, h := range hosts {
@@ -93,7 +93,7 @@ func settledMembers(t *testing.T, hosts []*fwdHost) {
 
 // owner is the host that runs agent, once one does and every host's view
 // agrees (nil after d).
-func ownerOf(t *testing.T, hosts []*fwdHost, agent string) *fwdHost {
+func ownerOf(t testing.TB, hosts []*fwdHost, agent string) *fwdHost {
 	t.Helper()
 	var out *fwdHost
 	testenv.Eventually(t, 60*time.Second, "an owner of "+agent+" every host agrees on", func() bool {

@@ -226,7 +226,7 @@ func notOn(hosts map[string]*running, host string) string {
 	return ""
 }
 
-func mkdir(t *testing.T, dir string) string {
+func mkdir(t testing.TB, dir string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -25,8 +26,10 @@ import (
 // control socket to a real echo agent, against a bare net/http echo
 // handler on a unix socket; the first reply of a new per-session instance
 // (its start included) against a reply of a warm one; messages per second
-// with 100 sessions against one; and the memory of idle per-session
-// instances (TOOLHOSTD_BENCH_AGENTS of them, default 100).
+// with 100 sessions against one; the memory of idle per-session
+// instances (TOOLHOSTD_BENCH_AGENTS of them, default 100); and a message
+// forwarded by the cluster host that does not run its agent against one
+// sent to the host that does.
 
 // unixClient is an HTTP client of the socket at path.
 func unixClient(path string) *http.Client {
@@ -228,4 +231,38 @@ func pss(b *testing.B) float64 {
 	}
 	b.Fatal("no Pss line in smaps_rollup")
 	return 0
+}
+
+// BenchmarkMessageForwarded: a message's round trip to a real echo agent
+// (componentize-qjs) of a two-host cluster on an embedded etcd, through
+// the TCP control API: sent to the host that runs it (the baseline), and
+// to the other host, which forwards it to the owner's control API and
+// relays the reply.
+func BenchmarkMessageForwarded(b *testing.B) {
+	e := etcdtest.Start(b, 1)
+	agents := fmt.Sprintf("[agent.echo]\ncomponent = %q\n", testenv.Agent(b, "agents-qjs", "echo"))
+	hosts := []*fwdHost{startFwdHost(b, "a", e.Endpoints(), agents), startFwdHost(b, "b", e.Endpoints(), agents)}
+	settled(b, hosts)
+	owner := ownerOf(b, hosts, "echo")
+	for _, tc := range []struct {
+		name string
+		via  *fwdHost
+	}{{"baseline", owner}, {"forwarded", other(hosts, owner)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			send := func(content string) {
+				st, err := tc.via.ctl.Send(b.Context(), "echo", content, control.SendOptions{})
+				if err != nil || st.Reply != "echo: "+content {
+					b.Fatalf("through %s: %+v, %v", tc.via.name, st, err)
+				}
+			}
+			send("warm")
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				send("hi")
+				lat = append(lat, time.Since(start))
+			}
+			report(b, lat)
+		})
+	}
 }

@@ -82,7 +82,7 @@ input = '{"steps":[{"op":"get","name":"remote","as":"r"},{"op":"call-tool-blocki
 
 // freePort is a loopback address with a port free a moment ago (the
 // config takes no port 0).
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
