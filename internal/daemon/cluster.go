@@ -25,6 +25,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/forward"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/idem"
 )
 
 // clusterState is the daemon's cluster part; nil fields without [cluster].
@@ -32,6 +33,9 @@ type clusterState struct {
 	cli  *clientv3.Client
 	node *cluster.Node
 	fwd  *forward.Forwarder // nil: no control token, no forwarding
+	// ledger keeps the router's idempotency keys in etcd (set by
+	// newRouter); closed before the client.
+	ledger *idem.Ledger
 	// insts are the running per-session instances (guarded by Daemon.mu),
 	// which Halt stops with the others.
 	insts map[*host.Agent]bool
@@ -162,6 +166,9 @@ func (d *Daemon) stopCluster() {
 func (d *Daemon) closeCluster() {
 	if d.cluster != nil {
 		closeForwarder(d.cluster.fwd)
+		if l := d.cluster.ledger; l != nil {
+			l.Close() // its writes in flight end first
+		}
 		_ = d.cluster.cli.Close()
 	}
 }

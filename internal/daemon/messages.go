@@ -49,8 +49,9 @@ func (d *Daemon) newRouter(cfg *config.Config) *message.Router {
 		if ttl <= 0 {
 			ttl = message.DefaultRetention
 		}
-		o.Ledger = idem.New(idem.Options{Client: c.cli, Prefix: c.cfg.Prefix, Host: c.cfg.Name,
+		c.ledger = idem.New(idem.Options{Client: c.cli, Prefix: c.cfg.Prefix, Host: c.cfg.Name,
 			TTL: ttl, Timeout: c.ttl / 2, Log: d.baseLog})
+		o.Ledger = c.ledger
 	}
 	return message.NewRouter(routerAgents{d}, o)
 }
