@@ -81,13 +81,13 @@ func TestProbeCancel(t *testing.T) {
 			step{"op": "pending"},
 		)
 		s.mem.enterGate(t, "cancel-1")
-		wait(t, signal(&s.mem.slowStarted, "cancel-open"), "the slow call to reach the server")
+		testenv.Recv(t, signal(&s.mem.slowStarted, "cancel-open"), 20*time.Second, "the slow call to reach the server")
 		testenv.Eventually(t, 20*time.Second, "both echo results", func() bool { return a.Inbox().Pending() == 2 })
 		s.mem.openGate("cancel-1")
 		s.mem.enterGate(t, "cancel-2")
 		// The server saw notifications/cancelled: go-sdk ended the handler's
 		// context.
-		wait(t, signal(&s.mem.slowCancelled, "cancel-open"), "the server to see the cancellation")
+		testenv.Recv(t, signal(&s.mem.slowCancelled, "cancel-open"), 20*time.Second, "the server to see the cancellation")
 		s.mem.openGate("cancel-2")
 		checkSteps(t, finish(t, a),
 			`"t"`, `"slow"`, `"e1"`, `"e2"`, "*",
@@ -108,8 +108,8 @@ func TestProbeCallTimeout(t *testing.T) {
 			step{"op": "is-open", "h": "t", "id": "c"},
 		)
 		checkSteps(t, rs, `"t"`, "err timeout", `"c"`, "c error timeout", "false")
-		wait(t, signal(&s.mem.slowCancelled, "timeout-blocking"), "the server to see the blocking call cancelled")
-		wait(t, signal(&s.mem.slowCancelled, "timeout-async"), "the server to see the async call cancelled")
+		testenv.Recv(t, signal(&s.mem.slowCancelled, "timeout-blocking"), 20*time.Second, "the server to see the blocking call cancelled")
+		testenv.Recv(t, signal(&s.mem.slowCancelled, "timeout-async"), 20*time.Second, "the server to see the async call cancelled")
 	})
 }
 

@@ -31,10 +31,10 @@ func TestProbeHandleDrop(t *testing.T) {
 			step{"op": "pending"},
 		)
 		s.mem.enterGate(t, "drop-1")
-		wait(t, signal(&s.mem.slowStarted, "drop"), "the slow call to start")
+		testenv.Recv(t, signal(&s.mem.slowStarted, "drop"), 20*time.Second, "the slow call to start")
 		s.mem.openGate("drop-1")
 		s.mem.enterGate(t, "drop-2")
-		wait(t, signal(&s.mem.slowCancelled, "drop"), "the server to see the dropped handle's call cancelled")
+		testenv.Recv(t, signal(&s.mem.slowCancelled, "drop"), 20*time.Second, "the server to see the dropped handle's call cancelled")
 		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
 		s.mem.update(t, uri, "after drop")
 		s.mem.openGate("drop-2")
@@ -60,7 +60,7 @@ func TestProbeShutdown(t *testing.T) {
 			step{"op": "call-tool-blocking", "h": "t", "tool": "echo", "args": map[string]any{"text": "late"}},
 		)
 		s.mem.enterGate(t, "shutdown")
-		wait(t, signal(&s.mem.slowStarted, "shutdown"), "the slow call to start")
+		testenv.Recv(t, signal(&s.mem.slowStarted, "shutdown"), 20*time.Second, "the slow call to start")
 		start := time.Now()
 		a.Stop()
 		rs := finish(t, a)
@@ -69,7 +69,7 @@ func TestProbeShutdown(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("recv after shutdown waited: the agent took %v to finish", d)
 		}
-		wait(t, signal(&s.mem.slowCancelled, "shutdown"), "the server to see the agent's call cancelled")
+		testenv.Recv(t, signal(&s.mem.slowCancelled, "shutdown"), 20*time.Second, "the server to see the agent's call cancelled")
 	})
 }
 
@@ -111,7 +111,7 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 				}
 				a := s.startProbe(t, probeOpts{guest: g, grace: 50 * time.Millisecond}, steps...)
 				s.mem.enterGate(t, tag)
-				wait(t, signal(&s.mem.slowStarted, tag), "the slow call to start")
+				testenv.Recv(t, signal(&s.mem.slowStarted, tag), 20*time.Second, "the slow call to start")
 				if counter(&s.mem.subscribes, tc.uri).Load() != 1 {
 					t.Fatal("no MCP subscription")
 				}
@@ -127,7 +127,7 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 				}
 				out, err := a.Wait()
 				tc.check(t, out, err)
-				wait(t, signal(&s.mem.slowCancelled, tag), "the server to see the call cancelled")
+				testenv.Recv(t, signal(&s.mem.slowCancelled, tag), 20*time.Second, "the server to see the call cancelled")
 				testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, tc.uri).Load() == 1 })
 			})
 		}

@@ -3,6 +3,9 @@ package host
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // Contract tests of the provider interface (toolhost:agent@0.2.0), on
@@ -161,8 +164,8 @@ func TestProviderCancel(t *testing.T) {
 		)
 		rs := finish(t, a)
 		checkSteps(t, rs, `"p"`, `"s"`, "true", "true", "1", "true", "false", "false", `"d"`, "true", "null", "0")
-		wait(t, s.scripted.Cancelled(tag), "the provider to see the cancelled request end")
-		wait(t, s.scripted.Cancelled("drop-"+tag), "the provider to see the dropped handle's request end")
+		testenv.Recv(t, s.scripted.Cancelled(tag), 20*time.Second, "the provider to see the cancelled request end")
+		testenv.Recv(t, s.scripted.Cancelled("drop-"+tag), 20*time.Second, "the provider to see the dropped handle's request end")
 	})
 }
 
@@ -197,9 +200,9 @@ func TestProviderChatStop(t *testing.T) {
 			step{"op": "get-provider", "name": "fake", "as": "p"},
 			step{"op": "chat", "h": "p", "request": userRequest("hang " + tag)},
 		)
-		wait(t, s.scripted.Started(tag), "the chat to reach the provider")
+		testenv.Recv(t, s.scripted.Started(tag), 20*time.Second, "the chat to reach the provider")
 		a.Stop()
-		wait(t, s.scripted.Cancelled(tag), "the provider to see the request end")
+		testenv.Recv(t, s.scripted.Cancelled(tag), 20*time.Second, "the provider to see the request end")
 		checkSteps(t, finish(t, a), `"p"`, "err cancelled")
 	})
 }

@@ -136,11 +136,11 @@ func TestStopDuringSubscribe(t *testing.T) {
 					step{"op": "recv", "timeout": 10000},
 				)
 				g := s.mem.gate(uri)
-				wait(t, g.entered, "the subscribe to reach the server")
+				testenv.Recv(t, g.entered, 20*time.Second, "the subscribe to reach the server")
 				a.Stop()
 				checkSteps(t, finish(t, a), `"t"`, "err cancelled", "00000000-0000-0000-0000-000000000000 shutdown")
 				close(g.release) // the server completes the subscribe after the agent left
-				wait(t, g.done, "the subscribe handler to return")
+				testenv.Recv(t, g.done, 20*time.Second, "the subscribe handler to return")
 				subs, unsubs := counter(&s.mem.subscribes, uri), counter(&s.mem.unsubscribes, uri)
 				testenv.Eventually(t, 20*time.Second, "the abandoned subscription withdrawn", func() bool { return subs.Load() == 1 && unsubs.Load() == 1 })
 			})

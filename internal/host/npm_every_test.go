@@ -48,7 +48,7 @@ func TestExampleEveryStopMidRound(t *testing.T) {
 	tag := t.Name()
 	a := s.host.Start(p, probeOpts{name: "fanout", grants: []string{"mem"}}.config(),
 		`{"tooling": "mem", "tool": "slow", "n": 1, "arguments": {"tag": "`+tag+`"}, "slow": null, "every": 0.05}`)
-	wait(t, signal(&s.mem.slowStarted, tag), "the round's call to reach the server")
+	testenv.Recv(t, signal(&s.mem.slowStarted, tag), 20*time.Second, "the round's call to reach the server")
 	a.Stop()
 	out, err := waitAgent(t, a, 30*time.Second)
 	if err != nil || out != "stopped after 1 rounds" {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
 // testServer is a real go-sdk MCP server run in-process, with the tools
@@ -191,21 +193,12 @@ func (s *testServer) update(t testing.TB, uri, text string) {
 	}
 }
 
-// ---- waiting ----
-
-func wait(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("timed out after 20s waiting for %s", what)
-	}
-}
+// ---- gates ----
 
 // enterGate waits until the guest is inside the gate tool for tag.
 func (s *testServer) enterGate(t testing.TB, tag string) {
 	t.Helper()
-	wait(t, s.gate(tag).entered, "the guest to call gate "+tag)
+	testenv.Recv(t, s.gate(tag).entered, 20*time.Second, "the guest to call gate "+tag)
 }
 
 func (s *testServer) openGate(tag string) { close(s.gate(tag).release) }
