@@ -81,16 +81,22 @@ func (d *Daemon) Toolings() []control.ToolingStatus {
 	return out
 }
 
+// isStarted reports whether the first instance of every agent was
+// started (or could not be).
+func (d *Daemon) isStarted() bool {
+	select {
+	case <-d.started:
+		return true
+	default:
+		return false
+	}
+}
+
 // Ready reports whether the first instance of every agent was started (or
 // could not be: its component did not load) and every tooling has
 // connected at least once. systemd's READY=1 waits for the same.
 func (d *Daemon) Ready() bool {
-	select {
-	case <-d.started:
-	default:
-		return false
-	}
-	if !d.clusterReady() {
+	if !d.isStarted() || !d.clusterReady() {
 		return false
 	}
 	d.sampleToolings(context.Background(), false)

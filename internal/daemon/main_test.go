@@ -149,6 +149,14 @@ type running struct {
 // test ends (or stop).
 func serve(t testing.TB, path string, opts ...Option) *running {
 	t.Helper()
+	r := build(t, path, opts...)
+	r.start(t)
+	return r
+}
+
+// build loads the config at path and builds a daemon, not served yet.
+func build(t testing.TB, path string, opts ...Option) *running {
+	t.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -160,11 +168,15 @@ func serve(t testing.TB, path string, opts ...Option) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &running{d: d, logs: logs, done: make(chan error, 1)}
+}
+
+// start serves r until the test ends (or stop).
+func (r *running) start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{d: d, logs: logs, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- d.Serve(ctx) }()
+	r.cancel = cancel
+	go func() { r.done <- r.d.Serve(ctx) }()
 	t.Cleanup(func() { r.stop(t) })
-	return r
 }
 
 // stop ends Serve and returns how long that took.

@@ -114,7 +114,10 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 			continue
 		}
 		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
-		serving := r.hasSup && !r.final
+		// Before Serve put the agents under its root (the daemon is
+		// starting), an agent without a service yet is about to get one:
+		// its message waits for it like one for an agent that is starting.
+		serving := (r.hasSup && !r.final) || (d.root == nil && !d.isStarted())
 		if state == stateIdle {
 			select {
 			case r.wake <- struct{}{}:

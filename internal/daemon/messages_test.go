@@ -238,3 +238,31 @@ idle_timeout = "300ms"
 	r.waitAgent(t, "lazy", "idle again", func(a control.AgentStatus) bool { return a.State == stateIdle })
 	mustReply(t, r, "lazy", "", "again", "echo: again")
 }
+
+// TestMessageWhileStarting: a message sent while the daemon starts, before
+// its agent has a service, waits for the agent to run and is answered (it
+// was refused "agent is stopped").
+func TestMessageWhileStarting(t *testing.T) {
+	r := build(t, writeConfig(t, t.TempDir(), header(t)+fmt.Sprintf("[agent.echo]\ncomponent = %q\n", testenv.Agent(t, "agents", "echo"))))
+	type sent struct {
+		m   *message.Message
+		err error
+	}
+	done := make(chan sent, 1)
+	go func() {
+		m, _, err := r.d.Messages().Send(t.Context(), message.Request{Agent: "echo", Sender: message.SenderAPI, Content: "early"})
+		done <- sent{m, err}
+	}()
+	testenv.Eventually(t, 10*time.Second, "the message to wait for its agent (or be refused)", func() bool {
+		open, _, _ := r.d.Messages().Stats()
+		return open == 1 || len(done) == 1
+	})
+	r.start(t)
+	s := testenv.Recv(t, done, 60*time.Second, "the early message to be delivered")
+	if s.err != nil {
+		t.Fatalf("a message sent while the daemon starts: %v", s.err)
+	}
+	if v := replyOf(t, s.m); v.Reply != "echo: early" {
+		t.Fatalf("reply %+v", v)
+	}
+}
