@@ -541,7 +541,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 // the working one is not held up.
 func TestSiblingsUnaffected(t *testing.T) {
 	srv := newServer(true)
-	mem := newMemTooling(t, srv, zap.NewNop())
+	mem := memTooling(t, "mem", srv, zap.NewNop(), 5*time.Second)
 	broken, err := mcpclient.New(&config.Tooling{
 		Name: "broken", Kind: "mcp", Transport: "stdio", Command: "unused",
 		ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second),

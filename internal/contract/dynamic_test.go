@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
@@ -18,29 +16,12 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
-// namedMemTooling is a real mcp tooling called name, connected to s over
-// in-memory transports. Its connect timeout (30s) is longer than the tests
-// wait for an envelope: an operation left waiting for a session after its
-// tooling was removed would fail them.
+// namedMemTooling is memTooling called name with a connect timeout (30s)
+// longer than the tests wait for an envelope: an operation left waiting for
+// a session after its tooling was removed would fail them.
 func namedMemTooling(t testing.TB, name string, s *server) *mcpclient.Client {
 	t.Helper()
-	cfg := &config.Tooling{
-		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout: cfgDur(30 * time.Second),
-		CallTimeout:    cfgDur(30 * time.Second),
-		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
-	}
-	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return memTooling(t, name, s, zap.NewNop(), 30*time.Second)
 }
 
 func TestAddAndRemoveToolingWhileServing(t *testing.T) {

@@ -224,7 +224,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if log == nil {
 		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	}
-	m := newMemTooling(t, s, log)
+	m := memTooling(t, "mem", s, log, 5*time.Second)
 	// The tooling allows 64 calls at once: the pump's own limit is what the
 	// tests see.
 	lim := o.limits
@@ -248,25 +248,20 @@ func newEnv(t testing.TB, o envOptions) *env {
 	return &env{srv: s, mcp: m, ct: ct, hub: hub}
 }
 
-// newMemTooling is a real mcp tooling "mem" connected to s over in-memory
-// transports (a fresh pair per connection attempt); it allows 64 calls at
-// once. Nothing serves it yet.
-func newMemTooling(t testing.TB, s *server, log *zap.Logger) *mcpclient.Client {
+// memTooling is a real mcp tooling called name connected to s over
+// in-memory transports (a fresh pair per connection attempt), allowing 64
+// calls at once, waiting at most connect for a session. Nothing serves it
+// yet.
+func memTooling(t testing.TB, name string, s *server, log *zap.Logger, connect time.Duration) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
-		Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout:     cfgDur(5 * time.Second),
+		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
+		ConnectTimeout:     cfgDur(connect),
 		CallTimeout:        cfgDur(30 * time.Second),
 		MaxConcurrentCalls: 64,
 		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, log, mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}))
+	m, err := mcpclient.New(cfg, log, mcpclient.WithDialer(testenv.InMemoryDialer(s.srv)))
 	if err != nil {
 		t.Fatal(err)
 	}
