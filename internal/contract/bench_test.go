@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -80,18 +81,7 @@ func runCalls(b *testing.B, par int, mk func(i int) callFunc) {
 func BenchmarkCallEcho(b *testing.B) {
 	e := newEnv(b, envOptions{log: zap.NewNop()})
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := e.srv.srv.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ss.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpclient.DefaultProtocolVersion})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	cs := testenv.DirectSession(b, e.srv.srv, mcpclient.DefaultProtocolVersion)
 
 	const args = `{"text":"hello"}`
 	rawArgs := json.RawMessage(args)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -89,28 +90,6 @@ func BenchmarkAgentStart(b *testing.B) {
 	})
 }
 
-// directSession is a go-sdk client session on the in-process server, the
-// reference for what a guest's call costs, made as the mcp tooling makes its
-// own (same protocol version).
-func directSession(b *testing.B, srv *mcp.Server) *mcp.ClientSession {
-	b.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
-	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpclient.DefaultProtocolVersion})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
-	return cs
-}
-
 // echoArgs are the echo tool's arguments, as JSON text for every variant.
 var echoArgs = json.RawMessage(`{"text":"ping"}`)
 
@@ -178,7 +157,7 @@ func durations(ns []int64) []time.Duration {
 func BenchmarkGuestCallEcho(b *testing.B) {
 	s := env(b)
 	b.Run("baseline", func(b *testing.B) {
-		cs := directSession(b, s.mem.srv)
+		cs := testenv.DirectSession(b, s.mem.srv, mcpclient.DefaultProtocolVersion)
 		ds := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -223,7 +202,7 @@ func BenchmarkGuestFanout100(b *testing.B) {
 	s := env(b)
 	const fan = 100
 	b.Run("baseline", func(b *testing.B) {
-		cs := directSession(b, s.mem.srv)
+		cs := testenv.DirectSession(b, s.mem.srv, mcpclient.DefaultProtocolVersion)
 		ds := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()

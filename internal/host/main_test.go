@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -112,13 +111,7 @@ func toolingConfig(name string) *config.Tooling {
 }
 
 func inMemory(s *testServer) mcpclient.Option {
-	return mcpclient.WithDialer(func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	})
+	return mcpclient.WithDialer(testenv.InMemoryDialer(s.srv))
 }
 
 func (s *suite) setUp() error {

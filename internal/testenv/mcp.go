@@ -2,9 +2,33 @@ package testenv
 
 import (
 	"context"
+	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// DirectSession is a go-sdk client session on srv over in-memory
+// transports, speaking protocol (the version the mcp tooling speaks),
+// closed when tb ends: the baseline benchmarks measure a tooling's calls
+// against.
+func DirectSession(tb testing.TB, srv *mcp.Server, protocol string) *mcp.ClientSession {
+	tb.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
 
 // InMemoryDialer connects each attempt to srv over a fresh pair of go-sdk
 // in-memory transports: an mcpclient.Dialer for a tooling served

@@ -31,19 +31,8 @@ func BenchmarkCallEcho(b *testing.B) {
 	args := json.RawMessage(`{"text":"hello"}`)
 	b.Run("baseline", func(b *testing.B) {
 		ts := newTestServer(0)
-		ct, st := mcp.NewInMemoryTransports()
 		ctx := context.Background()
-		ss, err := ts.srv.Connect(ctx, st, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ss.Close()
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpclient.DefaultProtocolVersion})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cs.Close()
+		cs := testenv.DirectSession(b, ts.srv, mcpclient.DefaultProtocolVersion)
 		lat := make([]time.Duration, 0, b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
