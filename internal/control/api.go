@@ -36,6 +36,14 @@ type Backend interface {
 	Ready() bool
 }
 
+// ConfigBackend is a Backend that also knows the agents it does not list:
+// a cluster host lists the agents it holds, while every agent of the
+// config (wherever it runs) may keep keys in the shared store.
+type ConfigBackend interface {
+	// Configured reports whether name is an agent of the config.
+	Configured(name string) bool
+}
+
 // ErrUnknownAgent is returned by the Backend for an agent it does not have.
 var ErrUnknownAgent = errors.New("no such agent")
 

@@ -110,7 +110,7 @@ func (s *Server) kvAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 // kvBuckets lists an agent's buckets; 404 for an agent that keeps no keys
-// and is not one of this host's.
+// and is not one of the config's (an agent another cluster host runs is).
 func (s *Server) kvBuckets(w http.ResponseWriter, r *http.Request) {
 	st, ok := s.kvStore(w)
 	if !ok {
@@ -123,8 +123,8 @@ func (s *Server) kvBuckets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(buckets) == 0 {
-		if _, known := s.findAgent(agent); !known {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q keeps no keys and is not an agent of this host", ErrUnknownAgent, agent))
+		if !s.configured(agent) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q keeps no keys and is not an agent of the config", ErrUnknownAgent, agent))
 			return
 		}
 	}
@@ -294,4 +294,14 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// configured reports whether name is an agent of the config: one the
+// backend lists, or one it knows runs elsewhere.
+func (s *Server) configured(name string) bool {
+	if cb, ok := s.opts.Backend.(ConfigBackend); ok {
+		return cb.Configured(name)
+	}
+	_, ok := s.findAgent(name)
+	return ok
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // kvServer serves the API over a real bbolt store, with agent "known"
-// configured.
+// configured and listed, and "remote" configured but run by another host.
 func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 	t.Helper()
 	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
@@ -25,6 +25,7 @@ func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 	svc := kv.New(st)
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "known", State: "running"})
+	be.AddElsewhere("remote")
 	return controltest.Serve(t, control.Options{Backend: be, KV: svc}), svc
 }
 
@@ -46,6 +47,7 @@ func TestKVRoutes(t *testing.T) {
 		{"GET", "/v1/kv", 200, `{"agents":["a"]}` + "\n"},
 		{"GET", "/v1/kv/a", 200, `{"buckets":["notes"]}` + "\n"},
 		{"GET", "/v1/kv/known", 200, `{"buckets":[]}` + "\n"},
+		{"GET", "/v1/kv/remote", 200, `{"buckets":[]}` + "\n"},
 		{"GET", "/v1/kv/nobody", 404, `no such agent: "nobody" keeps no keys`},
 		{"GET", "/v1/kv/a/notes", 200, `{"keys":["k"]}` + "\n"},
 		{"GET", "/v1/kv/a/notes?prefix=x", 200, `{"keys":[]}` + "\n"},

@@ -48,6 +48,15 @@ func (d *Daemon) Agents() []control.AgentStatus {
 	return out
 }
 
+// Configured reports whether name is an agent of the config, also one
+// that another cluster host runs (Agents lists only this host's).
+func (d *Daemon) Configured(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.agents[name]
+	return ok
+}
+
 // Toolings reports every configured tooling, sorted by name.
 func (d *Daemon) Toolings() []control.ToolingStatus {
 	d.sampleToolings(context.Background(), false)

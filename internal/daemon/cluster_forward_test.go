@@ -43,7 +43,7 @@ func startFwdHost(t testing.TB, name string, endpoints []string, agents string) 
 		fmt.Sprintf("[cluster]\nname = %q\nlease_ttl = \"4s\"\nsettle = \"200ms\"\nmoves_per_second = 100\nprefix = \"/fwd-test\"\netcd = { endpoints = [%s] }\n\n", name, eps) +
 		agents
 	r := serve(t, writeConfig(t, mkdir(t, filepath.Join(t.TempDir(), name)), cfg))
-	controltest.Serve(t, control.Options{Backend: r.d, Messages: r.d.Messages(), Listen: addr, Token: fwdToken})
+	controltest.Serve(t, control.Options{Backend: r.d, Messages: r.d.Messages(), KV: r.d.KV(), Listen: addr, Token: fwdToken})
 	c, err := control.DialTCP(addr, fwdToken)
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +178,12 @@ stop_grace = "1s"
 	}
 	if a := owner.r.agent(t, "echo"); len(a.Instances) != 1 || a.Instances[0].Messages != 1 {
 		t.Errorf("the owner's echo answered %+v, want 1 message", a.Instances)
+	}
+
+	// The store is the cluster's: the non-owner lists echo's buckets (it
+	// keeps none) although it does not run echo.
+	if b, err := via.ctl.KVBuckets(ctx, "echo"); err != nil || len(b) != 0 {
+		t.Errorf("kv ls echo through %s: %v, %v; want no buckets", via.name, b, err)
 	}
 
 	// An idempotency key through the non-owner: the receiving host claims

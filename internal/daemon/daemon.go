@@ -44,7 +44,10 @@ const (
 	monitorEvery = 100 * time.Millisecond
 )
 
-var _ control.Backend = (*Daemon)(nil)
+var (
+	_ control.Backend       = (*Daemon)(nil)
+	_ control.ConfigBackend = (*Daemon)(nil)
+)
 
 // Option tunes a Daemon beyond its config.
 type Option func(*options)

@@ -30,6 +30,7 @@ type Backend struct {
 	reloadErr error
 	reloads   int
 	actions   []string // "start a", ...
+	elsewhere []string // configured, not listed (held by another host)
 
 	Block   chan struct{}
 	Entered chan string
@@ -64,6 +65,23 @@ func (b *Backend) AddAgent(a control.AgentStatus) {
 	b.mu.Lock()
 	b.agents = append(b.agents, a)
 	b.mu.Unlock()
+}
+
+// AddElsewhere adds an agent of the config that Agents does not list, as
+// one another cluster host runs.
+func (b *Backend) AddElsewhere(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.elsewhere = append(b.elsewhere, name)
+}
+
+// Configured implements control.ConfigBackend: the agents listed and
+// those added with AddElsewhere.
+func (b *Backend) Configured(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Contains(b.elsewhere, name) ||
+		slices.ContainsFunc(b.agents, func(a control.AgentStatus) bool { return a.Name == name })
 }
 
 // AddTooling adds a tooling to the list Toolings returns.
