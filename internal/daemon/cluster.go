@@ -222,10 +222,11 @@ func (d *Daemon) reloaded(cur *config.Config) {
 }
 
 // startsOnReload reports whether a reload starts an added or changed agent
-// here: in a cluster only one this host holds (the node starts the rest
-// once claimed).
-func (d *Daemon) startsOnReload(name string) bool {
-	return d.cluster == nil || d.cluster.node.Owns(name) || d.everyHost(name)
+// here: in a cluster only one this host holds or a per-session agent,
+// which every host runs (the node starts the rest once claimed). The
+// caller holds d.mu.
+func (d *Daemon) startsOnReload(r *agentRec) bool {
+	return d.cluster == nil || d.cluster.node.Owns(r.name) || isPerSession(r.cfg)
 }
 
 // everyHost reports a per-session agent, which every host runs.

@@ -28,6 +28,7 @@ const fwdToken = "cluster-test-token"
 type fwdHost struct {
 	name string
 	r    *running
+	path string // its config file
 	addr string
 	ctl  *control.Client
 }
@@ -42,14 +43,15 @@ func startFwdHost(t testing.TB, name string, endpoints []string, agents string) 
 	cfg := header(t) + fmt.Sprintf("control_listen = %q\ncontrol_token = %q\n\n", addr, fwdToken) +
 		fmt.Sprintf("[cluster]\nname = %q\nlease_ttl = \"4s\"\nsettle = \"200ms\"\nmoves_per_second = 100\nprefix = \"/fwd-test\"\netcd = { endpoints = [%s] }\n\n", name, eps) +
 		agents
-	r := serve(t, writeConfig(t, mkdir(t, filepath.Join(t.TempDir(), name)), cfg))
+	path := writeConfig(t, mkdir(t, filepath.Join(t.TempDir(), name)), cfg)
+	r := serve(t, path)
 	controltest.Serve(t, control.Options{Backend: r.d, Messages: r.d.Messages(), KV: r.d.KV(), Listen: addr, Token: fwdToken})
 	c, err := control.DialTCP(addr, fwdToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &fwdHost{name: name, r: r, addr: addr, ctl: c}
+	return &fwdHost{name: name, r: r, path: path, addr: addr, ctl: c}
 }
 
 // settled waits until every host sees every host settled and the owners

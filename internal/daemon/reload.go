@@ -240,7 +240,7 @@ func (d *Daemon) startAgents(cur *config.Config, p plan) {
 	for _, name := range append(slices.Clone(p.addAgent), p.changeAgent...) {
 		r := newAgentRec(name, cur.Agent[name], d.recorder())
 		d.agents[name] = r
-		if d.startsOnReload(name) {
+		if d.startsOnReload(r) {
 			d.startLocked(r, nil)
 		}
 	}
