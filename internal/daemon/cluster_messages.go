@@ -51,25 +51,16 @@ func (d *Daemon) setupForwarding(cfg *config.Config) (address string, fwd *forwa
 }
 
 // deliverRemote delivers m while this host does not hold its agent: to
-// its owner, or after waiting for one. here is true when this host came to
-// hold the agent meanwhile (deliver locally then).
-func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message) (here bool, err error) {
+// its owner, or after waiting for one; owner and claiming are where the
+// caller's locate put it. here is true when this host came to hold the
+// agent meanwhile (deliver locally then).
+func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message, owner string, claiming bool) (here bool, err error) {
 	d, c := ra.d, ra.d.cluster
 	agent := m.Agent()
 	_, forwarded := control.ForwardedBy(ctx)
-	why := "no host holds it (it is moving)"
+	var why string
 	for {
-		d.mu.Lock()
-		r := d.agents[agent]
-		var owner string
-		here, claiming := r == nil, false // removed meanwhile: the local path says so
-		if r != nil {
-			owner, here, claiming = ra.locate(r.cfg, m)
-		}
-		d.mu.Unlock()
 		switch {
-		case here:
-			return true, nil
 		case claiming:
 			why = "this host, where it belongs, did not start it"
 		case forwarded:
@@ -101,6 +92,16 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message) (h
 		if !c.node.Wait(ctx.Done()) {
 			return false, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable,
 				"agent %q is not reachable in the cluster within %v: %s", agent, deliverWait, why)
+		}
+		d.mu.Lock()
+		r := d.agents[agent]
+		here = r == nil // removed meanwhile: the local path says so
+		if r != nil {
+			owner, here, claiming = ra.locate(r.cfg, m)
+		}
+		d.mu.Unlock()
+		if here {
+			return true, nil
 		}
 	}
 }

@@ -59,18 +59,13 @@ func lazyAgents(cfg *config.Config) []string {
 	return out
 }
 
-// held reports whether m is for this host: its agent is held here, or
-// for a per-session agent its session is (or belongs here while nobody
-// holds it). d.mu held.
-func (ra routerAgents) held(r *agentRec, m *message.Message) bool {
-	_, here, _ := ra.locate(r.cfg, m)
-	return here
-}
-
-// locate is where m goes: here, or the member that holds (or is placed
-// to take) its agent or session; "" and false while nobody does.
-// claiming: nobody holds its on-message agent and this host, where it
-// belongs, was asked to claim it (m waits for that).
+// locate is where m goes: here (its agent is held here or, for a
+// per-session agent, its session is or belongs here while nobody holds
+// it), or the member that holds (or is placed to take) its agent or
+// session; "" and false while nobody does (an agent starting here is
+// not held yet: its messages wait). claiming: nobody holds its
+// on-message agent and this host, where it belongs, was asked to claim it
+// (m waits for that). d.mu held.
 func (ra routerAgents) locate(a *config.Agent, m *message.Message) (owner string, here, claiming bool) {
 	node := ra.d.cluster.node
 	if !isPerSession(a) {
@@ -79,8 +74,8 @@ func (ra routerAgents) locate(a *config.Agent, m *message.Message) (owner string
 		}
 		owner, held := node.Owner(m.Agent())
 		switch {
-		case held && owner == node.Self(): // starting here: Owns soon
-			return "", false, true
+		case held && owner == node.Self(): // held since Owns answered
+			return "", true, false
 		case held:
 			return owner, false, false
 		case a.Start != config.StartOnMessage:

@@ -45,12 +45,8 @@ func (d *Daemon) newRouter(cfg *config.Config) *message.Router {
 		}
 	}
 	if c := d.cluster; c != nil { // idempotency keys across the hosts
-		ttl := o.Retention
-		if ttl <= 0 {
-			ttl = message.DefaultRetention
-		}
 		c.ledger = idem.New(idem.Options{Client: c.cli, Prefix: c.cfg.Prefix, Host: c.cfg.Name,
-			TTL: ttl, Timeout: c.ttl / 2, Log: d.baseLog})
+			TTL: o.Retention, Timeout: c.ttl / 2, Log: d.baseLog})
 		o.Ledger = c.ledger
 	}
 	return message.NewRouter(routerAgents{d}, o)
@@ -106,12 +102,14 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 			}
 			return message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", m.Agent())
 		}
-		if d.cluster != nil && !ra.held(r, m) {
-			d.mu.Unlock()
-			if here, err := ra.deliverRemote(ctx, m); !here {
-				return err
+		if d.cluster != nil {
+			if owner, here, claiming := ra.locate(r.cfg, m); !here {
+				d.mu.Unlock()
+				if here, err := ra.deliverRemote(ctx, m, owner, claiming); !here {
+					return err
+				}
+				continue
 			}
-			continue
 		}
 		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
 		// Before Serve put the agents under its root (the daemon is
