@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,13 +14,12 @@ import (
 )
 
 // NewClient is a client of the control API at base (http://host:port)
-// sending token as its bearer token, through hc (nil: a client of its
-// own). Unlike DialTCP it does not connect first: a cluster host uses it
-// to reach another's API.
+// sending token as its bearer token, through hc (nil:
+// http.DefaultClient). Unlike DialTCP it does not connect first: a cluster
+// host uses it to reach another's API.
 func NewClient(base, token string, hc *http.Client) *Client {
 	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second,
-			DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}}
+		hc = http.DefaultClient
 	}
 	base = strings.TrimSuffix(base, "/")
 	return &Client{where: strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), base: base, token: token, hc: hc}

@@ -51,9 +51,6 @@ type Options struct {
 	// Token is the bearer token of the other hosts' control APIs (the
 	// shared control_token, expanded).
 	Token string
-	// HTTPClient makes the requests (nil: one of its own; it must have no
-	// overall Timeout: replies stream).
-	HTTPClient *http.Client
 	// Log gets relay failures (nil: none).
 	Log *zap.Logger
 }
@@ -76,9 +73,6 @@ type Forwarder struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
-
-	mu      sync.Mutex
-	clients map[string]*control.Client // by URL
 }
 
 // New makes a forwarder.
@@ -87,13 +81,11 @@ func New(o Options) *Forwarder {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
-			DialContext: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 15 * time.Second}).DialContext}}
-	}
+	// No overall Timeout: replies stream.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
+		DialContext: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 15 * time.Second}).DialContext}}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Forwarder{o: o, log: log.Named("forward"), hc: hc, ctx: ctx, stop: stop, clients: map[string]*control.Client{}}
+	return &Forwarder{o: o, log: log.Named("forward"), hc: hc, ctx: ctx, stop: stop}
 }
 
 // Close ends every relayed stream (their messages fail unavailable) and
@@ -105,17 +97,6 @@ func (f *Forwarder) Close() error {
 	return nil
 }
 
-func (f *Forwarder) client(url string) *control.Client {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.clients[url]
-	if c == nil {
-		c = control.NewClient(url, f.o.Token, f.hc)
-		f.clients[url] = c
-	}
-	return c
-}
-
 // Deliver forwards m to owner and returns once owner accepted it: its
 // reply then follows in m. audit is the sender's wish for the content in
 // the audit log (an agent's audit_arguments). A refusal of the owner is
@@ -125,7 +106,7 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 	if f.ctx.Err() != nil {
 		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "toolhostd is stopping")
 	}
-	c := f.client(owner.URL)
+	c := control.NewClient(owner.URL, f.o.Token, f.hc) // cheap: the transport is f.hc's
 	// The stream outlives ctx (the sender's request): only the wait for
 	// the owner's answer is bounded by it.
 	sctx, cancel := context.WithCancel(f.ctx)
