@@ -99,13 +99,6 @@ func (n *Node) goneLocked(member string) {
 	}
 }
 
-// seenLocked makes sure a live member has an open Gone channel.
-func (n *Node) seenLocked(member string) {
-	if _, ok := n.gone[member]; !ok {
-		n.gone[member] = make(chan struct{})
-	}
-}
-
 // pollEvery bounds a wait on Changed where a change may not be watched
 // (a member's control API coming up): waiters re-check this often.
 const pollEvery = 250 * time.Millisecond

@@ -90,7 +90,6 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 		if json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
-		n.seenLocked(name)
 		if m := n.members[name]; m != nil {
 			m.info = info
 			return
