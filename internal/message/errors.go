@@ -53,14 +53,3 @@ func Refuse(sentinel error, code tooling.ErrorCode, format string, args ...any) 
 func refuse(sentinel error, code tooling.ErrorCode, format string, args ...any) error {
 	return &refusal{herr: tooling.Errorf(code, format, args...), sentinel: sentinel}
 }
-
-// InFlightError refuses a retry whose idempotency key a Ledger holds for a
-// message still open on another host (unavailable, 503): Host could
-// answer it. It matches ErrUnavailable.
-type InFlightError struct {
-	ID, Host string
-	err      error
-}
-
-func (e *InFlightError) Error() string { return e.err.Error() }
-func (e *InFlightError) Unwrap() error { return e.err }

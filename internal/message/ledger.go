@@ -51,8 +51,8 @@ func (r *Router) prior(req Request, start time.Time, p *Prior) (*Message, bool, 
 		return m, true, nil
 	}
 	if !p.Ended {
-		return nil, false, r.refused(req, start, &InFlightError{ID: p.ID, Host: p.Host, err: refuse(ErrUnavailable, tooling.CodeUnavailable,
-			"message %s with this idempotency key is in flight on host %q: retry later", p.ID, p.Host)})
+		return nil, false, r.refused(req, start, refuse(ErrUnavailable, tooling.CodeUnavailable,
+			"message %s with this idempotency key is in flight on host %q: retry later", p.ID, p.Host))
 	}
 	m := newMessage(p.ID, req, r.opts.MaxReplyBytes, r.opts.Now)
 	if err := r.t.add(m); err != nil {
