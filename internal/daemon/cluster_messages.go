@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -83,7 +82,7 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message, ow
 				why = "its host " + owner + " publishes no control API address ([cluster] advertise)"
 				break
 			}
-			err := c.fwd.Deliver(ctx, m, forward.Owner{Name: owner, URL: url, Gone: c.node.Gone(owner)}, d.auditsSender(m.Sender()))
+			err := c.fwd.Deliver(ctx, m, forward.Owner{Name: owner, URL: url, Gone: c.node.Gone(owner)})
 			if !errors.Is(err, forward.ErrMoved) {
 				return false, err
 			}
@@ -104,17 +103,4 @@ func (ra routerAgents) deliverRemote(ctx context.Context, m *message.Message, ow
 			return true, nil
 		}
 	}
-}
-
-// auditsSender reports whether sender is an agent whose audit_arguments
-// puts the content of its messages in the audit log (its Outbox's Audit).
-func (d *Daemon) auditsSender(sender string) bool {
-	name, ok := strings.CutPrefix(sender, message.SenderAgentPrefix)
-	if !ok {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r := d.agents[name]
-	return r != nil && r.cfg.AuditArguments
 }

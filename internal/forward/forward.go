@@ -98,11 +98,10 @@ func (f *Forwarder) Close() error {
 }
 
 // Deliver forwards m to owner and returns once owner accepted it: its
-// reply then follows in m. audit is the sender's wish for the content in
-// the audit log (an agent's audit_arguments). A refusal of the owner is
+// reply then follows in m. A refusal of the owner is
 // returned as the router's refusal of the same kind (unknown agent,
 // denied, busy, ...); errors matching ErrMoved may succeed at another try.
-func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner, audit bool) error {
+func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner) error {
 	if f.ctx.Err() != nil {
 		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "toolhostd is stopping")
 	}
@@ -113,7 +112,7 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 	unbind := context.AfterFunc(ctx, cancel)
 	s, err := c.Forward(sctx, control.ForwardRequest{
 		By: f.o.Self, ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
-		Content: m.Content(), IdempotencyKey: m.IdempotencyKey(), Audit: audit,
+		Content: m.Content(), IdempotencyKey: m.IdempotencyKey(), Audit: m.Audit(),
 	})
 	if err != nil {
 		cancel()

@@ -45,7 +45,7 @@ func (s *scripted) Deliver(ctx context.Context, m *message.Message) error {
 	by, _ := control.ForwardedBy(ctx)
 	s.mu.Lock()
 	s.got = append(s.got, message.Request{ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
-		Content: m.Content(), IdempotencyKey: m.IdempotencyKey() + "|by=" + by})
+		Content: m.Content(), IdempotencyKey: m.IdempotencyKey() + "|by=" + by, Audit: m.Audit()})
 	s.mu.Unlock()
 	switch m.Agent() {
 	case "stream", "mcponly":
@@ -89,7 +89,7 @@ func (r *receiver) Target(string) (message.Target, error) {
 }
 
 func (r *receiver) Deliver(ctx context.Context, m *message.Message) error {
-	return r.fwd.Deliver(ctx, m, r.owner, true)
+	return r.fwd.Deliver(ctx, m, r.owner)
 }
 
 func newReceiver(t *testing.T, o forward.Owner, tok string) *message.Router {
@@ -106,7 +106,7 @@ func wait(t *testing.T, m *message.Message) message.View {
 }
 
 // TestRelay: a forwarded message's reply is relayed event by event, with
-// the sender, session, idempotency key and id the owner gets; the owner's
+// the sender, session, idempotency key, audit flag and id the owner gets; the owner's
 // refusals come back as the router's (unknown agent, sender not accepted,
 // a bad token), an unreachable owner as ErrMoved.
 func TestRelay(t *testing.T) {
@@ -114,7 +114,7 @@ func TestRelay(t *testing.T) {
 	gone := make(chan struct{})
 	r := newReceiver(t, forward.Owner{Name: "o", URL: o.url, Gone: gone}, token)
 	ctx := t.Context()
-	m, _, err := r.Send(ctx, message.Request{Agent: "stream", Session: "s", Sender: "agent:x", Content: "hi", IdempotencyKey: "k1"})
+	m, _, err := r.Send(ctx, message.Request{Agent: "stream", Session: "s", Sender: "agent:x", Content: "hi", IdempotencyKey: "k1", Audit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestRelay(t *testing.T) {
 	o.agents.mu.Lock()
 	got := o.agents.got[0]
 	o.agents.mu.Unlock()
-	want := message.Request{ID: m.ID(), Agent: "stream", Session: "s", Sender: "agent:x", Content: "hi", IdempotencyKey: "k1|by=recv"}
+	want := message.Request{ID: m.ID(), Agent: "stream", Session: "s", Sender: "agent:x", Content: "hi", IdempotencyKey: "k1|by=recv", Audit: true}
 	if got != want {
 		t.Errorf("the owner got %+v, want %+v", got, want)
 	}
@@ -136,6 +136,11 @@ func TestRelay(t *testing.T) {
 	if m, _, err := r.Send(ctx, message.Request{Agent: "mcponly", Sender: message.SenderMCP, Content: "x"}); err != nil || wait(t, m).Reply != "abc" {
 		t.Errorf("mcp to mcponly: %v", err)
 	}
+	o.agents.mu.Lock()
+	if got := o.agents.got[1]; got.Audit {
+		t.Errorf("a message sent without the audit flag reached the owner with it: %+v", got)
+	}
+	o.agents.mu.Unlock()
 	for _, tc := range []struct {
 		agent, sender string
 		want          error

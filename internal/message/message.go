@@ -74,6 +74,7 @@ const (
 type Message struct {
 	id, agent, session, sender, key string
 	content                         string
+	audit                           bool // the sender asked for content in the audit log
 	sha                             string
 	accepted                        time.Time
 	maxReply                        int
@@ -99,7 +100,7 @@ func newMessage(id string, req Request, maxReply int, now func() time.Time) *Mes
 	sum := sha256.Sum256([]byte(req.Content))
 	return &Message{
 		id: id, agent: req.Agent, session: req.Session, sender: req.Sender, key: req.IdempotencyKey,
-		content: req.Content, sha: hex.EncodeToString(sum[:]), accepted: now(), maxReply: maxReply, now: now,
+		content: req.Content, audit: req.Audit, sha: hex.EncodeToString(sum[:]), accepted: now(), maxReply: maxReply, now: now,
 		status: StatusQueued, size: len(req.Content),
 		changed: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -119,6 +120,10 @@ func (m *Message) Sender() string { return m.sender }
 
 // Content is the message's text.
 func (m *Message) Content() string { return m.content }
+
+// Audit reports whether its sender asked for the content in the audit log
+// (Request.Audit: an agent's audit_arguments).
+func (m *Message) Audit() bool { return m.audit }
 
 // SHA256 is the hex sha256 of the content (for the audit log).
 func (m *Message) SHA256() string { return m.sha }
