@@ -86,9 +86,7 @@ func (s *EventStream) Close() error { return s.body.Close() }
 // the other host accepted it; a refusal is an *APIError (421: that host
 // does not run the agent now).
 func (c *Client) Forward(ctx context.Context, f ForwardRequest) (*EventStream, error) {
-	body, _ := json.Marshal(SendRequest{Content: &f.Content, Session: f.Session})
-	resp, err := c.request(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(f.Agent)+"/messages", body, func(h http.Header) {
-		h.Set("Accept", "text/event-stream")
+	return c.postStream(ctx, f.Agent, SendRequest{Content: &f.Content, Session: f.Session}, func(h http.Header) {
 		h.Set(HeaderForwardedBy, f.By)
 		h.Set(HeaderSender, f.Sender)
 		if f.ID != "" {
@@ -100,6 +98,16 @@ func (c *Client) Forward(ctx context.Context, f ForwardRequest) (*EventStream, e
 		if f.IdempotencyKey != "" {
 			h.Set("Idempotency-Key", f.IdempotencyKey)
 		}
+	})
+}
+
+// postStream posts req to agent asking for its reply as a stream, with
+// header's additions; a refusal is an *APIError.
+func (c *Client) postStream(ctx context.Context, agent string, req SendRequest, header func(http.Header)) (*EventStream, error) {
+	body, _ := json.Marshal(req)
+	resp, err := c.request(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/messages", body, func(h http.Header) {
+		h.Set("Accept", "text/event-stream")
+		header(h)
 	})
 	if err != nil {
 		return nil, err

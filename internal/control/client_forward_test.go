@@ -54,3 +54,46 @@ func TestForwardedStreamIdle(t *testing.T) {
 		t.Errorf("the silent stream broke after %s", took)
 	}
 }
+
+// TestSendStreamResumesSilent: SendStream (toolhostd send) picks a reply
+// stream that went silent (no event, no keep-alive) up again from its last
+// event, like a forwarding host's relay, instead of hanging on it.
+func TestSendStreamResumesSilent(t *testing.T) {
+	defer control.SetStreamIdle(control.SetStreamIdle(200 * time.Millisecond))
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set(control.HeaderMessageID, "m1")
+			fmt.Fprint(w, "id: m1:1\nevent: delta\ndata: {\"text\":\"a\"}\n\n")
+			w.(http.Flusher).Flush()
+			select { // silent until the test ends
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case r.Header.Get("Accept") == "text/event-stream":
+			if r.Header.Get("Last-Event-ID") != "m1:1" {
+				http.Error(w, "resumed at "+r.Header.Get("Last-Event-ID"), http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: m1:2\nevent: reply\ndata: {\"text\":\"ab\"}\n\n")
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"m1","agent":"x","sender":"api","status":"done","reply":"ab","events":2}`)
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := control.NewClient(srv.URL, "tok", nil)
+	defer c.Close()
+	var got []message.Event
+	st, err := c.SendStream(t.Context(), "x", "hi", control.SendOptions{}, func(ev message.Event) { got = append(got, ev) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != message.StatusDone || st.Reply != "ab" || len(got) != 2 || got[0].Text != "a" || got[1].Kind != message.KindReply {
+		t.Errorf("status %+v, events %+v", st, got)
+	}
+}

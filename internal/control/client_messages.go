@@ -27,18 +27,16 @@ type SendOptions struct {
 // *APIError: unknown agent, sender not accepted, too large, busy, ...).
 var ErrRefused = errors.New("message refused")
 
-// maxResumes bounds how often SendStream picks a broken stream up again.
-const maxResumes = 5
+// MaxResumes bounds how often a client picks a broken reply stream up
+// again (SendStream here, a forwarding host's relay).
+const MaxResumes = 5
 
 // SendStream sends content to agent and follows its reply as it streams:
 // onEvent gets every event once, in order (deltas, then the one reply or
-// error). A stream that breaks is resumed from the last event seen. It
-// returns the message's final state.
+// error). A stream that breaks, or stays silent past its keep-alives, is
+// resumed from the last event seen. It returns the message's final state.
 func (c *Client) SendStream(ctx context.Context, agent, content string, o SendOptions, onEvent func(message.Event)) (MessageStatus, error) {
-	body, _ := json.Marshal(SendRequest{Content: &content, Session: o.Session})
-	path := "/v1/agents/" + url.PathEscape(agent) + "/messages"
-	resp, err := c.request(ctx, http.MethodPost, path, body, func(h http.Header) {
-		h.Set("Accept", "text/event-stream")
+	s, err := c.postStream(ctx, agent, SendRequest{Content: &content, Session: o.Session}, func(h http.Header) {
 		if o.IdempotencyKey != "" {
 			h.Set("Idempotency-Key", o.IdempotencyKey)
 		}
@@ -46,25 +44,21 @@ func (c *Client) SendStream(ctx context.Context, agent, content string, o SendOp
 	if err != nil {
 		return MessageStatus{}, err
 	}
-	id := resp.Header.Get("Toolhostd-Message-Id")
+	id := s.ID
 	var last uint64
 	for attempt := 0; ; attempt++ {
-		ended, err := readEvents(resp.Body, &last, onEvent)
-		resp.Body.Close()
+		ended, err := s.Read(&last, onEvent)
+		s.Close()
 		if ended {
 			break
 		}
 		if ctx.Err() != nil {
 			return MessageStatus{}, ctx.Err()
 		}
-		if id == "" || attempt == maxResumes {
+		if id == "" || attempt == MaxResumes {
 			return MessageStatus{}, fmt.Errorf("toolhostd at %s: the reply stream broke: %v", c.where, err)
 		}
-		resp, err = c.request(ctx, http.MethodGet, path+"/"+id, nil, func(h http.Header) {
-			h.Set("Accept", "text/event-stream")
-			h.Set("Last-Event-ID", id+":"+strconv.FormatUint(last, 10))
-		})
-		if err != nil {
+		if s, err = c.Follow(ctx, agent, id, last); err != nil {
 			return MessageStatus{}, err
 		}
 	}

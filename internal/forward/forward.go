@@ -32,8 +32,6 @@ import (
 
 // Bounds of a relayed stream.
 const (
-	// maxResumes bounds how often a broken stream is picked up again.
-	maxResumes = 5
 	// resumePause is the pause before the first resume (doubling).
 	resumePause = 50 * time.Millisecond
 	// cancelTimeout bounds telling the owner that a message was
@@ -184,7 +182,7 @@ func (f *Forwarder) relay(ctx context.Context, cancel context.CancelFunc, c *con
 		case closed(gone):
 			r.fail("host " + owner.Name + " left the cluster before the reply ended")
 			return
-		case attempt == maxResumes:
+		case attempt == control.MaxResumes:
 			r.fail("the reply stream from host " + owner.Name + " broke: " + errText(err))
 			return
 		}
