@@ -142,7 +142,7 @@ type Node struct {
 	// Per-session instances (sessions.go): the session keys this host
 	// holds (with the number of its instances under each) and the
 	// watched holders of all.
-	sessMu     sync.Mutex // serialises ClaimSession and ReleaseSession
+	sessLocks  map[sessionID]*sessionLock // serialise a session's claims and releases
 	sessLocal  map[sessionID]int
 	sessOwners map[sessionID]owner
 }
@@ -222,7 +222,7 @@ func New(o Options) (*Node, error) {
 		agents: map[string]bool{}, local: map[string]*localAgent{},
 		lazy: map[string]bool{}, wanted: map[string]bool{},
 		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
-		sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
+		sessLocks: map[sessionID]*sessionLock{}, sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,12 +71,12 @@ func (n *Node) PlaceSession(agent, session string) string {
 // when it is already). ErrSessionHeld: another member holds it, or this
 // host is not joined. The caller starts an instance of the session only
 // after a nil answer and calls ReleaseSession once that instance ended.
-// Claims and releases of this host are serialised (sessMu): a release
-// never deletes the key under an instance that a claim just counted.
+// A session's claims and releases on this host are serialised
+// (lockSession): a release never deletes the key under an instance that a
+// claim just counted. Other sessions' go on meanwhile.
 func (n *Node) ClaimSession(ctx context.Context, agent, session string) error {
 	id := sessionID{agent, session}
-	n.sessMu.Lock()
-	defer n.sessMu.Unlock()
+	defer n.lockSession(id)()
 	n.mu.Lock()
 	lease, fencing := n.lease, n.fencing
 	if _, mine := n.sessLocal[id]; mine && !fencing && lease != 0 {
@@ -114,8 +115,7 @@ func (n *Node) ClaimSession(ctx context.Context, agent, session string) error {
 // it).
 func (n *Node) ReleaseSession(agent, session string) {
 	id := sessionID{agent, session}
-	n.sessMu.Lock()
-	defer n.sessMu.Unlock()
+	defer n.lockSession(id)()
 	n.mu.Lock()
 	users, mine := n.sessLocal[id]
 	lease := n.lease
@@ -136,4 +136,34 @@ func (n *Node) ReleaseSession(agent, session string) {
 	delete(n.sessLocal, id)
 	n.notifyLocked()
 	n.mu.Unlock()
+}
+
+// sessionLock serialises one session's claims and releases; refs counts
+// those holding or waiting for it (it goes from sessLocks at zero).
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockSession takes id's lock and returns its unlock: a claim or release
+// waits for another of the same session (each may take an etcd round
+// trip), never for another session's.
+func (n *Node) lockSession(id sessionID) (unlock func()) {
+	n.mu.Lock()
+	l := n.sessLocks[id]
+	if l == nil {
+		l = &sessionLock{}
+		n.sessLocks[id] = l
+	}
+	l.refs++
+	n.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		n.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(n.sessLocks, id)
+		}
+		n.mu.Unlock()
+	}
 }

@@ -14,8 +14,9 @@ import (
 // TestSessionKeys: a session's key is created by one host only; every
 // host sees who holds it; two instances under one key keep it until the
 // last one ends; placement spreads sessions and every host agrees on it;
-// a lazy agent is claimed only once wanted; the lookups name the members'
-// addresses and close Gone when a member leaves.
+// a claim does not wait for another session's; a lazy agent is claimed
+// only once wanted; the lookups name the members' addresses and close
+// Gone when a member leaves.
 func TestSessionKeys(t *testing.T) {
 	e := etcdtest.Start(t, 1)
 	cli := etcdtest.Client(t, e.Endpoints()...)
@@ -82,6 +83,21 @@ func TestSessionKeys(t *testing.T) {
 	})
 	if err := b.node.ClaimSession(ctx, "chat", s); err != nil {
 		t.Fatalf("b claims the released session: %v", err)
+	}
+
+	// A claim waits only for its own session's claims and releases: one
+	// of another session (its lock held, as in an etcd round trip) does
+	// not hold it up; the locks go once released.
+	unlock := a.node.LockSession("chat", "busy")
+	claimed := make(chan error, 1)
+	go func() { claimed <- a.node.ClaimSession(ctx, "chat", "other") }()
+	if err := testenv.Recv(t, claimed, 10*time.Second, "a claim while another session's lock is held"); err != nil {
+		t.Fatal(err)
+	}
+	a.node.ReleaseSession("chat", "other")
+	unlock()
+	if n := a.node.SessionLocks(); n != 0 {
+		t.Errorf("%d session locks left after every claim and release ended", n)
 	}
 
 	// A lazy agent: nobody holds it until its placed host is asked.
