@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -31,15 +30,14 @@ providers = ["gpt"]
 input = '{"provider":"gpt","toolings":[]}'
 `, testenv.Agent(t, build, "assistant-service"), instances))
 
-				running := func(a control.AgentStatus) bool { return a.State == stateRunning }
 				r := serve(t, path)
-				r.waitAgent(t, "chat", "running", running)
+				r.waitAgent(t, "chat", "running", isRunning)
 				gpt.Script(providertest.Reply{Text: []string{"Nice to meet ", "you, Ada."}})
 				mustReply(t, r, "chat", "s1", "My name is Ada.", "Nice to meet you, Ada.")
 				r.stop(t)
 
 				r = serve(t, path)
-				r.waitAgent(t, "chat", "running", running)
+				r.waitAgent(t, "chat", "running", isRunning)
 				gpt.Script(providertest.Reply{Text: []string{"You are Ada."}})
 				mustReply(t, r, "chat", "s1", "What is my name?", "You are Ada.")
 				body := string(gpt.Last().Body)
