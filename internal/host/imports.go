@@ -193,6 +193,14 @@ func defineImports(l *wt.Linker) error {
 	return defineKeyValue(root)
 }
 
+// keep puts h in the agent's table m (handles, provs, buckets, cases)
+// under a new rep and returns the guest's owned handle of resource typ.
+func keep[H any](st *agentState, m map[uint32]H, typ uint32, h H) wt.ResourceHost {
+	st.next++
+	m[st.next] = h
+	return wt.ResourceHost{Type: typ, Rep: st.next, Owned: true}
+}
+
 func defineTooling(root *wt.LinkerInstance, iface string) error {
 	li, err := root.Instance(iface)
 	if err != nil {
@@ -221,9 +229,7 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 				results[0] = errResult(err)
 				return nil
 			}
-			st.next++
-			st.handles[st.next] = h
-			results[0] = wt.Ok(wt.ResourceHost{Type: toolingType, Rep: st.next, Owned: true})
+			results[0] = wt.Ok(keep(st, st.handles, toolingType, h))
 			return nil
 		},
 		"[method]tooling.kind": method(func(_ *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {

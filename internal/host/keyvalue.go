@@ -140,13 +140,6 @@ func dropFrom[H any](m func(st *agentState) map[uint32]H) wt.ResourceDtor {
 	}
 }
 
-// newCASHandle keeps c in the agent's table and returns its owned handle.
-func (st *agentState) newCASHandle(c *kv.CAS) wt.Val {
-	st.next++
-	st.cases[st.next] = c
-	return wt.ResourceHost{Type: casType, Rep: st.next, Owned: true}
-}
-
 // defineKeyValue puts wasi:keyvalue's store, atomics and batch into root.
 func defineKeyValue(root *wt.LinkerInstance) error {
 	for _, f := range []func(*wt.LinkerInstance) error{defineKVStore, defineKVAtomics, defineKVBatch} {
@@ -181,9 +174,7 @@ func defineKVStore(root *wt.LinkerInstance) error {
 				results[0] = kvResult(nil, err)
 				return nil
 			}
-			st.next++
-			st.buckets[st.next] = b
-			results[0] = wt.Ok(wt.ResourceHost{Type: bucketType, Rep: st.next, Owned: true})
+			results[0] = wt.Ok(keep(st, st.buckets, bucketType, b))
 			return nil
 		},
 		"[method]bucket.get": keyFunc("bucket.get", func(ctx context.Context, _ *agentState, b *kv.Bucket, key string) wt.Val {
@@ -252,7 +243,7 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 			if err != nil {
 				return kvResult(nil, err)
 			}
-			return wt.Ok(st.newCASHandle(c))
+			return wt.Ok(keep(st, st.cases, casType, c))
 		}),
 		"[method]cas.current": methodOf(func(st *agentState, args []wt.Val) (*kv.CAS, error) {
 			return selfArg(st.cases, casType, "cas", args)
@@ -292,7 +283,7 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 			case err == nil:
 				results[0] = wt.Ok(nil)
 			case again != nil:
-				results[0] = wt.Err(wt.Variant{Case: "cas-failed", Payload: st.newCASHandle(again)})
+				results[0] = wt.Err(wt.Variant{Case: "cas-failed", Payload: keep(st, st.cases, casType, again)})
 			default:
 				results[0] = wt.Err(wt.Variant{Case: "store-error", Payload: kvError(err)})
 			}

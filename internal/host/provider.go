@@ -52,9 +52,7 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 				results[0] = errResult(err)
 				return nil
 			}
-			st.next++
-			st.provs[st.next] = ph
-			results[0] = wt.Ok(wt.ResourceHost{Type: providerType, Rep: st.next, Owned: true})
+			results[0] = wt.Ok(keep(st, st.provs, providerType, ph))
 			return nil
 		},
 		"[method]provider.kind": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, _ []wt.Val) (wt.Val, error) {
