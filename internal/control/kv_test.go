@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 	"github.com/toolhostd/toolhostd/internal/kv"
 )
 
-// kvServer serves the API over a real bbolt store, with agent "known"
-// configured and listed, and "remote" configured but run by another host.
+// kvServer serves the API over a real bbolt store whose key pages hold 3
+// keys (so listings run several pages), with agent "known" configured and
+// listed, and "remote" configured but run by another host.
 func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 	t.Helper()
 	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
@@ -22,7 +24,7 @@ func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := kv.New(st)
+	svc := kv.New(st, kv.WithPageSize(3))
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "known", State: "running"})
 	be.AddElsewhere("remote")
@@ -109,19 +111,26 @@ func TestKVClient(t *testing.T) {
 		}
 	}
 	var listed []string
+	pages := 0
 	for cursor := ""; ; {
 		page, next, err := c.KVKeys(ctx, "agent", "session/s1", "", cursor)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pages++
 		listed = append(listed, page...)
 		if next == "" {
 			break
 		}
 		cursor = next
 	}
-	if len(listed) != len(keys) {
-		t.Errorf("listed %q, want the %d keys put", listed, len(keys))
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("listed %q, want the keys put in bytewise order %q", listed, want)
+	}
+	if wantPages := (len(keys) + 2) / 3; pages != wantPages {
+		t.Errorf("listed in %d pages, want %d of 3 keys", pages, wantPages)
 	}
 	if b, err := c.KVBuckets(ctx, "agent"); err != nil || len(b) != 1 || b[0] != "session/s1" {
 		t.Errorf("buckets %q %v", b, err)
