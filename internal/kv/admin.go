@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -135,8 +136,17 @@ func (s *Service) Export(ctx context.Context, w io.Writer, agent, bucket string)
 	return n, bw.Flush()
 }
 
+// checkRecord validates an import's record before it is written.
+func checkRecord(rec Record) error {
+	if rec.Agent == "" || rec.Bucket == "" {
+		return errors.New("agent and bucket must not be empty")
+	}
+	return checkKey(rec.Key)
+}
+
 // Import writes each line of an export read from r (replacing keys that
-// exist) and returns how many it wrote; an error names the line.
+// exist) and returns how many it wrote; an error names the line, and wraps
+// ErrBadImport when the line is not a record of an export.
 func (s *Service) Import(ctx context.Context, r io.Reader) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*MaxEtcdValue+MaxKeyBytes+1024)
@@ -148,7 +158,10 @@ func (s *Service) Import(ctx context.Context, r io.Reader) (int, error) {
 		}
 		var rec Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return n, fmt.Errorf("import line %d: %w", line, err)
+			return n, fmt.Errorf("import line %d: %w: %w", line, ErrBadImport, err)
+		}
+		if err := checkRecord(rec); err != nil {
+			return n, fmt.Errorf("import line %d: %w: %w", line, ErrBadImport, err)
 		}
 		if err := s.Put(ctx, Ref{Agent: rec.Agent, Bucket: rec.Bucket}, rec.Key, rec.Value); err != nil {
 			return n, fmt.Errorf("import line %d: %w", line, err)
