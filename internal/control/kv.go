@@ -18,10 +18,12 @@ import (
 	"github.com/toolhostd/toolhostd/internal/kv"
 )
 
-// maxValueBody bounds a PUT's value and an import's body line; the etcd
-// backend refuses values past kv.MaxEtcdValue itself (413).
+// maxValueBody bounds a PUT's body at the store's value limit
+// (kv.MaxValue, which the store enforces for every writer; the etcd
+// backend refuses values past kv.MaxEtcdValue itself); maxImportBody
+// bounds an import's whole body (its lines are bounded by kv.Import).
 const (
-	maxValueBody  = 32 << 20
+	maxValueBody  = kv.MaxValue
 	maxImportBody = 1 << 30
 )
 
@@ -207,7 +209,7 @@ func (s *Server) kvKey(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("value over %d bytes", tooBig.Limit))
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("value over the store's limit of %d bytes", tooBig.Limit))
 				return
 			}
 			writeError(w, http.StatusBadRequest, "reading the value: "+err.Error())

@@ -7,6 +7,7 @@ package kv
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,6 +137,11 @@ func (s *Service) Export(ctx context.Context, w io.Writer, agent, bucket string)
 	return n, bw.Flush()
 }
 
+// maxImportLine is the longest line of an export: a value of MaxValue in
+// base64, its key JSON-escaped (each byte at most \u00XX), and room for
+// the agent's and bucket's names and the record's JSON.
+var maxImportLine = base64.StdEncoding.EncodedLen(MaxValue) + 6*MaxKeyBytes + 4096
+
 // checkRecord validates an import's record before it is written.
 func checkRecord(rec Record) error {
 	if rec.Agent == "" || rec.Bucket == "" {
@@ -149,7 +155,7 @@ func checkRecord(rec Record) error {
 // ErrBadImport when the line is not a record of an export.
 func (s *Service) Import(ctx context.Context, r io.Reader) (int, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*MaxEtcdValue+MaxKeyBytes+1024)
+	sc.Buffer(make([]byte, 64*1024), maxImportLine)
 	n, line := 0, 0
 	for sc.Scan() {
 		line++

@@ -31,14 +31,19 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("quota %s of agent %s exceeded: the write needs %d, the limit is %d", e.What, e.Agent, e.Want, e.Limit)
 }
 
-// TooLargeError refuses a value past a backend's limit (the etcd
-// backend's MaxEtcdValue).
+// TooLargeError refuses a value past a limit: MaxValue (the store's, any
+// backend's) or the etcd backend's MaxEtcdValue.
 type TooLargeError struct {
 	Size, Limit int
+	Whose       string // whose limit it is: "the store's", "the etcd backend's"
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("value of %d bytes: the etcd backend's limit is %d bytes (1 MiB)", e.Size, e.Limit)
+	limit := fmt.Sprintf("%d bytes", e.Limit)
+	if e.Limit >= 1<<20 && e.Limit%(1<<20) == 0 {
+		limit += fmt.Sprintf(" (%d MiB)", e.Limit>>20)
+	}
+	return fmt.Sprintf("value of %d bytes: %s limit is %s", e.Size, e.Whose, limit)
 }
 
 // Kind is the case of wasi:keyvalue's error variant an error maps to.

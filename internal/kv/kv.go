@@ -20,9 +20,10 @@ import (
 
 // Limits common to the backends.
 const (
-	MaxKeyBytes   = 4096    // a key is 1 to MaxKeyBytes bytes
-	MaxEtcdValue  = 1 << 20 // the etcd backend's largest value (1 MiB)
-	DefaultPage   = 1000    // keys per list-keys page
+	MaxKeyBytes   = 4096     // a key is 1 to MaxKeyBytes bytes
+	MaxValue      = 32 << 20 // the largest value of any backend (32 MiB)
+	MaxEtcdValue  = 1 << 20  // the etcd backend's largest value (1 MiB)
+	DefaultPage   = 1000     // keys per list-keys page
 	SessionBucket = "session"
 )
 
@@ -118,6 +119,14 @@ func checkKey(key string) error {
 	}
 	if len(key) > MaxKeyBytes {
 		return fmt.Errorf("key of %d bytes: the limit is %d", len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
+// checkValue refuses a value past MaxValue, whoever writes it.
+func checkValue(value []byte) error {
+	if len(value) > MaxValue {
+		return &TooLargeError{Size: len(value), Limit: MaxValue, Whose: "the store's"}
 	}
 	return nil
 }
