@@ -193,7 +193,7 @@ func (s *Server) kvKey(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			kvError(w, err)
 		case !found:
-			writeError(w, http.StatusNotFound, fmt.Sprintf("no such key: %q in bucket %s", key, ref))
+			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q in bucket %s", ErrNoSuchKey, key, ref)) // KVGet knows it by the sentinel
 		default:
 			h := w.Header()
 			h.Set("Content-Type", "application/octet-stream")
