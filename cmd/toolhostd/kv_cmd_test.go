@@ -14,6 +14,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/control/controltest"
 	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -321,5 +322,36 @@ func TestServeStoreCorrupt(t *testing.T) {
 	code, _, stderr := runCLI(t, "--config", p, "serve")
 	if code != exitHost || !strings.Contains(stderr, "key-value store "+db+" is corrupt or not a bbolt file: move it away") {
 		t.Errorf("serve on a corrupt store: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestKVLsPages: kv ls AGENT BUCKET follows the cursor through every page
+// of a bucket's keys (the store's pages hold 2 keys here), and --prefix
+// narrows every page.
+func TestKVLsPages(t *testing.T) {
+	noConfig(t)
+	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := kv.New(st, kv.WithPageSize(2))
+	keys := []string{"k1", "k2", "k3", "k4", "k5", "x1", "x2"}
+	for _, k := range keys {
+		if err := svc.Put(t.Context(), kv.Ref{Agent: "a", Bucket: "notes"}, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := kvHost{sock: controltest.Serve(t, control.Options{Backend: controltest.NewBackend(), KV: svc}).Socket()}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "a", "notes"}, strings.Join(keys, "\n") + "\n"},
+		{[]string{"ls", "a", "notes", "--prefix", "k"}, "k1\nk2\nk3\nk4\nk5\n"},
+	} {
+		if code, out, errOut := h.kv(t, nil, tc.args...); code != 0 || out != tc.want {
+			t.Errorf("kv %s: exit %d, stdout %q, stderr %q; want %q", strings.Join(tc.args, " "), code, out, errOut, tc.want)
+		}
 	}
 }

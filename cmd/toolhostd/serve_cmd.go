@@ -82,16 +82,19 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 		return withExit(exitHost, err)
 	}
 	m.SetBackend(d)
-	srv, err := control.NewServer(control.Options{
+	copts := control.Options{
 		Backend:  d,
 		Messages: d.Messages(),
-		KV:       d.KV(),
 		Gatherer: m.Registry(),
 		Socket:   cfg.Host.ControlSocket,
 		Listen:   cfg.Host.ControlListen,
 		Token:    cfg.Host.ControlToken,
 		Log:      log,
-	})
+	}
+	if st := d.KV(); st != nil {
+		copts.KV = st // not a nil *kv.Service in the interface: without a store /v1/kv answers 404
+	}
+	srv, err := control.NewServer(copts)
 	if err != nil {
 		d.Close()
 		return withExit(exitUsage, err)

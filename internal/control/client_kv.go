@@ -12,7 +12,8 @@ import (
 	"strings"
 )
 
-// ErrNoSuchKey is in the chain of KVGet's error for a key without a value.
+// ErrNoSuchKey is in the chain of KVGet's error for a key without a value
+// (the server's 404 for such a key starts with its text).
 var ErrNoSuchKey = errors.New("no such key")
 
 // kvPath is /v1/kv/ followed by the segments, each escaped whole (a

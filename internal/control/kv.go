@@ -5,6 +5,7 @@ package control
 // an agent's stores list or quota (their writes count in its usage).
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,10 +18,12 @@ import (
 	"github.com/toolhostd/toolhostd/internal/kv"
 )
 
-// maxValueBody bounds a PUT's value and an import's body line; the etcd
-// backend refuses values past kv.MaxEtcdValue itself (413).
+// maxValueBody bounds a PUT's body at the store's value limit
+// (kv.MaxValue, which the store enforces for every writer; the etcd
+// backend refuses values past kv.MaxEtcdValue itself); maxImportBody
+// bounds an import's whole body (its lines are bounded by kv.Import).
 const (
-	maxValueBody  = 32 << 20
+	maxValueBody  = kv.MaxValue
 	maxImportBody = 1 << 30
 )
 
@@ -77,23 +80,31 @@ func (s *Server) kvStore(w http.ResponseWriter) (KVStore, bool) {
 	return s.opts.KV, true
 }
 
-// kvError answers err of the store: 404 for no such bucket, 403 access
-// denied, 413 a value past the backend's limit, 507 a quota, 500 else.
+// kvError answers err of the store with its kvStatus.
 func kvError(w http.ResponseWriter, err error) {
+	writeError(w, kvStatus(err), "key-value store: "+err.Error())
+}
+
+// kvStatus is the status of an error of the store: 400 an import line
+// that is no record, 404 no such bucket, 403 access denied, 413 a value
+// or an import past a limit, 507 a quota, 500 else (the store failed).
+func kvStatus(err error) int {
 	var q *kv.QuotaError
 	var big *kv.TooLargeError
-	status := http.StatusInternalServerError
+	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(err, kv.ErrBadImport):
+		return http.StatusBadRequest
 	case errors.Is(err, kv.ErrNoSuchStore):
-		status = http.StatusNotFound
+		return http.StatusNotFound
 	case errors.Is(err, kv.ErrAccessDenied):
-		status = http.StatusForbidden
-	case errors.As(err, &big):
-		status = http.StatusRequestEntityTooLarge
+		return http.StatusForbidden
+	case errors.As(err, &big), errors.As(err, &tooBig), errors.Is(err, bufio.ErrTooLong):
+		return http.StatusRequestEntityTooLarge
 	case errors.As(err, &q):
-		status = http.StatusInsufficientStorage
+		return http.StatusInsufficientStorage
 	}
-	writeError(w, status, "key-value store: "+err.Error())
+	return http.StatusInternalServerError
 }
 
 func (s *Server) kvAgents(w http.ResponseWriter, r *http.Request) {
@@ -182,7 +193,7 @@ func (s *Server) kvKey(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			kvError(w, err)
 		case !found:
-			writeError(w, http.StatusNotFound, fmt.Sprintf("no such key: %q in bucket %s", key, ref))
+			writeError(w, http.StatusNotFound, fmt.Sprintf("%v: %q in bucket %s", ErrNoSuchKey, key, ref)) // KVGet knows it by the sentinel
 		default:
 			h := w.Header()
 			h.Set("Content-Type", "application/octet-stream")
@@ -198,7 +209,7 @@ func (s *Server) kvKey(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("value over %d bytes", tooBig.Limit))
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("value over the store's limit of %d bytes", tooBig.Limit))
 				return
 			}
 			writeError(w, http.StatusBadRequest, "reading the value: "+err.Error())
@@ -264,8 +275,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// kvImport writes each JSON line of the body (an export); 400 names the
-// line that failed (the lines before it are written).
+// kvImport writes each JSON line of the body (an export); the error names
+// the line that failed (the lines before it are written), with kvStatus's
+// status: 400 only for a line that is not a record.
 func (s *Server) kvImport(w http.ResponseWriter, r *http.Request) {
 	st, ok := s.kvStore(w)
 	if !ok {
@@ -273,17 +285,7 @@ func (s *Server) kvImport(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := st.Import(r.Context(), http.MaxBytesReader(w, r.Body, maxImportBody))
 	if err != nil {
-		status := http.StatusBadRequest
-		var q *kv.QuotaError
-		var big *kv.TooLargeError
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &big), errors.As(err, &tooBig):
-			status = http.StatusRequestEntityTooLarge
-		case errors.As(err, &q):
-			status = http.StatusInsufficientStorage
-		}
-		writeError(w, status, fmt.Sprintf("key-value import: %v (%d keys written before it)", err, n))
+		writeError(w, kvStatus(err), fmt.Sprintf("key-value import: %v (%d keys written before it)", err, n))
 		return
 	}
 	writeJSON(w, http.StatusOK, KVImported{Imported: n})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 	"github.com/toolhostd/toolhostd/internal/kv"
 )
 
-// kvServer serves the API over a real bbolt store, with agent "known"
-// configured and listed, and "remote" configured but run by another host.
+// kvServer serves the API over a real bbolt store whose key pages hold 3
+// keys (so listings run several pages), with agent "known" configured and
+// listed, and "remote" configured but run by another host.
 func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 	t.Helper()
 	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
@@ -22,7 +24,7 @@ func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := kv.New(st)
+	svc := kv.New(st, kv.WithPageSize(3))
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "known", State: "running"})
 	be.AddElsewhere("remote")
@@ -109,19 +111,26 @@ func TestKVClient(t *testing.T) {
 		}
 	}
 	var listed []string
+	pages := 0
 	for cursor := ""; ; {
 		page, next, err := c.KVKeys(ctx, "agent", "session/s1", "", cursor)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pages++
 		listed = append(listed, page...)
 		if next == "" {
 			break
 		}
 		cursor = next
 	}
-	if len(listed) != len(keys) {
-		t.Errorf("listed %q, want the %d keys put", listed, len(keys))
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("listed %q, want the keys put in bytewise order %q", listed, want)
+	}
+	if wantPages := (len(keys) + 2) / 3; pages != wantPages {
+		t.Errorf("listed in %d pages, want %d of 3 keys", pages, wantPages)
 	}
 	if b, err := c.KVBuckets(ctx, "agent"); err != nil || len(b) != 1 || b[0] != "session/s1" {
 		t.Errorf("buckets %q %v", b, err)
@@ -151,5 +160,54 @@ func TestKVClient(t *testing.T) {
 	var ae *control.APIError
 	if _, err := c.KVImport(ctx, strings.NewReader("{}\n")); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "import line 1") {
 		t.Errorf("import of a record without agent and bucket: %v, want a 400 naming line 1", err)
+	}
+}
+
+// TestKVImportStatus: an import's error names its line with the status of
+// its cause: 400 only for a line that is not a record of an export, 413
+// for a line past the limit, 500 when the store fails (the lines before
+// the failing one are written).
+func TestKVImportStatus(t *testing.T) {
+	st, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := controltest.Serve(t, control.Options{Backend: controltest.NewBackend(), KV: kv.New(st)})
+	c, err := control.Dial(srv.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	good := `{"agent":"a","bucket":"notes","key":"k","value":"dg=="}` + "\n"
+	tests := []struct {
+		name, body string
+		status     int
+		says       []string
+	}{
+		{"not json", good + "not json\n", 400, []string{"import line 2", "not a record", "1 keys written before it"}},
+		{"no key", `{"agent":"a","bucket":"notes","value":"dg=="}` + "\n", 400, []string{"import line 1", "empty key"}},
+		{"line too long", good + good + strings.Repeat("x", 64<<20) + "\n", 413, []string{"import line 3", "too long", "2 keys written before it"}},
+	}
+	for _, tc := range tests {
+		var ae *control.APIError
+		if _, err := c.KVImport(t.Context(), strings.NewReader(tc.body)); !errors.As(err, &ae) || ae.Status != tc.status {
+			t.Errorf("%s: %v, want status %d", tc.name, err, tc.status)
+			continue
+		}
+		for _, w := range tc.says {
+			if !strings.Contains(ae.Message, w) {
+				t.Errorf("%s: error %q, want it to say %q", tc.name, ae.Message, w)
+			}
+		}
+	}
+
+	// A store that fails is the server's fault, not the input's.
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ae *control.APIError
+	if _, err := c.KVImport(t.Context(), strings.NewReader(good)); !errors.As(err, &ae) || ae.Status != 500 || !strings.Contains(ae.Message, "import line 1") {
+		t.Errorf("import into a closed store: %v, want a 500 naming line 1", err)
 	}
 }

@@ -7,7 +7,9 @@ package kv
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -135,11 +137,25 @@ func (s *Service) Export(ctx context.Context, w io.Writer, agent, bucket string)
 	return n, bw.Flush()
 }
 
+// maxImportLine is the longest line of an export: a value of MaxValue in
+// base64, its key JSON-escaped (each byte at most \u00XX), and room for
+// the agent's and bucket's names and the record's JSON.
+var maxImportLine = base64.StdEncoding.EncodedLen(MaxValue) + 6*MaxKeyBytes + 4096
+
+// checkRecord validates an import's record before it is written.
+func checkRecord(rec Record) error {
+	if rec.Agent == "" || rec.Bucket == "" {
+		return errors.New("agent and bucket must not be empty")
+	}
+	return checkKey(rec.Key)
+}
+
 // Import writes each line of an export read from r (replacing keys that
-// exist) and returns how many it wrote; an error names the line.
+// exist) and returns how many it wrote; an error names the line, and wraps
+// ErrBadImport when the line is not a record of an export.
 func (s *Service) Import(ctx context.Context, r io.Reader) (int, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*MaxEtcdValue+MaxKeyBytes+1024)
+	sc.Buffer(make([]byte, 64*1024), maxImportLine)
 	n, line := 0, 0
 	for sc.Scan() {
 		line++
@@ -148,7 +164,10 @@ func (s *Service) Import(ctx context.Context, r io.Reader) (int, error) {
 		}
 		var rec Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return n, fmt.Errorf("import line %d: %w", line, err)
+			return n, fmt.Errorf("import line %d: %w: %w", line, ErrBadImport, err)
+		}
+		if err := checkRecord(rec); err != nil {
+			return n, fmt.Errorf("import line %d: %w: %w", line, ErrBadImport, err)
 		}
 		if err := s.Put(ctx, Ref{Agent: rec.Agent, Bucket: rec.Bucket}, rec.Key, rec.Value); err != nil {
 			return n, fmt.Errorf("import line %d: %w", line, err)

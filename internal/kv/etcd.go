@@ -103,7 +103,7 @@ func (s *Etcd) Update(ctx context.Context, b Ref, key string, q Quota, fn Update
 			}
 			value, keep, err := fn(cur)
 			if err == nil && keep && len(value) > MaxEtcdValue {
-				err = &TooLargeError{Size: len(value), Limit: MaxEtcdValue}
+				err = &TooLargeError{Size: len(value), Limit: MaxEtcdValue, Whose: "the etcd backend's"}
 			}
 			var nu Usage
 			if err == nil {

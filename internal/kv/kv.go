@@ -20,9 +20,10 @@ import (
 
 // Limits common to the backends.
 const (
-	MaxKeyBytes   = 4096    // a key is 1 to MaxKeyBytes bytes
-	MaxEtcdValue  = 1 << 20 // the etcd backend's largest value (1 MiB)
-	DefaultPage   = 1000    // keys per list-keys page
+	MaxKeyBytes   = 4096     // a key is 1 to MaxKeyBytes bytes
+	MaxValue      = 32 << 20 // the largest value of any backend (32 MiB)
+	MaxEtcdValue  = 1 << 20  // the etcd backend's largest value (1 MiB)
+	DefaultPage   = 1000     // keys per list-keys page
 	SessionBucket = "session"
 )
 
@@ -85,57 +86,6 @@ type Store interface {
 // UpdateFunc computes a key's new value from the current one.
 type UpdateFunc func(cur Version) (value []byte, keep bool, err error)
 
-// Errors that map to wasi:keyvalue's error variant (Kind).
-var (
-	// ErrNoSuchStore: the identifier names no bucket the agent may have.
-	ErrNoSuchStore = errors.New("no such store")
-	// ErrAccessDenied: the agent's stores list does not allow the bucket.
-	ErrAccessDenied = errors.New("access denied")
-	// ErrCASFailed: the key changed since the cas was read.
-	ErrCASFailed = errors.New("compare-and-swap failed: the value changed")
-)
-
-// QuotaError refuses a write that would take an agent past its quota.
-type QuotaError struct {
-	Agent       string
-	What        string // "max_keys" or "max_bytes"
-	Limit, Want int64
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("quota %s of agent %s exceeded: the write needs %d, the limit is %d", e.What, e.Agent, e.Want, e.Limit)
-}
-
-// TooLargeError refuses a value past a backend's limit (the etcd
-// backend's MaxEtcdValue).
-type TooLargeError struct {
-	Size, Limit int
-}
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("value of %d bytes: the etcd backend's limit is %d bytes (1 MiB)", e.Size, e.Limit)
-}
-
-// Kind is the case of wasi:keyvalue's error variant an error maps to.
-type Kind int
-
-const (
-	KindOther        Kind = iota // other(string): Error() is the string
-	KindNoSuchStore              // no-such-store
-	KindAccessDenied             // access-denied
-)
-
-// KindOf maps an error of this package to wasi:keyvalue's error variant.
-func KindOf(err error) Kind {
-	switch {
-	case errors.Is(err, ErrNoSuchStore):
-		return KindNoSuchStore
-	case errors.Is(err, ErrAccessDenied):
-		return KindAccessDenied
-	}
-	return KindOther
-}
-
 // checkQuota returns the usage after a write that changes it by dk keys
 // and db bytes, or a QuotaError.
 func checkQuota(agent string, u Usage, dk, db int64, q Quota) (Usage, error) {
@@ -169,6 +119,14 @@ func checkKey(key string) error {
 	}
 	if len(key) > MaxKeyBytes {
 		return fmt.Errorf("key of %d bytes: the limit is %d", len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
+// checkValue refuses a value past MaxValue, whoever writes it.
+func checkValue(value []byte) error {
+	if len(value) > MaxValue {
+		return &TooLargeError{Size: len(value), Limit: MaxValue, Whose: "the store's"}
 	}
 	return nil
 }

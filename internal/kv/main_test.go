@@ -37,18 +37,22 @@ func backends(t *testing.T) []backend {
 	c := etcdtest.Start(t, 1)
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	return []backend{
-		{"bbolt", func(t *testing.T) kv.Store {
-			s, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}},
+		{"bbolt", boltStore},
 		{"etcd", func(t *testing.T) kv.Store {
 			return kv.NewEtcd(cli, kv.EtcdOptions{Prefix: fmt.Sprintf("/test%d/kv", prefixes.Add(1))})
 		}},
 	}
+}
+
+// boltStore is a fresh bbolt store in t.TempDir(), closed at cleanup.
+func boltStore(t *testing.T) kv.Store {
+	t.Helper()
+	s, err := kv.OpenBolt(filepath.Join(t.TempDir(), "kv.db"), kv.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // open opens identifier for agent with policy p, failing the test on an

@@ -140,6 +140,9 @@ func (s *Service) set(ctx context.Context, b Ref, key string, value []byte, q Qu
 	if err := checkKey(key); err != nil {
 		return err
 	}
+	if err := checkValue(value); err != nil {
+		return err
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -253,6 +256,9 @@ func (c *CAS) Current() ([]byte, bool) { return c.v.Value, c.v.Present }
 func (c *CAS) Swap(ctx context.Context, value []byte) (*CAS, error) {
 	var again *CAS
 	err := c.b.s.do(ctx, opSwap, c.b.ref, func(ctx context.Context) error {
+		if err := checkValue(value); err != nil {
+			return err
+		}
 		if value == nil {
 			value = []byte{}
 		}

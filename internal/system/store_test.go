@@ -71,8 +71,11 @@ func TestStore(t *testing.T) {
 		t.Fatalf("%d log lines about the temporary store, want 1", len(said))
 	}
 	path, _ := said[0].ContextMap()["path"].(string)
-	if _, err := os.Stat(path); err != nil || filepath.Dir(filepath.Dir(path)) == state {
+	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the temporary store %q: %v", path, err)
+	}
+	if rel, err := filepath.Rel(state, path); err == nil && filepath.IsLocal(rel) {
+		t.Fatalf("the temporary store %q is in the state directory %q", path, state)
 	}
 	if err := tmp.Close(); err != nil {
 		t.Fatal(err)
