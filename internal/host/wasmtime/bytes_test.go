@@ -106,3 +106,38 @@ func BenchmarkBytesResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBytesArg: a guest passes a list<u8> to a host function (what
+// a key-value set does), which lifts it; baseline passes none (the call's
+// own cost), 4KiB passes 4 KiB.
+func BenchmarkBytesArg(b *testing.B) {
+	e := mustEngine(b, EngineConfig{})
+	c := mustComponent(b, e, echoWAT(listOf(prim("u8"))))
+	for _, v := range []struct {
+		name string
+		arg  Bytes
+	}{
+		{"baseline", Bytes{}},
+		{"4KiB", make(Bytes, 4<<10)},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			l := mustLinker(b, e)
+			if err := l.Root().AddFunc("echo", func(_ *Caller, _, results []Val) error {
+				results[0] = Bytes{}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			f := mustFunc(b, l, mustStore(b, e, StoreConfig{}), c, "run")
+			lat := new(latencies)
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := f.Call(v.arg); err != nil {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+			}
+			lat.report(b)
+		})
+	}
+}
