@@ -68,6 +68,7 @@ func MemberMain() {
 type Procs struct {
 	t    testing.TB
 	cfgs []procConfig
+	logs []string           // each member's log file (its latest start)
 	clis []*clientv3.Client // one per member, for Status
 	ids  []uint64           // the members' IDs
 
@@ -77,9 +78,28 @@ type Procs struct {
 
 // StartProcs runs n members (3, typically) with fresh data directories
 // and waits until they have a leader; they are killed when the test ends.
+// A member that cannot bind its port (taken by another process between
+// freeURL and the member's start) fails the start, which is tried again
+// on other ports, at most three times; any other failure is fatal, with
+// the end of the member's log.
 func StartProcs(t testing.TB, n int) *Procs {
 	t.Helper()
-	p := &Procs{t: t, cmds: make([]*exec.Cmd, n)}
+	for attempt := 1; ; attempt++ {
+		p, err := startProcs(t, n)
+		if err == nil {
+			t.Cleanup(p.Close)
+			return p
+		}
+		p.Close()
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("%v\nstarting the members again on other ports", err)
+	}
+}
+
+func startProcs(t testing.TB, n int) (*Procs, error) {
+	p := &Procs{t: t, cmds: make([]*exec.Cmd, n), logs: make([]string, n)}
 	var initial []string
 	for i := range n {
 		peer, client := freeURL(t), freeURL(t)
@@ -90,17 +110,16 @@ func StartProcs(t testing.TB, n int) *Procs {
 	for i := range p.cfgs {
 		p.cfgs[i].Initial = strings.Join(initial, ",")
 	}
-	t.Cleanup(p.Close)
 	for i := range n {
 		if err := p.start(i); err != nil {
-			t.Fatal(err)
+			return p, err
 		}
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints: []string{p.cfgs[i].Client}, DialTimeout: time.Second, Logger: zap.NewNop(),
 			DialOptions: cluster.DialOptions(),
 		})
 		if err != nil {
-			t.Fatal(err)
+			return p, err
 		}
 		p.clis = append(p.clis, cli)
 	}
@@ -111,13 +130,19 @@ func StartProcs(t testing.TB, n int) *Procs {
 			p.ids[i] = st.id
 			return err == nil
 		}); err != nil {
-			t.Fatalf("etcd member %d up: %v", i, err)
+			return p, fmt.Errorf("etcd member %d up: %w; its log ends:\n%s", i, err, p.logTail(i))
 		}
 	}
-	if err := p.WaitLeader(20 * time.Second); err != nil {
-		t.Fatal(err)
+	return p, p.WaitLeader(20 * time.Second)
+}
+
+// logTail is the end of member i's log.
+func (p *Procs) logTail(i int) string {
+	b, err := os.ReadFile(p.logs[i])
+	if err != nil {
+		return err.Error()
 	}
-	return p
+	return string(b[max(0, len(b)-2048):])
 }
 
 func (p *Procs) start(i int) error {
@@ -125,7 +150,8 @@ func (p *Procs) start(i int) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(p.t.TempDir(), p.cfgs[i].Name+".log"))
+	p.logs[i] = filepath.Join(p.t.TempDir(), p.cfgs[i].Name+".log")
+	logf, err := os.Create(p.logs[i])
 	if err != nil {
 		return err
 	}
