@@ -323,6 +323,12 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	if err != nil {
 		return "", a.explain(err)
 	}
+	if r := a.reason.Load(); r != nil && a.killed.Err() != nil {
+		// The hard stop came first: the guest returned only because what
+		// it waited in ended (a recv, a store call) before the interrupt
+		// trapped it at the next epoch tick. It was cut off all the same.
+		return "", *r
+	}
 	res, ok := v.(wt.Result)
 	if !ok {
 		return "", fmt.Errorf("run returned %v, not a result", v)

@@ -410,12 +410,13 @@ func TestKeyValueStopEndsCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
-	a := s.startProbe(t, probeOpts{name: "kv-stop", grace: 2 * time.Second, bucket: opener(svc, "stop", "", kv.Policy{})},
+	name := fmt.Sprintf("kv-stop-%d", time.Now().UnixNano()) // the suite's log is shared: this run's own line
+	a := s.startProbe(t, probeOpts{name: name, grace: 2 * time.Second, bucket: opener(svc, "stop", "", kv.Policy{})},
 		step{"op": "kv-open", "name": "notes", "as": "b"},
 		step{"op": "log", "message": "calling the store"},
 		step{"op": "kv-get", "h": "b", "key": "k"},
 	)
-	waitGuestLog(t, s, "kv-stop", "calling the store")
+	waitGuestLog(t, s, name, "calling the store")
 	start := time.Now()
 	a.Stop()
 	select {
