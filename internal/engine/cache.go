@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // cacheMagic ends every cache entry, followed by nothing: the trailer is

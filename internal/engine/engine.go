@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/engine/prefault"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Options configure an Engine.

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

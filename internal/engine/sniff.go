@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // wasmMagic opens every binary WebAssembly file, module or component.

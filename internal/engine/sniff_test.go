@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // TestLoadNotAComponent: random bytes, an empty file and a core-module-less

@@ -15,11 +15,11 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/engine/prefault"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/policy"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // AgentConfig is what one agent run is allowed and given.

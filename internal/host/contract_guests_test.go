@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Contract tests (see contract_sync_test.go) where the guests legitimately

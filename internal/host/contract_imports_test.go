@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // TestContractSignatures: every guest's probe imports every function of

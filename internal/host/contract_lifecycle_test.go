@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/testenv"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Contract tests (see contract_sync_test.go): handle drop, shutdown and the

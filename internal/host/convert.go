@@ -3,9 +3,9 @@ package host
 import (
 	"fmt"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // This file converts the domain types of packages tooling and inbox to the

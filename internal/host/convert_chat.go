@@ -3,9 +3,9 @@ package host
 import (
 	"fmt"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // This file converts between the chat records of toolhost:agent@0.2.0

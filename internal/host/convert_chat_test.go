@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // chatRequestVal lowers req as a guest's chat-request arrives (the host

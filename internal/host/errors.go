@@ -3,7 +3,7 @@ package host
 import (
 	"errors"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Sentinel errors callers test for.

@@ -12,7 +12,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/engine"
 	"github.com/toolhostd/toolhostd/internal/gateway"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Options configure a Host.

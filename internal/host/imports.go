@@ -11,9 +11,9 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/engine/prefault"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/kv"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // world is one version of toolhost:agent: the names of its interfaces.

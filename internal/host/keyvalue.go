@@ -13,8 +13,8 @@ import (
 	"errors"
 	"fmt"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/kv"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // The interfaces' names, as a component imports them.

@@ -3,7 +3,7 @@ package host
 import (
 	"fmt"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // defineMessages is toolhost:agent@0.3.0's messages interface, one to one

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/toolhostd/toolhostd/internal/contract"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/provider"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // providerMethod adapts a provider method body to a HostFunc.

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/engine"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
 	"github.com/toolhostd/toolhostd/internal/testenv"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // benchAgents is how many agents the scale benchmarks start:

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // The host's side of toolhost:agent (0.1.0, 0.2.0 and 0.3.0, with the

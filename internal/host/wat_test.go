@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/engine"
-	wt "github.com/toolhostd/toolhostd/internal/host/wasmtime"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
 
 // Small components in the component text format exercise the host's edges
