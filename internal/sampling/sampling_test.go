@@ -18,7 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
-	"github.com/toolhostd/toolhostd/internal/provider/sampling"
+	"github.com/toolhostd/toolhostd/internal/sampling"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
