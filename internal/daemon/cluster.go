@@ -73,17 +73,24 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
 		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
 		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun, Address: address,
+		Placement: d.placement, Overrun: d.opts.overrun, Address: address,
 	})
 	if err != nil {
 		closeForwarder(fwd)
 		_ = cli.Close()
 		return err
 	}
-	node.SetLazy(lazyAgents(cfg))
-	node.SetAgents(placedAgents(cfg))
 	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
 	return nil
+}
+
+// placement is what the cluster node places: the running config's agents
+// (the cluster.Options.Placement the node reads at New and at Refresh).
+func (d *Daemon) placement() cluster.Placement {
+	d.mu.Lock()
+	cfg := d.cfg
+	d.mu.Unlock()
+	return cluster.Placement{Agents: placedAgents(cfg), Lazy: lazyAgents(cfg), Digest: fileDigest(d.cfgPath)}
 }
 
 // etcdConfig is the etcd client's config for c (secrets expanded here).
@@ -216,9 +223,7 @@ func (d *Daemon) reloaded(cur *config.Config) {
 	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
-	d.cluster.node.SetLazy(lazyAgents(cur))
-	d.cluster.node.SetAgents(placedAgents(cur))
-	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
+	d.cluster.node.Refresh()
 }
 
 // startsOnReload reports whether a reload starts an added or changed agent
