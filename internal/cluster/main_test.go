@@ -51,7 +51,7 @@ func startHost(t testing.TB, w *world, cli *clientv3.Client, name string, agents
 		Client: cli, Runner: w.runner(name), Log: log,
 		Name: name, Prefix: "/test", LeaseTTL: testTTL, Settle: 200 * time.Millisecond,
 		MovesPerSecond: 1000,
-		Placement: func() cluster.Placement { return cluster.Placement{Agents: agents, Digest: "d1"} },
+		Placement:      func() cluster.Placement { return cluster.Placement{Agents: agents, Digest: "d1"} },
 	}
 	for _, f := range opts {
 		f(&o)

@@ -550,7 +550,7 @@ func TestScrape(t *testing.T) {
 	if value(g, "toolhostd_agent_state", "agent=a", "state=running") != 1 {
 		t.Error("the Backend's agent a is gone from the state")
 	}
-	if g := families(t, metrics.New(metrics.Options{}));  g["toolhostd_agent_state"] != nil || g["toolhostd_tooling_connected"] != nil {
+	if g := families(t, metrics.New(metrics.Options{})); g["toolhostd_agent_state"] != nil || g["toolhostd_tooling_connected"] != nil {
 		t.Error("state series without a backend")
 	}
 }
