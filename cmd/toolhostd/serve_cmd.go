@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/daemon"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 )
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -75,17 +74,15 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	m := metrics.New()
 	listening := make(chan struct{})
-	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(m), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)), daemon.WithVersion(toolhostdVersion()))
+	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)), daemon.WithVersion(toolhostdVersion()))
 	if err != nil {
 		return withExit(exitHost, err)
 	}
-	m.SetBackend(d)
 	copts := control.Options{
 		Backend:  d,
 		Messages: d.Messages(),
-		Gatherer: m.Registry(),
+		Gatherer: d.Metrics().Registry(),
 		Socket:   cfg.Host.ControlSocket,
 		Listen:   cfg.Host.ControlListen,
 		Token:    cfg.Host.ControlToken,

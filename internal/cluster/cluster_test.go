@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,9 +315,15 @@ func TestRemovedAgentAndVanishedKey(t *testing.T) {
 	cli := etcdtest.Client(t, e.Endpoints()...)
 	w := newWorld()
 	agents := agentNames(5)
-	a := startHost(t, w, cli, "a", agents)
+	var placed atomic.Pointer[[]string]
+	placed.Store(&agents)
+	a := startHost(t, w, cli, "a", agents, func(o *cluster.Options) {
+		o.Placement = func() cluster.Placement { return cluster.Placement{Agents: *placed.Load(), Digest: "d1"} }
+	})
 	testenv.Eventually(t, 10*time.Second, "agents on a", func() bool { return w.onHost("a") == 5 })
-	a.node.SetAgents(agents[1:])
+	rest := agents[1:]
+	placed.Store(&rest) // as a reload removing agent-000
+	a.node.Refresh()
 	testenv.Eventually(t, 5*time.Second, "agent-000 stopped and its key gone", func() bool {
 		r, err := cli.Get(context.Background(), "/test/agents/agent-000")
 		return err == nil && len(r.Kvs) == 0 && len(w.where()["agent-000"]) == 0

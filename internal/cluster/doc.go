@@ -105,7 +105,7 @@
 // message for it arrives, so sessions spread over the hosts; a session
 // that has a holder stays there until its instance ends (no hand over).
 // A host that deletes a key it did not create is outside assumption 4.
-// An agent marked lazy (SetLazy: it starts on its first message) is
+// An agent marked lazy (Placement.Lazy: it starts on its first message) is
 // claimed by its placed host only after a message asked for it (Want);
 // the claim itself is the same as any agent's.
 //

@@ -36,7 +36,7 @@ func (n *Node) Place(agent string) string {
 	return n.targetsLocked(n.settledLocked(time.Now()))[agent]
 }
 
-// Want asks this host to claim a lazy agent (SetLazy) that belongs here:
+// Want asks this host to claim a lazy agent (Placement.Lazy) that belongs here:
 // a message for it arrived. The next pass claims it if nobody holds it.
 func (n *Node) Want(agent string) {
 	n.mu.Lock()

@@ -50,7 +50,8 @@ func startHost(t testing.TB, w *world, cli *clientv3.Client, name string, agents
 	o := cluster.Options{
 		Client: cli, Runner: w.runner(name), Log: log,
 		Name: name, Prefix: "/test", LeaseTTL: testTTL, Settle: 200 * time.Millisecond,
-		MovesPerSecond: 1000, Digest: "d1",
+		MovesPerSecond: 1000,
+		Placement:      func() cluster.Placement { return cluster.Placement{Agents: agents, Digest: "d1"} },
 	}
 	for _, f := range opts {
 		f(&o)
@@ -59,7 +60,6 @@ func startHost(t testing.TB, w *world, cli *clientv3.Client, name string, agents
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.SetAgents(agents)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &host{name: name, node: n, stop: cancel, done: make(chan struct{})}
 	go func() { defer close(h.done); _ = n.Run(ctx) }()

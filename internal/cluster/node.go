@@ -59,7 +59,9 @@ type Options struct {
 	LeaseTTL       time.Duration // whole seconds, at least 2s
 	Settle         time.Duration // see the package doc
 	MovesPerSecond float64       // > 0
-	Digest         string        // the config's digest, published in the member key
+	// Placement is what the node places and publishes: read at New and
+	// at each Refresh (after a reload); nil: nothing.
+	Placement func() Placement
 	// Address is the URL the other hosts reach this host's control API
 	// at, published in the member key ("" : none, messages cannot be
 	// forwarded here).
@@ -214,53 +216,59 @@ func New(o Options) (*Node, error) {
 			zap.Duration("lease_ttl", o.LeaseTTL), zap.Duration("ride_through_ttl", RideThroughTTL))
 	}
 	burst := max(1, int(o.MovesPerSecond))
-	return &Node{
+	n := &Node{
 		o: o, cli: o.Client, log: log,
 		limiter: rate.NewLimiter(rate.Limit(o.MovesPerSecond), burst),
 		wake:    make(chan struct{}, 1),
 		members: map[string]*member{}, owners: map[string]owner{},
 		agents: map[string]bool{}, local: map[string]*localAgent{},
 		lazy: map[string]bool{}, wanted: map[string]bool{},
-		digest: o.Digest, changed: make(chan struct{}), gone: map[string]chan struct{}{},
+		changed: make(chan struct{}), gone: map[string]chan struct{}{},
 		sessLocks: map[sessionID]*sessionLock{}, sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
-	}, nil
+	}
+	n.readPlacement()
+	return n, nil
 }
 
 func (n *Node) memberKey(name string) string { return n.o.Prefix + "/members/" + name }
 func (n *Node) agentKey(name string) string  { return n.o.Prefix + "/agents/" + name }
 
-// SetAgents sets the configured agents' names (at start and after each
-// reload): agents that went are stopped and their keys dropped, new ones
-// are placed.
-func (n *Node) SetAgents(names []string) {
+// Placement is the part of the config a node places: the configured
+// agents' names (per-session agents aside, which run everywhere), those of
+// them claimed only on demand (Want: an agent started by its first
+// message has no holder until then), and the digest of the config, which
+// the member key publishes.
+type Placement struct {
+	Agents []string
+	Lazy   []string
+	Digest string
+}
+
+// Refresh reads Options.Placement again (after a reload): agents that
+// went are stopped and their keys dropped, new ones are placed.
+func (n *Node) Refresh() {
 	n.mu.Lock()
-	n.agents = make(map[string]bool, len(names))
-	for _, a := range names {
+	n.readPlacement()
+	n.mu.Unlock()
+	n.poke()
+}
+
+// readPlacement takes in Options.Placement (n.mu held, or n not shared yet).
+func (n *Node) readPlacement() {
+	var p Placement
+	if n.o.Placement != nil {
+		p = n.o.Placement()
+	}
+	n.agents = make(map[string]bool, len(p.Agents))
+	for _, a := range p.Agents {
 		n.agents[a] = true
 	}
-	n.targets = nil
-	n.mu.Unlock()
-	n.poke()
-}
-
-// SetLazy sets which of the agents are claimed only on demand (Want): an
-// agent started by its first message has no holder until then.
-func (n *Node) SetLazy(names []string) {
-	n.mu.Lock()
-	n.lazy = make(map[string]bool, len(names))
-	for _, a := range names {
+	n.lazy = make(map[string]bool, len(p.Lazy))
+	for _, a := range p.Lazy {
 		n.lazy[a] = true
 	}
-	n.mu.Unlock()
-	n.poke()
-}
-
-// SetDigest sets the config digest this member publishes.
-func (n *Node) SetDigest(d string) {
-	n.mu.Lock()
-	n.digest = d
-	n.mu.Unlock()
-	n.poke()
+	n.digest = p.Digest
+	n.targets = nil
 }
 
 // Owns reports whether this host holds name's key (and is not handing it

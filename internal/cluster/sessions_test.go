@@ -24,10 +24,13 @@ func TestSessionKeys(t *testing.T) {
 	addr := func(name string) nodeOpt {
 		return func(o *cluster.Options) { o.Address = "http://" + name + ".test:7070" }
 	}
-	a := startHost(t, w, cli, "a", []string{"lazy"}, addr("a"))
-	b := startHost(t, w, cli, "b", []string{"lazy"}, addr("b"))
-	a.node.SetLazy([]string{"lazy"})
-	b.node.SetLazy([]string{"lazy"})
+	lazy := func(o *cluster.Options) {
+		o.Placement = func() cluster.Placement {
+			return cluster.Placement{Agents: []string{"lazy"}, Lazy: []string{"lazy"}, Digest: "d1"}
+		}
+	}
+	a := startHost(t, w, cli, "a", []string{"lazy"}, addr("a"), lazy)
+	b := startHost(t, w, cli, "b", []string{"lazy"}, addr("b"), lazy)
 	testenv.Eventually(t, 10*time.Second, "both settled", func() bool {
 		return a.node.PlaceSession("chat", "x") != "" && b.node.PlaceSession("chat", "x") != "" &&
 			len(a.node.Status().Members) == 2 && a.node.Status().Members[1].Settled && b.node.Status().Members[0].Settled

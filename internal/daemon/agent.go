@@ -243,7 +243,7 @@ func (s *agentService) serveOnce(ctx context.Context) (idle bool, err error) {
 		return false, fmt.Errorf("agent %s: the cluster host is fenced: %w", s.r.name, suture.ErrDoNotRestart)
 	}
 	start := time.Now()
-	if m := s.d.opts.metrics; m != nil {
+	if m := s.d.metrics; m != nil {
 		m.AgentInbox(s.r.name, inst.Inbox().Stats)
 	}
 	s.started()
@@ -315,7 +315,7 @@ func (s *agentService) decide(runErr error, ran time.Duration) error {
 			r.setState(stateExited)
 		}
 	})
-	if m := s.d.opts.metrics; m != nil && trap {
+	if m := s.d.metrics; m != nil && trap {
 		m.AgentTrapped(s.r.name)
 	}
 	fields := []zap.Field{zap.Duration("duration", ran), zap.Bool("restart", restart)}
@@ -377,14 +377,14 @@ func (s *agentService) agentConfig(env map[string]string) host.AgentConfig {
 
 // recordLogDropped counts a guest log line dropped over the rate limit.
 func (s *agentService) recordLogDropped() {
-	if m := s.d.opts.metrics; m != nil {
+	if m := s.d.metrics; m != nil {
 		m.AgentLogDropped(s.r.name)
 	}
 }
 
 // recordInstantiate records the instantiation latency of each run.
 func (s *agentService) recordInstantiate(d time.Duration) {
-	if m := s.d.opts.metrics; m != nil {
+	if m := s.d.metrics; m != nil {
 		m.AgentInstantiated(s.r.name, d)
 	}
 }

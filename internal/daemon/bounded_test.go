@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -66,13 +65,13 @@ restart = "never"
 // the lines dropped are counted in the metrics.
 func TestLogRateFromConfig(t *testing.T) {
 	dir := t.TempDir()
-	m := metrics.New()
 	r := serve(t, writeConfig(t, dir, header(t)+fmt.Sprintf(`[agent.flood]
 component = %q
 input = "xxxxx"
 restart = "never"
 limits = { log_rate = 10, log_burst = 20 }
-`, wat(t, "flood"))), WithMetrics(m))
+`, wat(t, "flood"))), WithMetrics())
+	m := r.d.Metrics()
 	r.waitAgent(t, "flood", "exited", func(a control.AgentStatus) bool { return a.State == stateExited })
 	written := r.logs.FilterMessage("flood").Len()
 	dropped, _ := metricValue(t, m, "toolhostd_agent_log_lines_dropped_total", map[string]string{"agent": "flood"})

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,6 +44,8 @@ type clusterState struct {
 	cfg   config.Cluster // as started: a reload does not change it
 	stop  context.CancelFunc
 	done  chan struct{}
+	// placed is what the node places (placement), the running config's.
+	placed atomic.Pointer[cluster.Placement]
 }
 
 // WithFenceOverrun sets what happens when a fence did not stop the agents
@@ -69,21 +72,28 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		closeForwarder(fwd)
 		return fmt.Errorf("cluster: etcd client: %w", err)
 	}
+	cs := &clusterState{cli: cli, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
+	cs.placed.Store(d.placementOf(cfg))
 	node, err := cluster.New(cluster.Options{
 		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
 		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
 		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Digest: fileDigest(d.cfgPath), Overrun: d.opts.overrun, Address: address,
+		Placement: func() cluster.Placement { return *cs.placed.Load() }, Overrun: d.opts.overrun, Address: address,
 	})
 	if err != nil {
 		closeForwarder(fwd)
 		_ = cli.Close()
 		return err
 	}
-	node.SetLazy(lazyAgents(cfg))
-	node.SetAgents(placedAgents(cfg))
-	d.cluster = &clusterState{cli: cli, node: node, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
+	cs.node = node
+	d.cluster = cs
 	return nil
+}
+
+// placementOf is cfg's cluster.Placement: what the node places (read
+// without the daemon's lock: a reload refreshes the node holding d.mu).
+func (d *Daemon) placementOf(cfg *config.Config) *cluster.Placement {
+	return &cluster.Placement{Agents: placedAgents(cfg), Lazy: lazyAgents(cfg), Digest: fileDigest(d.cfgPath)}
 }
 
 // etcdConfig is the etcd client's config for c (secrets expanded here).
@@ -216,9 +226,8 @@ func (d *Daemon) reloaded(cur *config.Config) {
 	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
-	d.cluster.node.SetLazy(lazyAgents(cur))
-	d.cluster.node.SetAgents(placedAgents(cur))
-	d.cluster.node.SetDigest(fileDigest(d.cfgPath))
+	d.cluster.placed.Store(d.placementOf(cur))
+	d.cluster.node.Refresh()
 }
 
 // startsOnReload reports whether a reload starts an added or changed agent

@@ -125,7 +125,6 @@ func exactlyOnce(hosts map[string]*running, n int) bool {
 // /v1/cluster's view agrees.
 func TestClusterDaemons(t *testing.T) {
 	const n = 24
-	mtr := metrics.New()
 	e := etcdtest.Start(t, 1)
 	proxy := etcdtest.NewProxy(t, e.Endpoint(0))
 	hosts := map[string]*running{}
@@ -138,11 +137,11 @@ func TestClusterDaemons(t *testing.T) {
 		path := writeConfig(t, mkdir(t, dir), clusterConfig(t, name, eps, n))
 		var opts []Option
 		if name == "a" {
-			opts = append(opts, WithMetrics(mtr))
+			opts = append(opts, WithMetrics())
 		}
 		hosts[name] = serve(t, path, opts...)
 	}
-	mtr.SetBackend(hosts["a"].d)
+	mtr := hosts["a"].d.Metrics()
 	ctl := controlOf(t, hosts["a"].d, mtr)
 	testenv.Eventually(t, 60*time.Second, "every agent running once", func() bool { return exactlyOnce(hosts, n) })
 	testenv.Eventually(t, 30*time.Second, "every host ready", func() bool {

@@ -56,16 +56,17 @@ type options struct {
 	toolingOpts []mcpclient.Option
 	readyGate   <-chan struct{}
 	epochTick   time.Duration
-	metrics     *metrics.Metrics
+	metrics     bool
 	overrun     func() // cluster.go
 	version     string
 }
 
-// WithMetrics records the toolings' calls, reads and notifications (every
-// tooling is instrumented, including those a reload adds), the agents'
-// traps and inbox counters in m, and drops the series of what a reload
-// removes. Pointing m at the daemon as its Backend is the caller's job.
-func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
+// WithMetrics makes the daemon keep metrics (Metrics): the toolings' calls,
+// reads and notifications (every tooling is instrumented, including those
+// a reload adds), the agents' traps and inbox counters, and at each scrape
+// the state of its agents, toolings and cluster; a reload drops the series
+// of what it removes.
+func WithMetrics() Option { return func(o *options) { o.metrics = true } }
 
 // WithToolingOptions applies opts to every MCP tooling the daemon makes,
 // including those a reload adds.
@@ -111,9 +112,10 @@ type Daemon struct {
 	startWG  sync.WaitGroup // first instance of each agent at Serve
 	started  chan struct{}  // closed once startWG is done
 
-	audit  *audit.Log      // sys.Audit: [host] audit_log; nil: none (grants.go)
-	router *message.Router // messages to the agents (messages.go)
-	protos *protocols      // MCP and A2A endpoints, peers (protocols.go); set by New
+	metrics *metrics.Metrics // WithMetrics; nil: none
+	audit   *audit.Log       // sys.Audit: [host] audit_log; nil: none (grants.go)
+	router  *message.Router  // messages to the agents (messages.go)
+	protos  *protocols       // MCP and A2A endpoints, peers (protocols.go); set by New
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 	halted  bool          // fenced: no instance may start (cluster.go)
@@ -184,8 +186,9 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 		return nil, err
 	}
 	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts...), system.WithEpochTick(d.opts.epochTick)}
-	if m := d.opts.metrics; m != nil {
-		sopts = append(sopts, system.WithMetrics(m))
+	if d.opts.metrics {
+		d.metrics = metrics.New(metrics.Options{Source: d}) // read at scrape time, once d serves
+		sopts = append(sopts, system.WithMetrics(d.metrics))
 	}
 	if d.cluster != nil {
 		sopts = append(sopts, system.WithStoreClient(d.cluster.cli))
@@ -212,6 +215,9 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	}
 	return d, nil
 }
+
+// Metrics are the daemon's metrics (nil without WithMetrics).
+func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
 // makeToolings builds a tooling per config entry (Reload's additions),
 // as New's are built.

@@ -28,7 +28,7 @@ func (d *Daemon) ReopenAudit() error {
 
 // recorder is the metrics as the policy's Recorder (nil without metrics).
 func (d *Daemon) recorder() policy.Recorder {
-	if m := d.opts.metrics; m != nil {
+	if m := d.metrics; m != nil {
 		return m
 	}
 	return nil

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -252,8 +251,8 @@ func TestGrants(t *testing.T) {
 		agentConf("see", see, readerGrant) + agentConf("deny", deny, readerGrant) + agentConf("do", do, readerGrant) +
 		agentConf("writer", writer, `grants.srv = { audit_arguments = true }`) +
 		agentConf("limited", limited, `grants.srv = { calls_per_second = 0.01 }`)
-	m := metrics.New()
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	m := r.d.Metrics()
 	for _, a := range []string{"see", "deny", "do", "writer", "limited"} {
 		r.waitAgent(t, a, "exited", func(s control.AgentStatus) bool { return s.State == "exited" })
 	}

@@ -119,7 +119,6 @@ restart = "never"
 // drops its series.
 func TestMetrics(t *testing.T) {
 	dir := t.TempDir()
-	m := metrics.New()
 	tool := goTooling("gosrv", filepath.Join(dir, "gosrv.pid"), "")
 	caller := fmt.Sprintf(`
 [agent.caller]
@@ -133,8 +132,8 @@ restart = "never"
 	))
 	crasher := fmt.Sprintf("[agent.crasher]\ncomponent = %q\nrestart_backoff = { initial = \"10ms\", max = \"50ms\" }\n", wat(t, "trap"))
 	path := writeConfig(t, dir, header(t)+tool+caller+crasher)
-	r := serve(t, path, WithMetrics(m))
-	m.SetBackend(r.d)
+	r := serve(t, path, WithMetrics())
+	m := r.d.Metrics()
 	r.waitAgent(t, "caller", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	r.waitAgent(t, "crasher", "2 traps", func(a control.AgentStatus) bool { return a.Traps >= 2 })
 

@@ -38,7 +38,7 @@ func (d *Daemon) Messages() *message.Router { return d.router }
 // newRouter is the daemon's router, delivering to its agents.
 func (d *Daemon) newRouter(cfg *config.Config) *message.Router {
 	o := message.Options{Retention: cfg.Host.MessageRetention.Duration, Audit: d.audit, Log: d.baseLog}
-	if m := d.opts.metrics; m != nil {
+	if m := d.metrics; m != nil {
 		o.Observe = func(r message.Record) {
 			m.ObserveMessage(metrics.Message{Agent: r.Agent, Sender: r.Sender, Outcome: r.Outcome, Duration: r.Duration,
 				FirstDelta: r.FirstDelta, HasFirstDelta: r.HasFirstDelta, Refused: r.Refused})
@@ -269,7 +269,7 @@ func (s *agentService) startSession(prog *host.Program, env map[string]string, s
 	if err != nil {
 		return nil, err
 	}
-	if m := d.opts.metrics; m != nil {
+	if m := d.metrics; m != nil {
 		m.InstanceStarted(s.r.name)
 	}
 	go s.sessionEnded(inst, session)
@@ -287,7 +287,7 @@ func (s *agentService) sessionEnded(inst *host.Agent, session string) {
 		s.d.mu.Unlock()
 		s.log().Warn("instance trapped", zap.String("session", session), zap.String("error", headline(err)))
 	}
-	if m := s.d.opts.metrics; m != nil {
+	if m := s.d.metrics; m != nil {
 		if trap {
 			m.AgentTrapped(s.r.name)
 		}
@@ -297,7 +297,7 @@ func (s *agentService) sessionEnded(inst *host.Agent, session string) {
 
 // instanceStoppedIdle counts an on-message agent's instance stopped idle.
 func (d *Daemon) instanceStoppedIdle(agent string) {
-	if m := d.opts.metrics; m != nil {
+	if m := d.metrics; m != nil {
 		m.InstanceEnded(agent, true)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
@@ -39,10 +38,9 @@ func TestOAuthTooling(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	text := headerState(t, state) + fmt.Sprintf("[tooling.saas]\nurl = %q\noauth = {}\nrestart = { initial_backoff = \"20ms\", max_backoff = \"100ms\" }\n", res.URL+"/mcp")
 	path := writeConfig(t, dir, text)
-	m := metrics.New()
-	r := serve(t, path, WithMetrics(m))
+	r := serve(t, path, WithMetrics())
+	m := r.d.Metrics()
 	defer r.stop(t) // before the servers close
-	m.SetBackend(r.d)
 
 	testenv.Eventually(t, 10*time.Second, "the login hint", func() bool {
 		return strings.Contains(r.tooling(t, "saas").LastError, "no token is stored: run toolhostd auth login saas")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -33,9 +32,8 @@ restart = "never"
 			map[string]any{"op": "call-tool", "h": "e", "tool": "trigger-long-running-operation", "args": map[string]any{"duration": 0.4, "steps": 2}, "as": "long"},
 			map[string]any{"op": "recv-until", "id": "long"},
 		))
-	m := metrics.New()
-	r := serve(t, writeConfig(t, filepath.Clean(dir), cfg), WithMetrics(m))
-	m.SetBackend(r.d)
+	r := serve(t, writeConfig(t, filepath.Clean(dir), cfg), WithMetrics())
+	m := r.d.Metrics()
 	r.waitAgent(t, "long", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	// Both notifications precede the result; the second may be handled
 	// just after it.

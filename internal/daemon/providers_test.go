@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 	"github.com/toolhostd/toolhostd/internal/provider/providertest"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -98,8 +97,8 @@ restart = "never"
 			testenv.Agent(t, "agents", "assistant"),
 			`{"provider":"gpt","toolings":["gosrv"]}`,
 		)
-	m := metrics.New()
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	m := r.d.Metrics()
 
 	r.waitAgent(t, "assistant", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	if out, _ := r.output("assistant"); out != "The tool said: hi from the tool" {
@@ -202,8 +201,8 @@ args = [%q, "stdio"]
 connect_timeout = "30s"
 sampling = { provider = "gpt", max_tokens = 32 }
 `, everythingEntry(t))
-	m := metrics.New()
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	m := r.d.Metrics()
 	testenv.Eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

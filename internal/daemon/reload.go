@@ -206,7 +206,7 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 		delete(d.toolings, name)
 	}
 	d.mu.Unlock()
-	if m := d.opts.metrics; m != nil {
+	if m := d.metrics; m != nil {
 		for _, name := range p.removeTooling {
 			m.ForgetTooling(name)
 		}

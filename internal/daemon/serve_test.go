@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/metrics"
 
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -87,9 +86,8 @@ env = { MODE = "test" }
 		wat(t, "trap"),
 		wat(t, "spin"),
 	)
-	m := metrics.New()
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics(m))
-	m.SetBackend(r.d)
+	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	m := r.d.Metrics()
 
 	testenv.Eventually(t, 60*time.Second, "every tooling connected (Ready)", r.d.Ready)
 	for _, name := range []string{"gosrv", "everything"} {

@@ -17,7 +17,7 @@ import (
 func BenchmarkCallTool(b *testing.B) {
 	s := newServer()
 	inner := connect(b, s, "bench")
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	for _, v := range []struct {
 		name string
 		t    tooling.Tooling
@@ -46,8 +46,7 @@ func BenchmarkCallTool(b *testing.B) {
 // BenchmarkScrape: one gather of a registry with 50 agents and 10 toolings
 // in the Backend.
 func BenchmarkScrape(b *testing.B) {
-	m := metrics.New()
-	m.SetBackend(newBigBackend(50, 10))
+	m := metrics.New(metrics.Options{Source: newBigBackend(50, 10)})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := m.Registry().Gather(); err != nil {

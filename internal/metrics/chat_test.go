@@ -14,7 +14,7 @@ import (
 // without a model under DefaultModel; ForgetAgent and ForgetProvider drop
 // the series.
 func TestObserveChat(t *testing.T) {
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	for _, c := range []metrics.Chat{
 		{Agent: "a", Provider: "oai", Model: "gpt-x", Outcome: "ok", Duration: time.Second, FirstToken: 100 * time.Millisecond, HasFirstToken: true, InputTokens: 10, OutputTokens: 5},
 		{Agent: "a", Provider: "oai", Model: "gpt-x", Outcome: "ok", Duration: time.Second, InputTokens: 7, OutputTokens: 3},
@@ -60,7 +60,7 @@ func TestObserveChat(t *testing.T) {
 // TestModelLabelCap: a guest naming ever new models does not grow the
 // series without bound.
 func TestModelLabelCap(t *testing.T) {
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	for i := range 100 {
 		m.ObserveChat(metrics.Chat{Agent: "a", Provider: "p", Model: fmt.Sprintf("m-%03d", i), Outcome: "not-found"})
 	}

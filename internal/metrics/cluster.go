@@ -31,11 +31,7 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
-	box := c.state.backend.Load()
-	if box == nil {
-		return
-	}
-	cb, ok := box.b.(clusterSource)
+	cb, ok := c.state.source.(clusterSource)
 	if !ok {
 		return
 	}

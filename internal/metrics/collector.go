@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"sort"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -46,18 +45,8 @@ type clusterSource interface {
 // stateCollector reads the Source's agents and toolings, and the inboxes'
 // counters, at scrape time.
 type stateCollector struct {
-	m       *Metrics
-	backend atomic.Pointer[backendBox]
-}
-
-type backendBox struct{ b Source }
-
-func (c *stateCollector) set(b Source) {
-	if b == nil {
-		c.backend.Store(nil)
-		return
-	}
-	c.backend.Store(&backendBox{b})
+	m      *Metrics
+	source Source // nil: none
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -68,8 +57,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	if box := c.backend.Load(); box != nil {
-		for _, a := range box.b.Agents() {
+	if c.source != nil {
+		for _, a := range c.source.Agents() {
 			known := false
 			for _, s := range AgentStates {
 				v := 0.0
@@ -84,7 +73,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descAgentRestarts, prometheus.CounterValue, float64(a.Restarts), a.Name)
 			ch <- prometheus.MustNewConstMetric(descAgentInbox, prometheus.GaugeValue, float64(a.Inbox), a.Name)
 		}
-		for _, t := range box.b.Toolings() {
+		for _, t := range c.source.Toolings() {
 			connected := 0.0
 			if t.State == "connected" {
 				connected = 1

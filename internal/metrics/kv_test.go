@@ -26,7 +26,7 @@ func kvService(t *testing.T) *kv.Service {
 // TestKVSeries: keys and bytes per agent, and operations by kind and
 // outcome, from the store; none before KV is called.
 func TestKVSeries(t *testing.T) {
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	svc := kvService(t)
 	ctx := t.Context()
 	if f := families(t, m); f["toolhostd_kv_keys"] != nil || f["toolhostd_kv_operations_total"] != nil {
@@ -104,7 +104,7 @@ func (u *usageCounter) Usage(context.Context) ([]kv.AgentUsage, error) {
 // seconds; in between they report the last read.
 func TestKVUsageBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := metrics.New()
+		m := metrics.New(metrics.Options{})
 		src := &usageCounter{keys: 1}
 		m.KV(src)
 		scrape := func() float64 { return value(families(t, m), "toolhostd_kv_keys", "agent=a") }

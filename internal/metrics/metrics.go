@@ -64,9 +64,16 @@ type inboxSource struct {
 	coalesced, delivered uint64 // from earlier inboxes
 }
 
+// Options are what New builds the metrics with.
+type Options struct {
+	// Source is read at each scrape for the agents' and toolings' state
+	// (and, if it is a cluster host, the cluster's); nil: none is reported.
+	Source Source
+}
+
 // New builds the metrics on a fresh registry holding them, the Go runtime
 // collector and the process collector.
-func New() *Metrics {
+func New(o Options) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -109,7 +116,7 @@ func New() *Metrics {
 		}, []string{"agent"}),
 		inboxes: map[string]*inboxSource{},
 	}
-	m.state = &stateCollector{m: m}
+	m.state = &stateCollector{m: m, source: o.Source}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -122,9 +129,6 @@ func New() *Metrics {
 // Registry is the registry to serve (control.Options.Gatherer) or to add
 // collectors to.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
-// SetBackend makes scrapes report the agents and toolings of b (nil: none).
-func (m *Metrics) SetBackend(b Source) { m.state.set(b) }
 
 // AgentInstantiated records that the agent's component was instantiated,
 // taking d.

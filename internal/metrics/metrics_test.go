@@ -191,7 +191,7 @@ func value(fams map[string]*dto.MetricFamily, name string, labels ...string) flo
 func TestInstrumentCalls(t *testing.T) {
 	s := newServer()
 	inner := connect(t, s, "mem")
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	tl := m.Instrument(inner)
 	if tl.Name() != "mem" || tl.Kind() != "mcp" {
 		t.Errorf("Name %q Kind %q", tl.Name(), tl.Kind())
@@ -302,7 +302,7 @@ func (r *recorder) ResubscribeFailed(string, error) { r.resubFailed.Add(1) }
 
 func TestInstrumentObserver(t *testing.T) {
 	s := newServer()
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	tl := m.Instrument(connect(t, s, "obs"))
 	rec := &recorder{}
 	tl.SetObserver(rec)
@@ -359,7 +359,7 @@ func TestInstrumentObserver(t *testing.T) {
 // series without bound.
 func TestToolLabelCap(t *testing.T) {
 	s := newServer()
-	m := metrics.New()
+	m := metrics.New(metrics.Options{})
 	tl := m.Instrument(connect(t, s, "cap"))
 	ctx := t.Context()
 	for i := range 300 {
@@ -388,7 +388,8 @@ func TestToolLabelCap(t *testing.T) {
 // the Backend collector's and the hooks'.
 func TestScrape(t *testing.T) {
 	s := newServer()
-	m := metrics.New()
+	be := controltest.NewBackend() // read at each scrape; filled below
+	m := metrics.New(metrics.Options{Source: be})
 	tl := m.Instrument(connect(t, s, "fs"))
 	tl.SetObserver(&recorder{})
 	ctx := t.Context()
@@ -414,10 +415,8 @@ func TestScrape(t *testing.T) {
 			value(f, "toolhostd_pump_list_changes_received_total", "tooling=fs") >= 1
 	})
 
-	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "odd", State: "paused"})
 	be.AddTooling(control.ToolingStatus{Name: "slow", Kind: "mcp", State: "connected", Progress: 7})
-	m.SetBackend(be)
 	m.AgentTrapped("a")
 	m.AgentTrapped("a")
 	for range 3 {
@@ -551,8 +550,7 @@ func TestScrape(t *testing.T) {
 	if value(g, "toolhostd_agent_state", "agent=a", "state=running") != 1 {
 		t.Error("the Backend's agent a is gone from the state")
 	}
-	m.SetBackend(nil)
-	if g := families(t, m); g["toolhostd_agent_state"] != nil || g["toolhostd_tooling_connected"] != nil {
+	if g := families(t, metrics.New(metrics.Options{})); g["toolhostd_agent_state"] != nil || g["toolhostd_tooling_connected"] != nil {
 		t.Error("state series without a backend")
 	}
 }
