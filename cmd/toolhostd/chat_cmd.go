@@ -116,9 +116,10 @@ func openChat(c *config.Config, name string, grants []string, log *zap.Logger) (
 		return nil, withExit(exitUsage, err)
 	}
 	s := &chatSession{sys: sys, stop: sys.Start(), in: inbox.New(config.DefaultInboxCapacity)}
-	opts := append(sys.AgentOptions(), contract.WithLog(log), contract.WithGrants(only), contract.WithPolicy(pol),
-		contract.WithProviderAccess(contract.ProviderAccess{Granted: func(n string) bool { return n == name }}))
-	s.agent = contract.NewAgent(sys.Hub, "chat", s.in, opts...)
+	opts := sys.AgentOptions()
+	opts.Log, opts.Grants, opts.Policy = log, only, pol
+	opts.ProviderAccess = contract.ProviderAccess{Granted: func(n string) bool { return n == name }}
+	s.agent = contract.NewAgent(sys.Hub, "chat", s.in, opts)
 	if s.ph, err = s.agent.GetProvider(name); err != nil {
 		s.close()
 		return nil, withExit(exitUsage, err)

@@ -43,7 +43,7 @@ func grantPolicy(agent, flag string, grants []string) (*policy.Agent, error) {
 			rules[name] = r
 		}
 	}
-	return policy.New(agent, rules, nil), nil
+	return policy.New(agent, rules, policy.Options{}), nil
 }
 
 // grantNames are the toolings named by --grant values (patterns cut off).

@@ -335,7 +335,7 @@ func TestKVLsPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := kv.New(st, kv.WithPageSize(2))
+	svc := kv.New(st, kv.Options{PageSize: 2})
 	keys := []string{"k1", "k2", "k3", "k4", "k5", "x1", "x2"}
 	for _, k := range keys {
 		if err := svc.Put(t.Context(), kv.Ref{Agent: "a", Bucket: "notes"}, k, []byte(k)); err != nil {

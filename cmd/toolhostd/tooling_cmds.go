@@ -213,7 +213,7 @@ func withTooling(cmd *cobra.Command, name string, f func(context.Context, toolin
 	}
 	defer func() { _ = log.Sync() }()
 	tc.Name = name
-	t, err := mcpclient.New(tc, log)
+	t, err := mcpclient.New(tc, log, mcpclient.Options{})
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -221,7 +221,7 @@ func withTooling(cmd *cobra.Command, name string, f func(context.Context, toolin
 	defer stop()
 	serveCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- t.Serve(serveCtx) }()
+	go func() { done <- t.Serve(serveCtx, nil) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil && err != context.Canceled {

@@ -60,7 +60,7 @@ func watchCmd(cmd *cobra.Command, opts *globalOptions, name, uri string) error {
 	}
 	defer func() { _ = log.Sync() }()
 	cfgs := map[string]*config.Tooling{name: tc}
-	reg, err := mcpclient.NewRegistry(cfgs, log)
+	reg, err := mcpclient.NewRegistry(cfgs, log, mcpclient.Options{})
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -84,7 +84,7 @@ func watch(ctx context.Context, out io.Writer, entries []gateway.Entry, log *zap
 	defer func() { stopHub(); <-hubDone }()
 
 	in := inbox.New(0)
-	agent := contract.NewAgent(hub, "watch", in)
+	agent := contract.NewAgent(hub, "watch", in, contract.Options{})
 	defer agent.Close()
 	h, err := agent.Get(name)
 	if err != nil {

@@ -84,7 +84,7 @@ func TestWatch(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 		})
 	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
+		mcpclient.Options{Dialer: testenv.InMemoryDialer(srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestWatchListUnsupported(t *testing.T) {
 	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
 	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
-		mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
+		mcpclient.Options{Dialer: testenv.InMemoryDialer(srv)})
 	if err != nil {
 		t.Fatal(err)
 	}

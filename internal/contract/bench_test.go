@@ -110,7 +110,7 @@ func BenchmarkCallEcho(b *testing.B) {
 		name := fmt.Sprint("bench-", agentN)
 		mu.Unlock()
 		in := inbox.New(64)
-		a := contract.NewAgent(e.hub, name, in)
+		a := contract.NewAgent(e.hub, name, in, contract.Options{})
 		h, err := a.Get("mem")
 		if err != nil {
 			b.Fatal(err)
@@ -171,7 +171,7 @@ func BenchmarkFanout1000(b *testing.B) {
 	ins := make([]*inbox.Inbox, n)
 	for i := range n {
 		in := inbox.New(16)
-		a := contract.NewAgent(e.hub, fmt.Sprint("fan-", i), in)
+		a := contract.NewAgent(e.hub, fmt.Sprint("fan-", i), in, contract.Options{})
 		defer a.Close()
 		h, err := a.Get("mem")
 		if err != nil {

@@ -24,7 +24,7 @@ import (
 func TestGet(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	in := inbox.New(8)
-	a := contract.NewAgent(e.hub, "granted-nothing", in, contract.WithGrants(func(name string) bool { return name == "other" }))
+	a := contract.NewAgent(e.hub, "granted-nothing", in, contract.Options{Grants: func(name string) bool { return name == "other" }})
 	defer a.Close()
 	if _, err := a.Get("nope"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("Get(nope): %v, want not-found", err)
@@ -32,7 +32,7 @@ func TestGet(t *testing.T) {
 	if _, err := a.Get("mem"); codeOf(t, err) != tooling.CodeDenied {
 		t.Fatalf("Get(mem) without the grant: %v, want denied", err)
 	}
-	b := contract.NewAgent(e.hub, "granted", inbox.New(8), contract.WithGrants(func(name string) bool { return name == "mem" }))
+	b := contract.NewAgent(e.hub, "granted", inbox.New(8), contract.Options{Grants: func(name string) bool { return name == "mem" }})
 	h1, err := b.Get("mem")
 	if err != nil {
 		t.Fatal(err)
@@ -546,9 +546,9 @@ func TestSiblingsUnaffected(t *testing.T) {
 		Name: "broken", Kind: "mcp", Transport: "stdio", Command: "unused",
 		ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second),
 		Restart: config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(50 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
-	}, zap.NewNop(), mcpclient.WithDialer(func(context.Context) (mcp.Transport, error) {
+	}, zap.NewNop(), mcpclient.Options{Dialer: func(context.Context) (mcp.Transport, error) {
 		return nil, errors.New("connection refused")
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +560,7 @@ func TestSiblingsUnaffected(t *testing.T) {
 	if got := hub.Names(); len(got) != 2 || got[0] != "broken" || got[1] != "mem" {
 		t.Fatalf("names %v", got)
 	}
-	a := contract.NewAgent(hub, "a", inbox.New(8))
+	a := contract.NewAgent(hub, "a", inbox.New(8), contract.Options{})
 	defer a.Close()
 	hb, err := a.Get("broken")
 	if err != nil {

@@ -53,9 +53,10 @@ func chatEnv(t *testing.T, capacity int, audited bool) (*contract.Agent, *testen
 	go func() { defer close(done); l.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	in := inbox.New(capacity)
-	a := contract.NewAgent(e.hub, "thinker", in,
-		contract.WithProviders(lookup), contract.WithChatObserver(observe), contract.WithAudit(l),
-		contract.WithProviderAccess(contract.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }}))
+	a := contract.NewAgent(e.hub, "thinker", in, contract.Options{
+		Providers: lookup, ChatObserver: observe, Audit: l,
+		ProviderAccess: contract.ProviderAccess{Granted: func(n string) bool { return n == "fake" }, AuditMessages: func(string) bool { return audited }},
+	})
 	t.Cleanup(a.Close)
 	return a, p, in, path, records
 }

@@ -24,43 +24,41 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-// An Option sets up an Agent at NewAgent.
-type Option func(*Agent)
-
-// WithLog logs the agent's operations to l (named "contract", with the
-// agent's name); the default logs nothing.
-func WithLog(l *zap.Logger) Option { return func(a *Agent) { a.log = l } }
-
-// WithGrants lets the agent get only the toolings granted reports true
-// for; the default: all.
-func WithGrants(granted func(tooling string) bool) Option {
-	return func(a *Agent) { a.grants = granted }
+// Options set up an Agent at NewAgent; the zero Options are an agent that
+// logs nothing, gets every tooling, unnarrowed and unaudited, and has no
+// provider and no way to send messages.
+type Options struct {
+	// Log logs the agent's operations (named "contract", with the agent's
+	// name); nil: nothing.
+	Log *zap.Logger
+	// Grants lets the agent get only the toolings it reports true for;
+	// nil: all.
+	Grants func(tooling string) bool
+	// Policy narrows what the agent may do on the toolings it is granted;
+	// nil: everything.
+	Policy *policy.Agent
+	// Audit gets every operation of the agent; nil: none.
+	Audit *audit.Log
+	// Providers resolves provider.get's names; nil: no provider is
+	// configured.
+	Providers ProviderLookup
+	// ProviderAccess is what the agent may do with the providers; the
+	// zero value: get every one, unwrapped, its requests' text not
+	// audited.
+	ProviderAccess ProviderAccess
+	// ChatObserver gets every finished chat and chat stream of the agent
+	// (the metrics); nil: none.
+	ChatObserver func(ChatRecord)
+	// Messaging is how the agent sends messages; the zero value: send is
+	// not-found. Every agent has a mailbox for the messages delivered to
+	// it.
+	Messaging Messaging
 }
-
-// WithPolicy narrows what the agent may do on the toolings it is granted;
-// the default (or nil): everything.
-func WithPolicy(p *policy.Agent) Option { return func(a *Agent) { a.pol = p } }
-
-// WithAudit writes every operation of the agent to l; the default (or
-// nil): none.
-func WithAudit(l *audit.Log) Option { return func(a *Agent) { a.audit = l } }
-
-// WithProviders makes provider.get resolve names through lookup; the
-// default: no provider is configured.
-func WithProviders(lookup ProviderLookup) Option { return func(a *Agent) { a.providers = lookup } }
-
-// WithProviderAccess sets what the agent may do with the providers; the
-// default: get every one, unwrapped, its requests' text not audited.
-func WithProviderAccess(acc ProviderAccess) Option { return func(a *Agent) { a.provAccess = acc } }
-
-// WithChatObserver reports every finished chat and chat stream of the
-// agent to f (the metrics).
-func WithChatObserver(f func(ChatRecord)) Option { return func(a *Agent) { a.observe = f } }
 
 // NewAgent registers an agent with hub's toolings: in is its inbox (the
 // host owns it and its shutdown). The agent's context ends with the hub's
 // Serve, at Close, or when in shuts down.
-func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, opts ...Option) *Agent {
+func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent {
 	ctx, cancel := context.WithCancel(hub.Context())
 	a := &Agent{
 		hub:     hub,
@@ -73,9 +71,15 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, opts ...Option) *A
 		handles: make(map[*Handle]struct{}),
 		streams: make(map[string]*stream),
 		provs:   make(map[*ProviderHandle]struct{}),
-	}
-	for _, o := range opts {
-		o(a)
+
+		log:        o.Log,
+		grants:     o.Grants,
+		pol:        o.Policy,
+		audit:      o.Audit,
+		providers:  o.Providers,
+		provAccess: o.ProviderAccess,
+		observe:    o.ChatObserver,
+		messaging:  o.Messaging,
 	}
 	a.mb = message.NewMailbox(in, nil)
 	if a.messaging.Router != nil {

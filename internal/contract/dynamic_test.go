@@ -27,7 +27,7 @@ func namedMemTooling(t testing.TB, name string, s *server) *mcpclient.Client {
 func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	in := inbox.New(16)
-	a := contract.NewAgent(e.hub, "a", in)
+	a := contract.NewAgent(e.hub, "a", in, contract.Options{})
 	t.Cleanup(a.Close)
 	if _, err := a.Get("extra"); codeOf(t, err) != tooling.CodeNotFound {
 		t.Fatalf("get before add: %v, want not-found", err)
@@ -156,7 +156,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := inbox.New(16)
-	a := contract.NewAgent(e.hub, "a", in)
+	a := contract.NewAgent(e.hub, "a", in, contract.Options{})
 	t.Cleanup(a.Close)
 	h, err := a.Get("extra")
 	if err != nil {

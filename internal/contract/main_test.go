@@ -182,13 +182,13 @@ type countingTooling struct {
 	notified sync.Map
 }
 
-// SetObserver installs o behind a counter of its ResourceUpdated calls.
-func (c *countingTooling) SetObserver(o tooling.Observer) {
+// Serve serves the tooling with o behind a counter of its ResourceUpdated
+// calls.
+func (c *countingTooling) Serve(ctx context.Context, o tooling.Observer) error {
 	if o == nil {
-		c.Tooling.SetObserver(nil)
-		return
+		return c.Tooling.Serve(ctx, nil)
 	}
-	c.Tooling.SetObserver(countingObserver{o, c})
+	return c.Tooling.Serve(ctx, countingObserver{o, c})
 }
 
 type countingObserver struct {
@@ -261,7 +261,7 @@ func memTooling(t testing.TB, name string, s *server, log *zap.Logger, connect t
 		MaxConcurrentCalls: 64,
 		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, log, mcpclient.WithDialer(testenv.InMemoryDialer(s.srv)))
+	m, err := mcpclient.New(cfg, log, mcpclient.Options{Dialer: testenv.InMemoryDialer(s.srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func memTooling(t testing.TB, name string, s *server, log *zap.Logger, connect t
 func (e *env) agent(t testing.TB, name string, capacity int) (*contract.Agent, *contract.Handle, *inbox.Inbox) {
 	t.Helper()
 	in := inbox.New(capacity)
-	a := contract.NewAgent(e.hub, name, in)
+	a := contract.NewAgent(e.hub, name, in, contract.Options{})
 	t.Cleanup(a.Close)
 	h, err := a.Get("mem")
 	if err != nil {

@@ -23,10 +23,6 @@ type Messaging struct {
 	AuditContent bool
 }
 
-// WithMessaging sets how the agent sends messages; without it, send is
-// not-found. Every agent has a mailbox for the messages delivered to it.
-func WithMessaging(m Messaging) Option { return func(a *Agent) { a.messaging = m } }
-
 // Mailbox is the agent's side of the messages delivered to it.
 func (a *Agent) Mailbox() *message.Mailbox { return a.mb }
 

@@ -33,7 +33,7 @@ func BenchmarkPolicyCall(b *testing.B) {
 	const args = `{"text":"hello"}`
 	run := func(b *testing.B, pol *policy.Agent, withAudit bool) {
 		e := newEnv(b, envOptions{log: zap.NewNop()})
-		opts := []contract.Option{contract.WithPolicy(pol)}
+		opts := contract.Options{Policy: pol}
 		if withAudit {
 			l, err := audit.Open(filepath.Join(b.TempDir(), "audit.jsonl"), 0)
 			if err != nil {
@@ -43,9 +43,9 @@ func BenchmarkPolicyCall(b *testing.B) {
 			done := make(chan struct{})
 			go func() { defer close(done); l.Run(actx) }()
 			defer func() { cancel(); <-done }()
-			opts = append(opts, contract.WithAudit(l))
+			opts.Audit = l
 		}
-		a := contract.NewAgent(e.hub, "bench", inbox.New(64), opts...)
+		a := contract.NewAgent(e.hub, "bench", inbox.New(64), opts)
 		defer a.Close()
 		h, err := a.Get("mem")
 		if err != nil {
@@ -60,14 +60,14 @@ func BenchmarkPolicyCall(b *testing.B) {
 		}
 	}
 	b.Run("baseline", func(b *testing.B) { run(b, nil, false) })
-	b.Run("policy", func(b *testing.B) { run(b, policy.New("bench", benchRules, nil), false) })
-	b.Run("policy-audit", func(b *testing.B) { run(b, policy.New("bench", benchRules, nil), true) })
+	b.Run("policy", func(b *testing.B) { run(b, policy.New("bench", benchRules, policy.Options{}), false) })
+	b.Run("policy-audit", func(b *testing.B) { run(b, policy.New("bench", benchRules, policy.Options{}), true) })
 	b.Run("check", func(b *testing.B) {
 		// The check alone outruns any configurable rate (1e6/s): a higher
 		// one keeps the bucket from emptying; the work per check is the same.
 		rules := benchRules["mem"]
 		rules.CallsPerSecond = 1e9
-		v := policy.New("bench", map[string]policy.Rules{"mem": rules}, nil).View("mem")
+		v := policy.New("bench", map[string]policy.Rules{"mem": rules}, policy.Options{}).View("mem")
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := v.Tool("call-tool", "echo"); err != nil {

@@ -28,9 +28,9 @@ func uris(rs []tooling.ResourceInfo) []string {
 func TestPolicyUpdateFiltersDeliveries(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	pol := policy.New("a", map[string]policy.Rules{"mem": {Resources: []string{"test://r*"}}}, nil)
+	pol := policy.New("a", map[string]policy.Rules{"mem": {Resources: []string{"test://r*"}}}, policy.Options{})
 	ina := inbox.New(16)
-	a := contract.NewAgent(e.hub, "a", ina, contract.WithPolicy(pol))
+	a := contract.NewAgent(e.hub, "a", ina, contract.Options{Policy: pol})
 	t.Cleanup(a.Close)
 	ha, err := a.Get("mem")
 	if err != nil {

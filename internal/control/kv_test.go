@@ -24,7 +24,7 @@ func kvServer(t *testing.T) (*control.Server, *kv.Service) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := kv.New(st, kv.WithPageSize(3))
+	svc := kv.New(st, kv.Options{PageSize: 3})
 	be := controltest.NewBackend()
 	be.AddAgent(control.AgentStatus{Name: "known", State: "running"})
 	be.AddElsewhere("remote")
@@ -173,7 +173,7 @@ func TestKVImportStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := controltest.Serve(t, control.Options{Backend: controltest.NewBackend(), KV: kv.New(st)})
+	srv := controltest.Serve(t, control.Options{Backend: controltest.NewBackend(), KV: kv.New(st, kv.Options{})})
 	c, err := control.Dial(srv.Socket())
 	if err != nil {
 		t.Fatal(err)

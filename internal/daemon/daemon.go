@@ -53,7 +53,7 @@ var (
 type Option func(*options)
 
 type options struct {
-	toolingOpts []mcpclient.Option
+	toolingOpts mcpclient.Options
 	readyGate   <-chan struct{}
 	epochTick   time.Duration
 	metrics     bool
@@ -70,8 +70,8 @@ func WithMetrics() Option { return func(o *options) { o.metrics = true } }
 
 // WithToolingOptions applies opts to every MCP tooling the daemon makes,
 // including those a reload adds.
-func WithToolingOptions(opts ...mcpclient.Option) Option {
-	return func(o *options) { o.toolingOpts = append(o.toolingOpts, opts...) }
+func WithToolingOptions(opts mcpclient.Options) Option {
+	return func(o *options) { o.toolingOpts = opts }
 }
 
 // WithReadyGate makes Serve tell systemd READY=1 only once gate is closed
@@ -185,7 +185,7 @@ func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*
 	if err := d.setupCluster(cfg); err != nil {
 		return nil, err
 	}
-	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts...), system.WithEpochTick(d.opts.epochTick)}
+	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts), system.WithEpochTick(d.opts.epochTick)}
 	if d.opts.metrics {
 		d.metrics = metrics.New(metrics.Options{Source: d}) // read at scrape time, once d serves
 		sopts = append(sopts, system.WithMetrics(d.metrics))

@@ -48,7 +48,7 @@ type removedFlag struct{ atomic.Bool }
 // resource pump.
 func (h *Hub) toolingSupervisor(rt *Served, hook suture.EventHook) *suture.Supervisor {
 	sup := suture.New("tooling/"+rt.name, suture.Spec{EventHook: hook})
-	sup.Add(tracked{svc: sessionService{rt.t}, w: &h.services})
+	sup.Add(tracked{svc: sessionService{rt}, w: &h.services})
 	sup.Add(tracked{svc: rt.pump, w: &h.services})
 	return sup
 }
@@ -123,7 +123,6 @@ func (h *Hub) AddTooling(e Entry) error {
 	case h.rts[name] != nil:
 		return fmt.Errorf("add tooling %q: %w", name, ErrToolingExists)
 	}
-	e.Tooling.SetObserver(rt.pump)
 	h.rts[name] = rt
 	i, _ := slices.BinarySearch(h.names, name)
 	h.names = slices.Insert(h.names, i, name)
@@ -162,7 +161,6 @@ func (h *Hub) RemoveTooling(name string) error {
 	root, stopped := h.dyn.root, h.dyn.stopped
 	h.dyn.mu.Unlock()
 
-	rt.t.SetObserver(nil)
 	var err error
 	if served && root != nil && !stopped {
 		if err = root.RemoveAndWait(tok, removeTimeout); err != nil {

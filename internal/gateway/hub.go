@@ -96,7 +96,7 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// newServed makes the hub's state for e (its observer not yet installed).
+// newServed makes the hub's state for e.
 func newServed(e Entry, log *zap.Logger) *Served {
 	lim := e.Limits.withDefaults()
 	name := e.Tooling.Name()
@@ -106,10 +106,10 @@ func newServed(e Entry, log *zap.Logger) *Served {
 	return s
 }
 
-// NewHub makes the hub for entries and installs its resource pump as each
-// tooling's observer. Calls run as soon as they are made (the tooling waits
-// for its session, up to its connect timeout); sessions and resource pumps
-// run under Serve.
+// NewHub makes the hub for entries. Calls run as soon as they are made
+// (the tooling waits for its session, up to its connect timeout);
+// sessions and resource pumps run under Serve, each session reporting its
+// notifications to its tooling's resource pump.
 func NewHub(entries []Entry, log *zap.Logger) *Hub {
 	if log == nil {
 		log = zap.NewNop()
@@ -119,7 +119,6 @@ func NewHub(entries []Entry, log *zap.Logger) *Hub {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	for _, e := range entries {
 		s := newServed(e, log)
-		e.Tooling.SetObserver(s.pump)
 		h.rts[s.name] = s
 		h.names = append(h.names, s.name)
 	}
@@ -159,11 +158,12 @@ func (h *Hub) Serve(ctx context.Context) error {
 	return err
 }
 
-// sessionService runs a tooling's Serve under its supervisor.
-type sessionService struct{ t tooling.Tooling }
+// sessionService runs a tooling's Serve under its supervisor, its
+// notifications going to the tooling's resource pump.
+type sessionService struct{ s *Served }
 
-func (s sessionService) Serve(ctx context.Context) error { return s.t.Serve(ctx) }
-func (s sessionService) String() string                  { return "session/" + s.t.Name() }
+func (s sessionService) Serve(ctx context.Context) error { return s.s.t.Serve(ctx, s.s.pump) }
+func (s sessionService) String() string                  { return "session/" + s.s.name }
 
 // Context is the parent of every agent's context: it ends when Serve's
 // does.

@@ -100,7 +100,9 @@ type uriState struct {
 
 // resPump is a tooling's resource pump: the refcounted MCP subscriptions,
 // and the reads and fan-out that follow the server's notifications. It is
-// the tooling's Observer and a suture service (the reads run under it).
+// the Observer the hub serves the tooling with (it ignores what comes
+// once RemoveTooling took the tooling away) and a suture service (the
+// reads run under it).
 type resPump struct {
 	s    *Served
 	wake chan struct{}
@@ -253,6 +255,9 @@ func (p *resPump) release(u *uriState) {
 // read, fanned out; while a read of uri is in flight further updates
 // collapse into one more read.
 func (p *resPump) ResourceUpdated(uri string) {
+	if p.s.removed.Load() {
+		return
+	}
 	p.mu.Lock()
 	u := p.uris[uri]
 	if u == nil || len(u.subs) == 0 {
@@ -274,6 +279,9 @@ func (p *resPump) ResourceUpdated(uri string) {
 // one fetch of the full list, fanned out; changes during a fetch collapse
 // into one more fetch.
 func (p *resPump) ResourceListChanged() {
+	if p.s.removed.Load() {
+		return
+	}
 	p.mu.Lock()
 	if len(p.listSubs) == 0 {
 		p.mu.Unlock()
@@ -293,6 +301,9 @@ func (p *resPump) ResourceListChanged() {
 // ResubscribeFailed ends every subscription to uri with one error envelope
 // each. It runs on the tooling's goroutine and only takes the pump's lock.
 func (p *resPump) ResubscribeFailed(uri string, err error) {
+	if p.s.removed.Load() {
+		return
+	}
 	herr := tooling.AsError(err)
 	if herr.Code == tooling.CodeInternal {
 		herr = tooling.Errorf(tooling.CodeUnavailable, "re-subscribing to %q after a reconnect failed: %s", uri, herr.Message)

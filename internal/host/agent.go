@@ -114,7 +114,7 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.killed, a.kill = context.WithCancel(context.Background())
-	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg)...)
+	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg))
 	a.receives = Receives(p)
 	go a.main(h, p, input)
 	return a

@@ -245,7 +245,7 @@ func pumpVariants(b *testing.B, s *suite, name string, capacity int, body func(b
 			variant = "pump-locked"
 		}
 		b.Run(variant, func(b *testing.B) {
-			a := contract.NewAgent(s.hub, "bench-"+name+"-"+variant, inbox.New(capacity))
+			a := contract.NewAgent(s.hub, "bench-"+name+"-"+variant, inbox.New(capacity), contract.Options{})
 			defer a.Close()
 			h, err := a.Get("mem")
 			if err != nil {

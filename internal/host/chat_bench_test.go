@@ -55,12 +55,12 @@ func BenchmarkChatStreamGuest(b *testing.B) {
 
 	// A hub and host of their own, serving the fake as provider bench.
 	hub := gateway.NewHub(nil, s.log)
-	providers := contract.WithProviders(func(name string) (provider.Provider, bool) { return p, name == "bench" })
+	providers := contract.Options{Providers: func(name string) (provider.Provider, bool) { return p, name == "bench" }}
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Serve(ctx) }()
 	defer func() { stop(); <-hubDone }()
-	h, err := New(Options{Engine: engine.Options{CacheDir: filepath.Join(s.root, "build", "test-cache")}, Log: s.log, Agent: []contract.Option{providers}}, hub)
+	h, err := New(Options{Engine: engine.Options{CacheDir: filepath.Join(s.root, "build", "test-cache")}, Log: s.log, Agent: providers}, hub)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func TestKeyValue(t *testing.T) {
 				}
 				for _, tc := range cases {
 					t.Run(tc.name, func(t *testing.T) {
-						svc := kv.New(be.open(t), kv.WithPageSize(3))
+						svc := kv.New(be.open(t), kv.Options{PageSize: 3})
 						o := probeOpts{guest: g, name: "kv", bucket: opener(svc, "kv", "", tc.policy)}
 						rs := s.probe(t, o, tc.steps...)
 						checkSteps(t, rs, tc.want...)
@@ -264,7 +264,7 @@ func TestKeyValueNegativeDelta(t *testing.T) {
 	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 		s := env(t)
 		name := "kv-negative-" + g.String()
-		a := s.startProbe(t, probeOpts{guest: g, name: name, bucket: opener(kv.New(boltStore(t)), "kv", "", kv.Policy{})},
+		a := s.startProbe(t, probeOpts{guest: g, name: name, bucket: opener(kv.New(boltStore(t), kv.Options{}), "kv", "", kv.Policy{})},
 			step{"op": "kv-open", "name": "n", "as": "b"},
 			step{"op": "kv-increment", "h": "b", "key": "c", "delta": 5},
 			step{"op": "kv-increment", "h": "b", "key": "c", "delta": -7},
@@ -297,7 +297,7 @@ func TestKeyValueNegativeDelta(t *testing.T) {
 func TestKeyValueInstances(t *testing.T) {
 	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 		s := env(t)
-		svc := kv.New(boltStore(t))
+		svc := kv.New(boltStore(t), kv.Options{})
 		run := func(agent, session string, steps ...step) []stepResult {
 			t.Helper()
 			return s.probe(t, probeOpts{guest: g, name: agent, bucket: opener(svc, agent, session, kv.Policy{})}, steps...)
@@ -358,7 +358,7 @@ func TestKeyValueConcurrentIncrements(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 				s := env(t)
-				svc := kv.New(be.open(t))
+				svc := kv.New(be.open(t), kv.Options{})
 				agents := make([]*Agent, instances)
 				for i := range agents {
 					agents[i] = s.startProbe(t, probeOpts{guest: g, name: fmt.Sprintf("inc-%d", i), bucket: opener(svc, "inc", "", kv.Policy{})},
@@ -404,7 +404,7 @@ func TestKeyValueStopEndsCall(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	proxy := etcdtest.NewProxy(t, c.Endpoint(0))
 	cli := etcdtest.Client(t, proxy.URL())
-	svc := kv.New(kv.NewEtcd(cli, kv.EtcdOptions{Prefix: "/stop/kv", Timeout: time.Minute}), kv.WithTimeout(time.Minute))
+	svc := kv.New(kv.NewEtcd(cli, kv.EtcdOptions{Prefix: "/stop/kv", Timeout: time.Minute}), kv.Options{Timeout: time.Minute})
 	b := mustOpen(t, svc, "stop", "", "notes")
 	if err := b.Set(t.Context(), "k", []byte("v")); err != nil { // the client is connected
 		t.Fatal(err)
@@ -450,7 +450,7 @@ func waitGuestLog(t testing.TB, s *suite, agent, msg string) {
 func TestKeyValueInStopGrace(t *testing.T) {
 	forGuestsOf(t, currentGuests, func(t *testing.T, g guest) {
 		s := env(t)
-		svc := kv.New(boltStore(t))
+		svc := kv.New(boltStore(t), kv.Options{})
 		name := "kv-grace-" + g.String() // the suite's log is shared
 		a := s.startProbe(t, probeOpts{guest: g, name: name, grace: 30 * time.Second, bucket: opener(svc, "grace", "", kv.Policy{})},
 			step{"op": "kv-open", "name": "notes", "as": "b"},

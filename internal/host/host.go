@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -29,7 +28,8 @@ type Options struct {
 	// Agent are the options every agent's contract.Agent is made with
 	// (the audit log, the providers, the chat observer); each agent's
 	// grants, policy and provider access follow from its AgentConfig.
-	Agent []contract.Option
+	// Its Log is Log when unset.
+	Agent contract.Options
 }
 
 // EngineOptions are the engine options of opts: its Engine settings, with
@@ -52,7 +52,7 @@ type Host struct {
 	hub *gateway.Hub
 	log *zap.Logger
 	// agentOpts are Options.Agent, with the log.
-	agentOpts []contract.Option
+	agentOpts contract.Options
 	starts    chan struct{} // a slot per instantiation in progress
 }
 
@@ -69,6 +69,9 @@ func New(opts Options, hub *gateway.Hub) (*Host, error) {
 	if opts.StartConcurrency <= 0 {
 		opts.StartConcurrency = runtime.GOMAXPROCS(0)
 	}
+	if opts.Agent.Log == nil {
+		opts.Agent.Log = opts.Log
+	}
 	eng, err := engine.New(EngineOptions(opts))
 	if err != nil {
 		return nil, err
@@ -78,16 +81,16 @@ func New(opts Options, hub *gateway.Hub) (*Host, error) {
 		hub:       hub,
 		log:       opts.Log.Named("host"),
 		starts:    make(chan struct{}, opts.StartConcurrency),
-		agentOpts: append([]contract.Option{contract.WithLog(opts.Log)}, opts.Agent...),
+		agentOpts: opts.Agent,
 	}, nil
 }
 
-// agentOptions are the options of cfg's contract.Agent: the host's, then
-// the agent's own.
-func (h *Host) agentOptions(cfg AgentConfig) []contract.Option {
-	return append(slices.Clip(h.agentOpts),
-		contract.WithGrants(cfg.Grants), contract.WithPolicy(cfg.Policy), contract.WithProviderAccess(cfg.Providers),
-		contract.WithMessaging(cfg.Messaging))
+// agentOptions are the options of cfg's contract.Agent: the host's, with
+// the agent's own grants, policy, provider access and messaging.
+func (h *Host) agentOptions(cfg AgentConfig) contract.Options {
+	o := h.agentOpts
+	o.Grants, o.Policy, o.ProviderAccess, o.Messaging = cfg.Grants, cfg.Policy, cfg.Providers, cfg.Messaging
+	return o
 }
 
 // Check refuses a component that does not fit the toolhost:agent world:

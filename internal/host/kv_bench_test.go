@@ -49,7 +49,7 @@ func BenchmarkKeyValueGuest(b *testing.B) {
 			})
 			for _, g := range currentGuests {
 				b.Run(g.String(), func(b *testing.B) {
-					svc := kv.New(boltStore(b))
+					svc := kv.New(boltStore(b), kv.Options{})
 					if err := mustOpen(b, svc, "bench", "", "b").Set(b.Context(), "k", value); err != nil {
 						b.Fatal(err)
 					}
@@ -86,7 +86,7 @@ func BenchmarkKeyValueIncrements(b *testing.B) {
 	for _, be := range kvBackends(b, true) {
 		b.Run(be.name, func(b *testing.B) {
 			b.Run("baseline", func(b *testing.B) {
-				bk := mustOpen(b, kv.New(be.open(b)), "bench", "", "b")
+				bk := mustOpen(b, kv.New(be.open(b), kv.Options{}), "bench", "", "b")
 				start := time.Now()
 				for b.Loop() {
 					if _, err := bk.Increment(b.Context(), "n", 1); err != nil {
@@ -97,7 +97,7 @@ func BenchmarkKeyValueIncrements(b *testing.B) {
 			})
 			for _, g := range currentGuests {
 				b.Run(g.String(), func(b *testing.B) {
-					svc := kv.New(be.open(b))
+					svc := kv.New(be.open(b), kv.Options{})
 					s.program(b, g.dir(), "probe")
 					b.ResetTimer()
 					start := time.Now()

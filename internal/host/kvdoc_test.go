@@ -43,7 +43,7 @@ func TestDocKeyValue(t *testing.T) {
 	progs["go"] = p
 	for name, p := range progs {
 		t.Run(name, func(t *testing.T) {
-			svc := kv.New(boltStore(t))
+			svc := kv.New(boltStore(t), kv.Options{})
 			for i, want := range []string{
 				`run 1: ["hi"]; keys last-input, log, runs`,
 				`run 2: ["hi","there"]; keys last-input, log, runs`,
@@ -82,7 +82,7 @@ func TestREADMEKeyValueGuest(t *testing.T) {
 	for _, build := range []string{"test-agents", "test-agents-qjs"} {
 		t.Run(build, func(t *testing.T) {
 			p := s.program(t, build, "remember")
-			svc := kv.New(boltStore(t))
+			svc := kv.New(boltStore(t), kv.Options{})
 			for i, input := range []string{"hi", "there"} {
 				out, err := waitAgent(t, s.host.Start(p, AgentConfig{Name: "notes", OpenBucket: opener(svc, "notes", "", kv.Policy{})}, input), 60*time.Second)
 				if want := fmt.Sprintf("run %d", i+1); err != nil || out != want {

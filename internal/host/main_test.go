@@ -110,8 +110,8 @@ func toolingConfig(name string) *config.Tooling {
 	}
 }
 
-func inMemory(s *testServer) mcpclient.Option {
-	return mcpclient.WithDialer(testenv.InMemoryDialer(s.srv))
+func inMemory(s *testServer) mcpclient.Options {
+	return mcpclient.Options{Dialer: testenv.InMemoryDialer(s.srv)}
 }
 
 func (s *suite) setUp() error {
@@ -153,19 +153,19 @@ func (s *suite) setUp() error {
 
 	type def struct {
 		cfg  *config.Tooling
-		opts []mcpclient.Option
+		opts mcpclient.Options
 	}
 	defs := []def{
-		{toolingConfig("mem"), []mcpclient.Option{inMemory(s.mem)}},
-		{short, []mcpclient.Option{inMemory(s.mem)}},
-		{toolingConfig("nosub"), []mcpclient.Option{inMemory(s.nosub)}},
-		{ev, nil},
-		{fs, nil},
+		{toolingConfig("mem"), inMemory(s.mem)},
+		{short, inMemory(s.mem)},
+		{toolingConfig("nosub"), inMemory(s.nosub)},
+		{ev, mcpclient.Options{}},
+		{fs, mcpclient.Options{}},
 	}
 	s.mcps = map[string]*mcpclient.Client{}
 	var entries []gateway.Entry
 	for _, d := range defs {
-		m, err := mcpclient.New(d.cfg, s.log, d.opts...)
+		m, err := mcpclient.New(d.cfg, s.log, d.opts)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (s *suite) setUp() error {
 	s.hub = gateway.NewHub(entries, s.log)
 	s.scripted = testenv.NewScripted("fake")
 	other := testenv.NewScripted("other")
-	providers := contract.WithProviders(func(name string) (provider.Provider, bool) {
+	providers := contract.Options{Providers: func(name string) (provider.Provider, bool) {
 		switch name {
 		case "fake":
 			return s.scripted, true
@@ -183,13 +183,13 @@ func (s *suite) setUp() error {
 			return other, true
 		}
 		return nil, false
-	})
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopHub, s.hubDone = cancel, make(chan struct{})
 	go func() { defer close(s.hubDone); _ = s.hub.Serve(ctx) }()
 
 	cacheDir := filepath.Join(root, "build", "test-cache")
-	if s.host, err = New(Options{Engine: engine.Options{CacheDir: cacheDir}, Log: s.log, Agent: []contract.Option{providers}}, s.hub); err != nil {
+	if s.host, err = New(Options{Engine: engine.Options{CacheDir: cacheDir}, Log: s.log, Agent: providers}, s.hub); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)

@@ -44,7 +44,7 @@ func BenchmarkGetSet(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		bk, err := kv.New(st).Open("a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 1000, MaxBytes: 1 << 20}}, "default")
+		bk, err := kv.New(st, kv.Options{}).Open("a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 1000, MaxBytes: 1 << 20}}, "default")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func BenchmarkIncrement(b *testing.B) {
 		{"etcd", kv.NewEtcd(etcdtest.Client(b, c.Endpoints()...), kv.EtcdOptions{})},
 	} {
 		b.Run(be.name, func(b *testing.B) {
-			bk, err := kv.New(be.st).Open("a", "", kv.Policy{}, "default")
+			bk, err := kv.New(be.st, kv.Options{}).Open("a", "", kv.Policy{}, "default")
 			if err != nil {
 				b.Fatal(err)
 			}

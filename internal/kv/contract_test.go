@@ -20,7 +20,7 @@ var contract = []struct {
 }{
 	{"read your writes", func(t *testing.T, st kv.Store) {
 		c := ctx(t)
-		b := open(t, kv.New(st), "a", "", kv.Policy{}, "default")
+		b := open(t, kv.New(st, kv.Options{}), "a", "", kv.Policy{}, "default")
 		if v, ok, err := b.Get(c, "k"); err != nil || ok || v != nil {
 			t.Fatalf("get of a missing key = %q, %v, %v; want nil, false, nil", v, ok, err)
 		}
@@ -50,7 +50,7 @@ var contract = []struct {
 		}
 	}},
 	{"buckets are per agent and per session", func(t *testing.T, st kv.Store) {
-		c, s := ctx(t), kv.New(st)
+		c, s := ctx(t), kv.New(st, kv.Options{})
 		refs := []struct{ agent, session, id string }{
 			{"a", "", "x"}, {"b", "", "x"}, {"a", "", "y"}, {"a", "s1", "session"}, {"a", "s2", "session"}, {"b", "s1", "session"},
 		}
@@ -77,7 +77,7 @@ var contract = []struct {
 		}
 	}},
 	{"open refusals", func(t *testing.T, st kv.Store) {
-		s := kv.New(st)
+		s := kv.New(st, kv.Options{})
 		for _, tc := range []struct {
 			session, id string
 			p           kv.Policy
@@ -104,7 +104,7 @@ var contract = []struct {
 	}},
 	{"list-keys pages in a stable order", func(t *testing.T, st kv.Store) {
 		c := ctx(t)
-		b := open(t, kv.New(st, kv.WithPageSize(3)), "a", "", kv.Policy{}, "default")
+		b := open(t, kv.New(st, kv.Options{PageSize: 3}), "a", "", kv.Policy{}, "default")
 		if keys, cur, err := b.ListKeys(c, ""); err != nil || len(keys) != 0 || cur != "" {
 			t.Fatalf("empty bucket: %q, %q, %v", keys, cur, err)
 		}
@@ -149,7 +149,7 @@ var contract = []struct {
 	}},
 	{"increment", func(t *testing.T, st kv.Store) {
 		c := ctx(t)
-		b := open(t, kv.New(st), "a", "", kv.Policy{}, "default")
+		b := open(t, kv.New(st, kv.Options{}), "a", "", kv.Policy{}, "default")
 		for _, tc := range []struct{ delta, want int64 }{{5, 5}, {-7, -2}, {0, -2}, {1 << 40, 1<<40 - 2}} {
 			if n, err := b.Increment(c, "n", tc.delta); err != nil || n != tc.want {
 				t.Fatalf("increment by %d = %d, %v; want %d", tc.delta, n, err, tc.want)
@@ -168,7 +168,7 @@ var contract = []struct {
 	}},
 	{"compare and swap", func(t *testing.T, st kv.Store) {
 		c := ctx(t)
-		b := open(t, kv.New(st), "a", "", kv.Policy{}, "default")
+		b := open(t, kv.New(st, kv.Options{}), "a", "", kv.Policy{}, "default")
 		cas, err := b.NewCAS(c, "k")
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +208,7 @@ var contract = []struct {
 	}},
 	{"batch", func(t *testing.T, st kv.Store) {
 		c := ctx(t)
-		b := open(t, kv.New(st), "a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 3}}, "default")
+		b := open(t, kv.New(st, kv.Options{}), "a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 3}}, "default")
 		if err := b.SetMany(c, []kv.KV{{"a", []byte("1")}, {"b", []byte("2")}}); err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ var contract = []struct {
 		}
 	}},
 	{"quotas", func(t *testing.T, st kv.Store) {
-		c, s := ctx(t), kv.New(st)
+		c, s := ctx(t), kv.New(st, kv.Options{})
 		p := kv.Policy{Quota: kv.Quota{MaxKeys: 2, MaxBytes: 20}}
 		b1, b2 := open(t, s, "a", "", p, "one"), open(t, s, "a", "", p, "two")
 		if err := b1.Set(c, "k1", []byte("12345678")); err != nil { // 10 bytes
@@ -282,7 +282,7 @@ var contract = []struct {
 		}
 	}},
 	{"export and import", func(t *testing.T, st kv.Store) {
-		c, s := ctx(t), kv.New(st)
+		c, s := ctx(t), kv.New(st, kv.Options{})
 		for i, r := range []kv.Ref{{"a", "x"}, {"a", "session/s"}, {"b", "x"}} {
 			for j := range 3 {
 				if err := s.Put(c, r, fmt.Sprint("k", j), []byte{byte(i), byte(j), 0xff}); err != nil {

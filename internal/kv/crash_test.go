@@ -35,7 +35,7 @@ func crashWriter() {
 		fmt.Println("open:", err)
 		os.Exit(1)
 	}
-	b, err := kv.New(st).Open("writer", "", kv.Policy{}, "default")
+	b, err := kv.New(st, kv.Options{}).Open("writer", "", kv.Policy{}, "default")
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)

@@ -38,8 +38,8 @@ func TestConcurrentIncrements(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cx := ctx(t)
 			handles := []*kv.Bucket{
-				open(t, kv.New(stores[0]), "a", "", kv.Policy{}, "default"),
-				open(t, kv.New(stores[1]), "a", "", kv.Policy{}, "default"),
+				open(t, kv.New(stores[0], kv.Options{}), "a", "", kv.Policy{}, "default"),
+				open(t, kv.New(stores[1], kv.Options{}), "a", "", kv.Policy{}, "default"),
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, workers)
@@ -97,7 +97,7 @@ func TestEtcdLimits(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	proxy := etcdtest.NewProxy(t, c.Endpoint(0))
 	st := kv.NewEtcd(etcdtest.Client(t, proxy.URL()), kv.EtcdOptions{Timeout: time.Second})
-	b := open(t, kv.New(st), "a", "", kv.Policy{}, "default")
+	b := open(t, kv.New(st, kv.Options{}), "a", "", kv.Policy{}, "default")
 	cx := ctx(t)
 	if err := b.Set(cx, "big", make([]byte, kv.MaxEtcdValue)); err != nil {
 		t.Fatalf("a value of exactly 1 MiB: %v", err)

@@ -13,7 +13,7 @@ import (
 // TestBigValueExportImport: a bbolt value past the etcd backend's limit
 // (4 MiB) exports, and the export imports back unchanged.
 func TestBigValueExportImport(t *testing.T) {
-	s, c := kv.New(boltStore(t)), ctx(t)
+	s, c := kv.New(boltStore(t), kv.Options{}), ctx(t)
 	ref := kv.Ref{Agent: "a", Bucket: "notes"}
 	big := bytes.Repeat([]byte{0, 1, 0xfe, 'x'}, 1<<20)
 	if err := s.Put(c, ref, "big", big); err != nil {
@@ -39,7 +39,7 @@ func TestBigValueExportImport(t *testing.T) {
 // naming the store's limit, and writes nothing; a value of MaxValue is
 // kept.
 func TestValueLimit(t *testing.T) {
-	s, c := kv.New(boltStore(t)), ctx(t)
+	s, c := kv.New(boltStore(t), kv.Options{}), ctx(t)
 	ref := kv.Ref{Agent: "a", Bucket: "kv"}
 	b := open(t, s, "a", "", kv.Policy{}, "kv")
 	over := make([]byte, kv.MaxValue+1)

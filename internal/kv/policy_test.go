@@ -28,7 +28,7 @@ component = "b.wasm"
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, cx := kv.New(st), ctx(t)
+	s, cx := kv.New(st, kv.Options{}), ctx(t)
 	pa, pb := kv.PolicyOf(c.Agent["a"]), kv.PolicyOf(c.Agent["b"])
 	if pa.Quota != (kv.Quota{MaxKeys: 1, MaxBytes: 1024}) {
 		t.Errorf("quota %+v", pa.Quota)
@@ -86,7 +86,7 @@ func TestOpsAndKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, cx := kv.New(st), ctx(t)
+	s, cx := kv.New(st, kv.Options{}), ctx(t)
 	b := open(t, s, "a", "", kv.Policy{Quota: kv.Quota{MaxKeys: 3}}, "x")
 	for _, k := range []string{"p/1", "p/2", "q"} {
 		if err := b.Set(cx, k, []byte("v")); err != nil {

@@ -28,24 +28,28 @@ type Service struct {
 	ops     counters
 }
 
-// Option configures New.
-type Option func(*Service)
-
-// WithLogger logs failures of the backend (named "kv").
-func WithLogger(l *zap.Logger) Option { return func(s *Service) { s.log = l } }
-
-// WithTimeout bounds each operation (default 10s): past it the call fails
-// with other("...").
-func WithTimeout(d time.Duration) Option { return func(s *Service) { s.timeout = d } }
-
-// WithPageSize sets how many keys a list-keys page holds (DefaultPage).
-func WithPageSize(n int) Option { return func(s *Service) { s.page = n } }
+// Options configure a Service; the zero Options are the defaults.
+type Options struct {
+	// Log receives the backend's failures (named "kv"); nil: none.
+	Log *zap.Logger
+	// Timeout bounds each operation: past it the call fails with
+	// other("..."). Zero: 10s.
+	Timeout time.Duration
+	// PageSize is how many keys a list-keys page holds. Zero: DefaultPage.
+	PageSize int
+}
 
 // New is a Service on store, which the caller closes after it.
-func New(store Store, opts ...Option) *Service {
-	s := &Service{store: store, log: zap.NewNop(), timeout: 10 * time.Second, page: DefaultPage}
-	for _, o := range opts {
-		o(s)
+func New(store Store, o Options) *Service {
+	s := &Service{store: store, log: o.Log, timeout: o.Timeout, page: o.PageSize}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
+	if s.page <= 0 {
+		s.page = DefaultPage
 	}
 	s.log = s.log.Named("kv")
 	return s

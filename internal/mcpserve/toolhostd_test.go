@@ -18,13 +18,13 @@ func TestToolhostdClient(t *testing.T) {
 	t.Setenv("PEER_MCP_TOKEN", "tok")
 	cfg := &config.Tooling{Name: "team", Kind: "mcp", Transport: "http", URL: f.url,
 		Headers: map[string]string{"Authorization": "Bearer ${env:PEER_MCP_TOKEN}"}}
-	m, err := mcpclient.New(cfg, nil)
+	m, err := mcpclient.New(cfg, nil, mcpclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx) }()
+	go func() { done <- m.Serve(ctx, nil) }()
 	defer func() { cancel(); testenv.Recv(t, done, 30*time.Second, "the tooling to stop") }()
 	testenv.Eventually(t, 30*time.Second, "the tooling's session", func() bool { return m.Status().Connected })
 

@@ -14,10 +14,10 @@ import (
 
 // Instrument wraps t so that its calls, reads and notifications are
 // counted: CallTool by tool and outcome with its latency, ReadResource by
-// outcome, and, through the observer installed with SetObserver, the
-// resource updates and list changes received and the failed
-// re-subscriptions. Every other method is t's own. Unwrap returns t (for
-// its Status, say).
+// outcome, and, on their way to the observer Serve is given, the resource
+// updates and list changes received and the failed re-subscriptions
+// (served without one, nothing is counted). Every other method is t's
+// own. Unwrap returns t (for its Status, say).
 func (m *Metrics) Instrument(t tooling.Tooling) tooling.Tooling {
 	name := t.Name()
 	return &instrumented{
@@ -113,12 +113,12 @@ func (i *instrumented) ReadResource(ctx context.Context, uri string) (tooling.Re
 	return c, err
 }
 
-func (i *instrumented) SetObserver(o tooling.Observer) {
+// Serve serves t, counting the notifications on their way to o.
+func (i *instrumented) Serve(ctx context.Context, o tooling.Observer) error {
 	if o == nil {
-		i.Tooling.SetObserver(nil)
-		return
+		return i.Tooling.Serve(ctx, nil)
 	}
-	i.Tooling.SetObserver(&countingObserver{o: o, i: i})
+	return i.Tooling.Serve(ctx, &countingObserver{o: o, i: i})
 }
 
 // countingObserver counts notifications, then passes them on.

@@ -20,7 +20,7 @@ func kvService(t *testing.T) *kv.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return kv.New(st)
+	return kv.New(st, kv.Options{})
 }
 
 // TestKVSeries: keys and bytes per agent, and operations by kind and

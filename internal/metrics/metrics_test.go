@@ -120,17 +120,29 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 // waits for its session.
 func connect(t testing.TB, s *server, name string) *mcpclient.Client {
 	t.Helper()
+	m := newClient(t, s, name)
+	testenv.ServeTooling(t, m, nil)
+	waitConnected(t, m)
+	return m
+}
+
+func waitConnected(t testing.TB, m *mcpclient.Client) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "a session", func() bool { return m.Status().Connected })
+}
+
+// newClient is an MCP tooling named name on s, not served yet.
+func newClient(t testing.TB, s *server, name string) *mcpclient.Client {
+	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
 		ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second),
 		Restart: config.Restart{InitialBackoff: dur(20 * time.Millisecond), MaxBackoff: dur(200 * time.Millisecond), HealthyAfter: dur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.WithDialer(s.dial))
+	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.Options{Dialer: s.dial})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Serve(t, "Serve", m.Serve)
-	testenv.Eventually(t, 30*time.Second, "a session", func() bool { return m.Status().Connected })
 	return m
 }
 
@@ -303,9 +315,14 @@ func (r *recorder) ResubscribeFailed(string, error) { r.resubFailed.Add(1) }
 func TestInstrumentObserver(t *testing.T) {
 	s := newServer()
 	m := metrics.New(metrics.Options{})
-	tl := m.Instrument(connect(t, s, "obs"))
+	inner := newClient(t, s, "obs")
+	tl := m.Instrument(inner)
 	rec := &recorder{}
-	tl.SetObserver(rec)
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); _ = tl.Serve(serveCtx, rec) }()
+	t.Cleanup(func() { stopServe(); <-served })
+	waitConnected(t, inner)
 	ctx := t.Context()
 	for _, uri := range []string{"test://a", "test://refused"} {
 		if err := tl.Subscribe(ctx, uri); err != nil {
@@ -337,8 +354,10 @@ func TestInstrumentObserver(t *testing.T) {
 	if got := value(f, "toolhostd_tooling_resubscribe_failures_total", "tooling=obs"); got != 1 {
 		t.Errorf("resubscribe failures = %v, want 1", got)
 	}
-	// Removing the observer removes the counting one too.
-	tl.SetObserver(nil)
+	// Served without an observer, nothing is counted either.
+	stopServe()
+	<-served
+	testenv.ServeTooling(t, tl, nil)
 	testenv.Eventually(t, 30*time.Second, "a session again", func() bool { return tl.(metrics.Unwrapper).Unwrap().(*mcpclient.Client).Status().Connected })
 	if err := tl.Subscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
@@ -351,7 +370,7 @@ func TestInstrumentObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := value(families(t, m), "toolhostd_pump_updates_received_total", "tooling=obs"); got != 3 || rec.updated.Load() != 3 {
-		t.Errorf("after SetObserver(nil): counted %v, observer saw %d", got, rec.updated.Load())
+		t.Errorf("served without an observer: counted %v, observer saw %d", got, rec.updated.Load())
 	}
 }
 
@@ -390,8 +409,10 @@ func TestScrape(t *testing.T) {
 	s := newServer()
 	be := controltest.NewBackend() // read at each scrape; filled below
 	m := metrics.New(metrics.Options{Source: be})
-	tl := m.Instrument(connect(t, s, "fs"))
-	tl.SetObserver(&recorder{})
+	inner := newClient(t, s, "fs")
+	tl := m.Instrument(inner)
+	testenv.ServeTooling(t, tl, &recorder{})
+	waitConnected(t, inner)
 	ctx := t.Context()
 	if _, err := tl.CallTool(ctx, "echo", nil); err != nil {
 		t.Fatal(err)

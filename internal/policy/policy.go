@@ -135,21 +135,20 @@ type Agent struct {
 	views map[string]*View
 }
 
-// Option is an optional setting of New.
-type Option func(*Agent)
-
-// WithClock makes the calls_per_second buckets read now instead of
-// time.Now.
-func WithClock(now func() time.Time) Option { return func(a *Agent) { a.now = now } }
+// Options are the optional settings of New; the zero Options count
+// nothing and read time.Now.
+type Options struct {
+	// Recorder counts the denials and the refusals over a limit; nil:
+	// none.
+	Recorder Recorder
+	// Clock is what the calls_per_second buckets read; nil: time.Now.
+	Clock func() time.Time
+}
 
 // New makes an agent's policy from its grants by tooling (a tooling
-// without a narrowing needs no entry: it is allowed everything). rec may
-// be nil.
-func New(agent string, grants map[string]Rules, rec Recorder, opts ...Option) *Agent {
-	a := &Agent{name: agent, rec: rec, views: make(map[string]*View)}
-	for _, o := range opts {
-		o(a)
-	}
+// without a narrowing needs no entry: it is allowed everything).
+func New(agent string, grants map[string]Rules, o Options) *Agent {
+	a := &Agent{name: agent, rec: o.Recorder, now: o.Clock, views: make(map[string]*View)}
 	a.Update(grants)
 	return a
 }
@@ -157,7 +156,7 @@ func New(agent string, grants map[string]Rules, rec Recorder, opts ...Option) *A
 // FromConfig makes an agent's policy from its [agent.<name>.grants.*]
 // tables.
 func FromConfig(c *config.Agent, rec Recorder) *Agent {
-	return New(c.Name, RulesOf(c), rec)
+	return New(c.Name, RulesOf(c), Options{Recorder: rec})
 }
 
 // RulesOf is the rules of an agent's config, by tooling.

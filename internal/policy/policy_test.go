@@ -75,7 +75,7 @@ func TestToolsDenyResources(t *testing.T) {
 	a := New("reader", map[string]Rules{
 		"fs":   {Tools: []string{"read_*", "list_*"}, DenyTools: []string{"read_media_file"}, Resources: []string{"file:///srv/*"}},
 		"none": {Tools: []string{}, Resources: []string{}},
-	}, r)
+	}, Options{Recorder: r})
 	fs, none, other := a.View("fs"), a.View("none"), a.View("other")
 	for tool, want := range map[string]bool{"read_file": true, "list_directory": true, "read_media_file": false, "write_file": false} {
 		if got := fs.Grant().AllowTool(tool); got != want {
@@ -110,8 +110,8 @@ func TestToolsDenyResources(t *testing.T) {
 func TestLimits(t *testing.T) {
 	r := &rec{}
 	now := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
-	a := New("a", map[string]Rules{"t": {MaxConcurrentCalls: 2}, "r": {CallsPerSecond: 3}}, r,
-		WithClock(func() time.Time { return now }))
+	a := New("a", map[string]Rules{"t": {MaxConcurrentCalls: 2}, "r": {CallsPerSecond: 3}},
+		Options{Recorder: r, Clock: func() time.Time { return now }})
 	v := a.View("t")
 	for i := range 2 {
 		if err := v.Acquire(); err != nil {

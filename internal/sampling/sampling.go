@@ -45,25 +45,24 @@ type Sampler struct {
 	observe func(metrics.Chat)
 }
 
-// An Option is where a sampler reports its requests.
-type Option func(*Sampler)
-
-// WithLog logs each request: tooling, provider, model, outcome, duration.
-func WithLog(l *zap.Logger) Option { return func(s *Sampler) { s.log = l } }
-
-// WithAudit writes each request's audit line (op audit.OpSampling; the
-// request's size and sha256, never its text).
-func WithAudit(l *audit.Log) Option { return func(s *Sampler) { s.audit = l } }
-
-// WithObserver reports each finished request to f (the metrics).
-func WithObserver(f func(metrics.Chat)) Option { return func(s *Sampler) { s.observe = f } }
+// Options are where a sampler reports its requests; the zero Options
+// report nowhere.
+type Options struct {
+	// Log logs each request: tooling, provider, model, outcome, duration.
+	Log *zap.Logger
+	// Audit gets each request's audit line (op audit.OpSampling; the
+	// request's size and sha256, never its text).
+	Audit *audit.Log
+	// Observer gets each finished request (the metrics).
+	Observer func(metrics.Chat)
+}
 
 // New is the sampler of tooling's server on p (the provider cfg.Provider
 // names) as cfg says.
-func New(p provider.Provider, tooling string, cfg config.Sampling, opts ...Option) *Sampler {
-	s := &Sampler{p: p, cfg: cfg, tooling: tooling, log: zap.NewNop()}
-	for _, o := range opts {
-		o(s)
+func New(p provider.Provider, tooling string, cfg config.Sampling, o Options) *Sampler {
+	s := &Sampler{p: p, cfg: cfg, tooling: tooling, log: o.Log, audit: o.Audit, observe: o.Observer}
+	if s.log == nil {
+		s.log = zap.NewNop()
 	}
 	if cfg.RequestsPerMinute > 0 {
 		s.limit = rate.NewLimiter(rate.Limit(cfg.RequestsPerMinute/60), max(1, int(cfg.RequestsPerMinute)))

@@ -54,12 +54,12 @@ func TestSamplingThroughProvider(t *testing.T) {
 	srv := providertest.New(t, providertest.OpenAI)
 	cfg, p := setup(t, srv, `{ provider = "gpt", model = "sampler-model", max_tokens = 64 }`)
 	tc := cfg.Tooling["everything"]
-	s := sampling.New(p, "everything", *tc.Sampling)
-	m, err := mcpclient.New(tc, zaptest.NewLogger(t), mcpclient.WithSampling(s.CreateMessage))
+	s := sampling.New(p, "everything", *tc.Sampling, sampling.Options{})
+	m, err := mcpclient.New(tc, zaptest.NewLogger(t), mcpclient.Options{Sampler: s.CreateMessage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Serve(t, "Serve", m.Serve)
+	testenv.ServeTooling(t, m, nil)
 
 	srv.Script(providertest.Reply{Text: []string{"a sampled ", "answer"}})
 	callCtx, stop := context.WithTimeout(context.Background(), 60*time.Second)
@@ -115,7 +115,7 @@ func TestSamplingRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen []metrics.Chat
-			s := sampling.New(p, "everything", tc.cfg, sampling.WithObserver(func(c metrics.Chat) { seen = append(seen, c) }))
+			s := sampling.New(p, "everything", tc.cfg, sampling.Options{Observer: func(c metrics.Chat) { seen = append(seen, c) }})
 			before := len(srv.Requests())
 			var res *mcp.CreateMessageResult
 			var err error

@@ -75,8 +75,9 @@ func (s *System) openProviders() error {
 // each instrumented when the system has metrics, with its sampling
 // answered through its provider. Reload makes the toolings it adds here.
 func (s *System) MakeToolings(cfgs map[string]*config.Tooling) (map[string]tooling.Tooling, error) {
-	opts := append(slices.Clip(s.opts.toolingOpts), mcpclient.WithSamplerFor(s.samplerFor))
-	reg, err := mcpclient.NewRegistry(cfgs, s.log, opts...)
+	opts := s.opts.toolingOpts
+	opts.SamplerFor = s.samplerFor
+	reg, err := mcpclient.NewRegistry(cfgs, s.log, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +104,11 @@ func (s *System) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
 			zap.String("tooling", cfg.Name), zap.String("provider", cfg.Sampling.Provider))
 		return nil
 	}
-	opts := []sampling.Option{sampling.WithLog(s.log), sampling.WithAudit(s.Audit)}
+	opts := sampling.Options{Log: s.log, Audit: s.Audit}
 	if m := s.opts.metrics; m != nil {
-		opts = append(opts, sampling.WithObserver(m.ObserveChat))
+		opts.Observer = m.ObserveChat
 	}
-	return sampling.New(p, cfg.Name, *cfg.Sampling, opts...).CreateMessage
+	return sampling.New(p, cfg.Name, *cfg.Sampling, opts).CreateMessage
 }
 
 // Limit is p under agent's grant g on it ([agent.A.grants.P]: models,

@@ -43,7 +43,7 @@ func (s *System) openStore() error {
 		return err
 	}
 	s.store = st
-	s.KV = kv.New(st, kv.WithLogger(s.log))
+	s.KV = kv.New(st, kv.Options{Log: s.log})
 	if m := s.opts.metrics; m != nil {
 		m.KV(s.KV)
 	}

@@ -40,7 +40,7 @@ type Option func(*options)
 
 type options struct {
 	metrics     *metrics.Metrics
-	toolingOpts []mcpclient.Option
+	toolingOpts mcpclient.Options
 	serve       func(tooling string) bool // nil: every tooling
 	epochTick   time.Duration
 	fuel        *bool
@@ -56,9 +56,10 @@ type options struct {
 // log and the key-value store.
 func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
 
-// WithToolingOptions applies opts to every MCP tooling made.
-func WithToolingOptions(opts ...mcpclient.Option) Option {
-	return func(o *options) { o.toolingOpts = append(o.toolingOpts, opts...) }
+// WithToolingOptions applies opts to every MCP tooling made (its
+// SamplerFor is the system's).
+func WithToolingOptions(opts mcpclient.Options) Option {
+	return func(o *options) { o.toolingOpts = opts }
 }
 
 // WithToolings starts only the toolings serve reports true for; the others
@@ -268,22 +269,22 @@ func (s *System) Close() error {
 
 // AgentOptions are what every agent's contract.Agent is made with: the
 // providers, the audit log and, with metrics, the chat observer.
-func (s *System) AgentOptions() []contract.Option {
-	var opts []contract.Option
+func (s *System) AgentOptions() contract.Options {
+	var opts contract.Options
 	if s.Providers != nil {
-		opts = append(opts, contract.WithProviders(s.Providers.Get))
+		opts.Providers = s.Providers.Get
 	}
 	if s.Audit != nil {
-		opts = append(opts, contract.WithAudit(s.Audit))
+		opts.Audit = s.Audit
 	}
 	if m := s.opts.metrics; m != nil {
-		opts = append(opts, contract.WithChatObserver(func(r contract.ChatRecord) {
+		opts.ChatObserver = func(r contract.ChatRecord) {
 			m.ObserveChat(metrics.Chat{
 				Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
 				Duration: r.Duration, FirstToken: r.FirstToken, HasFirstToken: r.HasFirstToken,
 				InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 			})
-		}))
+		}
 	}
 	return opts
 }

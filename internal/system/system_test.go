@@ -60,8 +60,9 @@ func TestAgentThroughTheSystem(t *testing.T) {
 	stop := sys.Start()
 	in := inbox.New(8)
 	ac := sys.Config.Agent["a"]
-	opts := append(sys.AgentOptions(), contract.WithProviderAccess(sys.ProviderAccess("a", ac, nil)))
-	a := contract.NewAgent(sys.Hub, "a", in, opts...)
+	opts := sys.AgentOptions()
+	opts.ProviderAccess = sys.ProviderAccess("a", ac, nil)
+	a := contract.NewAgent(sys.Hub, "a", in, opts)
 	ph, err := a.GetProvider("gpt")
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestWithToolingsServesTheRestIdle(t *testing.T) {
 	}
 	stop := sys.Start()
 	defer stop()
-	a := contract.NewAgent(sys.Hub, "a", inbox.New(8))
+	a := contract.NewAgent(sys.Hub, "a", inbox.New(8), contract.Options{})
 	defer a.Close()
 	h, err := a.Get("off")
 	if err != nil {

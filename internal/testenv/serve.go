@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
 // stopWithin bounds how long Serve's cleanup waits for run to return.
@@ -29,4 +31,11 @@ func Serve(t testing.TB, what string, run func(context.Context) error) {
 			t.Errorf("%s did not return within %v of its context's end", what, stopWithin)
 		}
 	})
+}
+
+// ServeTooling serves tl (Serve above), the notifications of its sessions
+// going to o (nil: nowhere).
+func ServeTooling(t testing.TB, tl tooling.Tooling, o tooling.Observer) {
+	t.Helper()
+	Serve(t, "Serve", func(ctx context.Context) error { return tl.Serve(ctx, o) })
 }

@@ -34,5 +34,7 @@ func (t idle) ReadResource(context.Context, string) (ResourceContent, error) {
 func (t idle) SupportsSubscribe() bool                   { return false }
 func (t idle) Subscribe(context.Context, string) error   { return t.err("resources/subscribe") }
 func (t idle) Unsubscribe(context.Context, string) error { return nil }
-func (t idle) SetObserver(Observer)                      {}
-func (t idle) Serve(ctx context.Context) error           { <-ctx.Done(); return ctx.Err() }
+func (t idle) Serve(ctx context.Context, _ Observer) error {
+	<-ctx.Done()
+	return ctx.Err()
+}

@@ -65,7 +65,8 @@ type Observer interface {
 
 // Tooling is one configured tool server, shared by every agent that uses it.
 // It mirrors the operations of the WIT `tooling` resource that talk to the
-// server; queued calls, is-open and cancel live in package pump on top of it.
+// server; queued calls, is-open and cancel live in package gateway and
+// package contract on top of it.
 // Every method is safe for concurrent use and returns an *Error on failure.
 type Tooling interface {
 	// Kind is the implementation, e.g. "mcp".
@@ -90,13 +91,14 @@ type Tooling interface {
 	Subscribe(ctx context.Context, uri string) error
 	// Unsubscribe withdraws the MCP subscription to uri.
 	Unsubscribe(ctx context.Context, uri string) error
-	// SetObserver installs the receiver of server notifications (nil: none).
-	SetObserver(o Observer)
 	// Serve keeps the tooling's session alive until ctx ends: connect,
-	// reconnect with backoff, re-subscribe. It is a suture.Service; it
-	// returns suture.ErrDoNotRestart for a config it can never run.
+	// reconnect with backoff, re-subscribe; the server notifications of
+	// its sessions go to o (nil: nowhere), from the tooling's own
+	// goroutines. Whoever runs the tooling receives what it announces:
+	// there is no observer to install or forward besides. It returns
+	// suture.ErrDoNotRestart for a config it can never run.
 	// Operations made while no session is up wait for one, at most the
 	// tooling's connect timeout, then fail with unavailable; while the
 	// last connection attempt has failed they fail at once, with its error.
-	Serve(ctx context.Context) error
+	Serve(ctx context.Context, o Observer) error
 }

@@ -15,7 +15,7 @@ import (
 // "test-tool". The tooling gets an oauth table (a client ID metadata
 // document URL, and the pre-registered client the suite hands over in
 // MCP_CONFORMANCE_CONTEXT where it does), its tokens go to the scenario's
-// state directory, and it runs the login flow itself (mcpclient.WithLogin)
+// state directory, and it runs the login flow itself (mcpclient.Options.Login)
 // the way `toolhostd auth login --headless` does: the suite's
 // authorization server approves at once, so following the authorization
 // URL's redirects ends at the tooling's loopback redirect.
@@ -77,11 +77,11 @@ func authConfig(e *env) (host, tooling string, err error) {
 	return host, "oauth = { " + strings.Join(keys, ", ") + " }\n", nil
 }
 
-func authOptions(e *env) []mcpclient.Option {
+func authOptions(e *env) mcpclient.Options {
 	if clientCredentialsScenarios[e.Scenario] {
-		return nil
+		return mcpclient.Options{}
 	}
-	return []mcpclient.Option{mcpclient.WithLogin(oauth.LoginOptions{Prompt: os.Stderr, Open: oauth.FollowRedirects})}
+	return mcpclient.Options{Login: &oauth.LoginOptions{Prompt: os.Stderr, Open: oauth.FollowRedirects}}
 }
 
 func runAuth(ctx context.Context, t *mcpclient.Client, _ *env) error {

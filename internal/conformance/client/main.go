@@ -54,7 +54,7 @@ type scenario struct {
 	run func(ctx context.Context, t *mcpclient.Client, e *env) error
 	// options, if set, are tooling options for the scenario (auth.go: the
 	// OAuth login flow).
-	options func(e *env) []mcpclient.Option
+	options func(e *env) mcpclient.Options
 }
 
 // scenarios holds every scenario the adapter knows, by name; files of this
@@ -146,11 +146,11 @@ func play(log *zap.Logger, s scenario, e *env) error {
 	if err != nil {
 		return err
 	}
-	var opts []mcpclient.Option
+	var opts mcpclient.Options
 	if s.options != nil {
 		opts = s.options(e)
 	}
-	t, err := mcpclient.New(tc, log, opts...)
+	t, err := mcpclient.New(tc, log, opts)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func play(log *zap.Logger, s scenario, e *env) error {
 	defer cancel()
 	serveCtx, endServe := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- t.Serve(serveCtx) }()
+	go func() { done <- t.Serve(serveCtx, nil) }()
 	err = s.run(ctx, t, e)
 	endServe()
 	if serr := <-done; serr != nil && !errors.Is(serr, context.Canceled) && err == nil {

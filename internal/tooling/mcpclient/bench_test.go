@@ -49,8 +49,8 @@ func BenchmarkCallEcho(b *testing.B) {
 	})
 	b.Run("tooling", func(b *testing.B) {
 		ts := newTestServer(0)
-		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
-		testenv.Serve(b, "Serve", m.Serve)
+		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+		testenv.ServeTooling(b, m, nil)
 		waitConnected(b, m)
 		ctx := context.Background()
 		lat := make([]time.Duration, 0, b.N)

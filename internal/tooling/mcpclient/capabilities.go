@@ -14,7 +14,7 @@ import (
 // What toolhostd's client offers servers: roots (when configured, see
 // roots.go), elicitation (answered by the tooling's policy, see
 // elicitation.go), server log messages (logging.go) and progress
-// (progress.go). Sampling is offered only with WithSampling (the tooling's
+// (progress.go). Sampling is offered only with a Sampler (Options: the tooling's
 // sampling table names a provider, see sampling.go); otherwise a
 // sampling/createMessage gets a method-not-found error.
 

@@ -14,6 +14,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // TestEverythingClientCapabilities: server-everything (the TypeScript
@@ -26,8 +27,8 @@ func TestEverythingClientCapabilities(t *testing.T) {
 	cfg.Elicitation = config.ElicitationAcceptDefaults
 	cfg.LogLevel = "debug"
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMCP(t, cfg, zap.New(core))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, zap.New(core), mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 
 	// The conditional tools come after initialization, with list_changed.
@@ -94,8 +95,8 @@ func TestEverythingClientCapabilities(t *testing.T) {
 // still answers elicitation (declining).
 func TestEverythingDefaultCapabilities(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	m := newMCP(t, everythingStdio(t), zap.New(core))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, everythingStdio(t), zap.New(core), mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	var tools map[string]tooling.Tool
 	testenv.Eventually(t, 20*time.Second, "server-everything's conditional tools", func() bool {

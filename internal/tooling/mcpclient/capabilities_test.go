@@ -139,8 +139,8 @@ func startCaps(t *testing.T, cfg *config.Tooling) (*mcpclient.Client, *capServer
 	t.Helper()
 	cs := newCapServer(t)
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMCP(t, cfg, zap.New(core), mcpclient.WithDialer(testenv.InMemoryDialer(cs.srv)))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, zap.New(core), mcpclient.Options{Dialer: testenv.InMemoryDialer(cs.srv)})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	return m, cs, logs
 }
@@ -396,8 +396,8 @@ func TestFilesystemFollowsRoots(t *testing.T) {
 			cfg := c.Tooling["fs"]
 			cfg.Name = "fs"
 			core, logs := observer.New(zapcore.DebugLevel)
-			m := newMCP(t, cfg, zap.New(core))
-			testenv.Serve(t, "Serve", m.Serve)
+			m := newMCP(t, cfg, zap.New(core), mcpclient.Options{})
+			testenv.ServeTooling(t, m, nil)
 			waitConnected(t, m)
 			// The server asks for the roots after initialization, on its own time.
 			testenv.Eventually(t, 20*time.Second, "the server's startup message "+tc.wantLog, func() bool {

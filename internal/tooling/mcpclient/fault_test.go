@@ -94,10 +94,9 @@ func blockingCall(t *testing.T, m *mcpclient.Client) <-chan error {
 func TestSubprocessKilledMidCall(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	// No liveness pings: the dead pipe alone must fail the call.
-	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.WithLiveness(0, 0))
+	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.Options{PingInterval: -1})
 	rec := newRecorder()
-	m.SetObserver(rec)
-	testenv.Serve(t, "Serve", m.Serve)
+	testenv.ServeTooling(t, m, rec)
 	waitConnected(t, m)
 	pid1 := serverPID(t, m)
 	if err := m.Subscribe(t.Context(), "test://text/1"); err != nil {
@@ -146,7 +145,7 @@ func TestSubprocessKilledMidCall(t *testing.T) {
 // when it was stopped, and the error the call failed with (within d).
 func stopServerMidCall(t *testing.T, m *mcpclient.Client, d time.Duration) (pid int, stopped time.Time, err error) {
 	t.Helper()
-	testenv.Serve(t, "Serve", m.Serve)
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	pid = serverPID(t, m)
 	errc := blockingCall(t, m)
@@ -157,7 +156,7 @@ func stopServerMidCall(t *testing.T, m *mcpclient.Client, d time.Duration) (pid 
 }
 
 func TestSubprocessStoppedFailsLiveness(t *testing.T) {
-	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, mcpclient.WithLiveness(200*time.Millisecond, 300*time.Millisecond))
+	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, mcpclient.Options{PingInterval: 200 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
 	pid1, _, err := stopServerMidCall(t, m, 10*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "liveness") {
@@ -171,8 +170,8 @@ func TestSubprocessStoppedFailsLiveness(t *testing.T) {
 func TestSubprocessStoppedCallTimesOut(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.CallTimeout = dur(500 * time.Millisecond)
-	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	pid := serverPID(t, m)
 	stopProcess(t, pid)
@@ -195,8 +194,8 @@ func TestSubprocessExitAtStartBacksOff(t *testing.T) {
 	cfg.ConnectTimeout = dur(2 * time.Second)
 	cfg.Restart.InitialBackoff = dur(100 * time.Millisecond)
 	cfg.Restart.MaxBackoff = dur(400 * time.Millisecond)
-	m := newMCP(t, cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 
 	// An operation fails unavailable with the last connection error.
 	_, err := m.ListTools(t.Context())

@@ -29,8 +29,8 @@ func bigArgs(n int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"byte
 func TestSubprocessOversizedAnswerFailsOneCall(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.MaxMessageBytes = 1 << 20
-	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	pid := serverPID(t, m)
 	errc := blockingCall(t, m)
@@ -75,8 +75,8 @@ func TestSubprocessOversizedAnswerFailsOneCall(t *testing.T) {
 func TestSubprocessLargeAnswerWithinDefault(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.CallTimeout = dur(2 * time.Minute) // JSON work on 17 MiB, several times, under -race
-	m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	res, err := m.CallTool(t.Context(), "big", bigArgs(17<<20))
 	if err != nil {
@@ -91,8 +91,8 @@ func TestSubprocessLargeAnswerWithinDefault(t *testing.T) {
 // skipped; the session goes on.
 func TestSubprocessGarbageOnStdoutIsSkipped(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
-	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, stdioConfig(t, "stdio", ""), zap.New(core), mcpclient.Options{PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	pid1 := serverPID(t, m)
 	res, err := m.CallTool(t.Context(), "garbage", nil)
@@ -120,8 +120,8 @@ func TestSubprocessGarbageOnStdoutIsSkipped(t *testing.T) {
 
 // A banner printed before the first message does not stop the session.
 func TestSubprocessBannerBeforeInitialize(t *testing.T) {
-	m := newMCP(t, stdioConfig(t, "banner", ""), nil, mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, stdioConfig(t, "banner", ""), nil, mcpclient.Options{PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	if _, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
 		t.Fatal(err)
@@ -138,8 +138,8 @@ func TestSubprocessExitAtStartFailsFast(t *testing.T) {
 	cfg.ConnectTimeout = dur(time.Minute)
 	cfg.Restart.InitialBackoff = dur(time.Second)
 	cfg.Restart.MaxBackoff = dur(time.Second)
-	m := newMCP(t, cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	for i := range 3 {
 		errc := make(chan error, 1)
 		go func() {
@@ -164,7 +164,7 @@ func TestSubprocessExitAtStartFailsFast(t *testing.T) {
 func TestSubprocessStoppedLivenessFromConfig(t *testing.T) {
 	cfg := stdioConfig(t, "stdio", "")
 	cfg.PingInterval, cfg.PingTimeout = dur(200*time.Millisecond), dur(300*time.Millisecond)
-	m := newMCP(t, cfg, nil)
+	m := newMCP(t, cfg, nil, mcpclient.Options{})
 	_, _, err := stopServerMidCall(t, m, 5*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "liveness") {
@@ -174,7 +174,7 @@ func TestSubprocessStoppedLivenessFromConfig(t *testing.T) {
 
 // With the default liveness check a hung server is replaced in seconds.
 func TestSubprocessStoppedDefaultLiveness(t *testing.T) {
-	m := newMCP(t, stdioConfig(t, "stdio", ""), nil)
+	m := newMCP(t, stdioConfig(t, "stdio", ""), nil, mcpclient.Options{})
 	// The old defaults (15s + 5s) would take up to 20s.
 	pid1, start, err := stopServerMidCall(t, m, 10*time.Second)
 	wantCode(t, err, tooling.CodeUnavailable)
@@ -235,10 +235,10 @@ func TestSubprocessCancelNoticeFlushedOnStop(t *testing.T) {
 		methods := filepath.Join(t.TempDir(), "methods")
 		cfg := stdioConfig(t, "stdio", "")
 		cfg.Env[envMethodsFile] = methods
-		m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
+		m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- m.Serve(ctx) }()
+		go func() { done <- m.Serve(ctx, nil) }()
 		waitConnected(t, m)
 		errc := make(chan error, 1)
 		go func() {

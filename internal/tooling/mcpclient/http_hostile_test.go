@@ -62,7 +62,7 @@ func sseTooling(t *testing.T, ts *testServer, log *noticeLog) *mcpclient.Client 
 	t.Cleanup(hs.Close)
 	cfg := testConfig("sse")
 	cfg.Transport, cfg.Command, cfg.URL = "sse", "", hs.URL
-	return newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
+	return newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
 }
 
 // stopDuringCall starts the block tool and cancels it together with the
@@ -72,7 +72,7 @@ func stopDuringCall(t *testing.T, m *mcpclient.Client, ts *testServer) time.Dura
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx) }()
+	go func() { done <- m.Serve(ctx, nil) }()
 	defer cancel()
 	waitConnected(t, m)
 	errc := make(chan error, 1)
@@ -137,11 +137,11 @@ func TestHTTPTransportMistakeHints(t *testing.T) {
 			cfg := testConfig("mistake")
 			cfg.Transport, cfg.Command, cfg.URL = tc.transport, "", hs.URL+tc.path
 			cfg.ConnectTimeout = dur(time.Minute)
-			m := newMCP(t, cfg, nil)
+			m := newMCP(t, cfg, nil, mcpclient.Options{})
 			func() {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
-				go func() { done <- m.Serve(ctx) }()
+				go func() { done <- m.Serve(ctx, nil) }()
 				defer func() { cancel(); <-done }()
 				_, err := m.ListTools(t.Context())
 				wantCode(t, err, tooling.CodeUnavailable)
@@ -155,10 +155,10 @@ func TestHTTPTransportMistakeHints(t *testing.T) {
 	for tr, path := range map[string]string{"http": "/mcp", "sse": "/sse"} {
 		cfg := testConfig("right")
 		cfg.Transport, cfg.Command, cfg.URL = tr, "", hs.URL+path
-		m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
+		m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- m.Serve(ctx) }()
+		go func() { done <- m.Serve(ctx, nil) }()
 		if _, err := m.ListTools(t.Context()); err != nil {
 			t.Errorf("%s at %s: %v", tr, path, err)
 		}
@@ -193,11 +193,11 @@ func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
 				cfg.Transport, cfg.Command, cfg.URL = tr, "", hs.URL
 				cfg.CallTimeout = dur(2 * time.Minute)
 				cfg.MaxMessageBytes = config.ByteSize(limit)
-				m := newMCP(t, cfg, nil, mcpclient.WithLiveness(0, 0))
+				m := newMCP(t, cfg, nil, mcpclient.Options{PingInterval: -1})
 				func() {
 					ctx, cancel := context.WithCancel(context.Background())
 					done := make(chan error, 1)
-					go func() { done <- m.Serve(ctx) }()
+					go func() { done <- m.Serve(ctx, nil) }()
 					defer func() { cancel(); <-done }()
 					waitConnected(t, m)
 					if limit == 0 {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 // headerLog records one header of every request a handler sees.
@@ -50,13 +52,13 @@ func TestHTTPTransportsSendConfiguredHeaders(t *testing.T) {
 			cfg := testConfig("web-" + tr)
 			cfg.Transport, cfg.Command, cfg.URL = tr, "", hs.URL
 			cfg.Headers = map[string]string{"X-Api-Key": "key-${env:TOOLING_TEST_API_KEY}"}
-			m := newMCP(t, cfg, nil)
+			m := newMCP(t, cfg, nil, mcpclient.Options{})
 			// Stop the session before the HTTP server closes.
 			func() {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				done := make(chan error, 1)
-				go func() { done <- m.Serve(ctx) }()
+				go func() { done <- m.Serve(ctx, nil) }()
 				defer func() { cancel(); <-done }()
 				waitConnected(t, m)
 				res, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"over `+tr+`"}`))

@@ -17,14 +17,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 )
 
-// WithLogin makes the tooling's sessions run the authorization-code flow
-// (redirected to a loopback listener) whenever the server wants a token,
-// and store what it obtains, instead of failing with ErrLoginRequired.
-// For a person at a terminal and the conformance adapter, not the daemon.
-func WithLogin(lo oauth.LoginOptions) Option {
-	return func(o *options) { o.login = &lo }
-}
-
 // LoginResult says what a Login did.
 type LoginResult struct {
 	// Authorized is false when nothing was stored: the server never asked
@@ -36,7 +28,7 @@ type LoginResult struct {
 }
 
 // Login runs the authorization-code flow for cfg (an http or sse tooling
-// with an oauth table) by connecting once with WithLogin and a fresh flow,
+// with an oauth table) by connecting once with Options.Login and a fresh flow,
 // and stores the tokens for later sessions. ctx bounds the whole login,
 // including the wait for the person to approve.
 func Login(ctx context.Context, cfg *config.Tooling, log *zap.Logger, lo oauth.LoginOptions) (*LoginResult, error) {
@@ -49,7 +41,7 @@ func Login(ctx context.Context, cfg *config.Tooling, log *zap.Logger, lo oauth.L
 		return nil, fmt.Errorf("tooling %s uses grant_type client_credentials: it authenticates itself, there is nothing to log in", cfg.Name)
 	}
 	lo.Fresh = true
-	m, err := New(cfg, log, WithLogin(lo))
+	m, err := New(cfg, log, Options{Login: &lo})
 	if err != nil {
 		return nil, err
 	}

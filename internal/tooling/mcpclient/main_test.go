@@ -103,11 +103,11 @@ func runTestHost() int {
 	cfg := testConfig("host")
 	cfg.Command, cfg.Args = exe, []string{"-test.run=^$"}
 	cfg.Env = map[string]string{envServerMode: "stubborn"}
-	m, err := mcpclient.New(cfg, zap.NewNop())
+	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.Options{})
 	if err != nil {
 		return 1
 	}
-	go func() { _ = m.Serve(context.Background()) }()
+	go func() { _ = m.Serve(context.Background(), nil) }()
 	var pid string
 	if testenv.Poll(time.Minute, func() bool {
 		res, err := m.CallTool(context.Background(), "pid", nil)
@@ -145,12 +145,12 @@ func testConfig(name string) *config.Tooling {
 	}
 }
 
-func newMCP(t testing.TB, cfg *config.Tooling, log *zap.Logger, opts ...mcpclient.Option) *mcpclient.Client {
+func newMCP(t testing.TB, cfg *config.Tooling, log *zap.Logger, o mcpclient.Options) *mcpclient.Client {
 	t.Helper()
 	if log == nil {
 		log = zaptest.NewLogger(t)
 	}
-	m, err := mcpclient.New(cfg, log, opts...)
+	m, err := mcpclient.New(cfg, log, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,40 +33,52 @@ const DefaultProtocolVersion = "2025-11-25"
 // clientImpl is how toolhostd introduces itself to servers.
 var clientImpl = &mcp.Implementation{Name: "toolhostd", Version: "0.1.0"}
 
+// Options tune an MCP tooling beyond its config; the zero Options are the
+// config's own settings (and config's defaults where it has none).
+type Options struct {
+	// Dialer replaces the transport the config describes (command or
+	// url); it is called once per connection attempt. Nil: the config's.
+	Dialer Dialer
+	// PingInterval is the liveness check: a ping every interval that must
+	// be answered within PingTimeout, else the session is torn down. Zero:
+	// the config's ping_interval; negative: no liveness check.
+	PingInterval time.Duration
+	// PingTimeout bounds a ping's answer. Zero: the config's ping_timeout.
+	PingTimeout time.Duration
+	// ProtocolVersion is the MCP protocol version asked for at
+	// initialization. "": DefaultProtocolVersion.
+	ProtocolVersion string
+	// TerminateDuration is how long closing a stdio server waits before
+	// each escalation (stdin closed → SIGTERM → SIGKILL). Zero:
+	// DefaultTerminateDuration.
+	TerminateDuration time.Duration
+	// Login makes the tooling's sessions run the authorization-code flow
+	// (redirected to a loopback listener) whenever the server wants a
+	// token, and store what it obtains, instead of failing with
+	// ErrLoginRequired: for a person at a terminal and the conformance
+	// adapter, not the daemon. Nil: never.
+	Login *oauth.LoginOptions
+	// Sampler offers the server sampling (the capability is advertised),
+	// answered by it. Nil: SamplerFor's, else sampling is refused
+	// (capabilities.go).
+	Sampler Sampler
+	// SamplerFor offers sampling to a tooling whose config has a sampling
+	// table, answered by the Sampler it returns for that config (nil: not
+	// offered): one Options serves a whole registry.
+	SamplerFor func(cfg *config.Tooling) Sampler
+}
+
+// options are the settings a Client runs with: its Options, defaults
+// applied.
 type options struct {
 	dial         Dialer
-	pingInterval time.Duration
+	pingInterval time.Duration // <= 0: no liveness check
 	pingTimeout  time.Duration
 	terminate    time.Duration
 	protocol     string
 	maxMessage   int64
-	login        *oauth.LoginOptions // nil: never run an OAuth flow (see WithLogin)
-	sampler      Sampler             // nil: sampling is not offered (see WithSampling)
-	samplerFor   func(*config.Tooling) Sampler
-}
-
-// Option tunes an MCP tooling beyond its config.
-type Option func(*options)
-
-// WithDialer replaces the transport the config describes (command or url)
-// by d, called once per connection attempt.
-func WithDialer(d Dialer) Option { return func(o *options) { o.dial = d } }
-
-// WithLiveness sets the liveness check: a ping every interval that must be
-// answered within timeout, else the session is torn down. interval <= 0
-// disables it.
-func WithLiveness(interval, timeout time.Duration) Option {
-	return func(o *options) { o.pingInterval, o.pingTimeout = interval, timeout }
-}
-
-// WithProtocolVersion sets the MCP protocol version asked for at
-// initialization (default DefaultProtocolVersion).
-func WithProtocolVersion(v string) Option { return func(o *options) { o.protocol = v } }
-
-// WithTerminateDuration sets how long closing a stdio server waits before
-// each escalation (stdin closed → SIGTERM → SIGKILL).
-func WithTerminateDuration(d time.Duration) Option {
-	return func(o *options) { o.terminate = d }
+	login        *oauth.LoginOptions // nil: never run an OAuth flow
+	sampler      Sampler             // nil: sampling is not offered
 }
 
 // Status is a snapshot of an MCP tooling's session.
@@ -97,9 +109,8 @@ type Client struct {
 	client         *mcp.Client
 	slots          chan struct{}
 	inFlight       atomic.Int64
-	observer       atomic.Pointer[observerBox]
 	trackers       sync.Map     // *mcp.ClientSession → its *transport.Tracker
-	logins         atomic.Int64 // OAuth authorizations completed (WithLogin)
+	logins         atomic.Int64 // OAuth authorizations completed (Options.Login)
 	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
 
 	// Progress of calls in flight (progress.go).
@@ -128,8 +139,6 @@ type Client struct {
 	subs  map[string]*session // live subscriptions, by the session they were made on
 }
 
-type observerBox struct{ o tooling.Observer }
-
 // session is one live ClientSession.
 type session struct {
 	cs      *mcp.ClientSession
@@ -138,6 +147,7 @@ type session struct {
 	cancel  context.CancelCauseFunc
 	refresh chan struct{} // tools/list_changed seen
 	track   *transport.Tracker
+	obs     tooling.Observer // Serve's; nil: notifications go nowhere
 
 	bgMu     sync.Mutex
 	bgClosed bool           // set before bg is waited for: no more spawns
@@ -168,7 +178,7 @@ func (s *session) closeBackground() {
 var _ tooling.Tooling = (*Client)(nil)
 
 // New makes the MCP tooling for cfg. It does not connect: Serve does.
-func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) {
+func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("nil tooling config")
 	}
@@ -185,11 +195,14 @@ func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) 
 		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, config.DefaultMaxBackoff),
 		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, config.DefaultHealthyAfter),
 		opts: options{
-			pingInterval: orDefault(c.PingInterval.Duration, config.DefaultPingInterval),
-			pingTimeout:  orDefault(c.PingTimeout.Duration, config.DefaultPingTimeout),
+			dial:         o.Dialer,
+			pingInterval: orDefault(o.PingInterval, orDefault(c.PingInterval.Duration, config.DefaultPingInterval)),
+			pingTimeout:  orDefault(o.PingTimeout, orDefault(c.PingTimeout.Duration, config.DefaultPingTimeout)),
 			maxMessage:   int64(config.DefaultMaxMessageBytes),
-			terminate:    DefaultTerminateDuration,
-			protocol:     DefaultProtocolVersion,
+			terminate:    orDefault(o.TerminateDuration, DefaultTerminateDuration),
+			protocol:     o.ProtocolVersion,
+			login:        o.Login,
+			sampler:      o.Sampler,
 		},
 		log:       log.Named("tooling").With(zap.String("tooling", c.Name)),
 		ready:     make(chan struct{}),
@@ -200,17 +213,17 @@ func New(cfg *config.Tooling, log *zap.Logger, opts ...Option) (*Client, error) 
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff
 	}
-	for _, o := range opts {
-		o(&m.opts)
+	if o.PingInterval < 0 {
+		m.opts.pingInterval = 0
 	}
-	if m.opts.sampler == nil && m.opts.samplerFor != nil && c.Sampling != nil {
-		m.opts.sampler = m.opts.samplerFor(&c)
+	if m.opts.protocol == "" {
+		m.opts.protocol = DefaultProtocolVersion
+	}
+	if m.opts.sampler == nil && o.SamplerFor != nil && c.Sampling != nil {
+		m.opts.sampler = o.SamplerFor(&c)
 	}
 	if c.MaxMessageBytes > 0 {
 		m.opts.maxMessage = int64(min(c.MaxMessageBytes, 1<<62))
-	}
-	if m.opts.pingTimeout <= 0 {
-		m.opts.pingTimeout = config.DefaultPingTimeout
 	}
 	n := c.MaxConcurrentCalls
 	if n <= 0 {
@@ -236,22 +249,6 @@ func (m *Client) Kind() string { return tooling.KindMCP }
 
 // Name returns the configured name.
 func (m *Client) Name() string { return m.name }
-
-// SetObserver installs the receiver of server notifications (nil: none).
-func (m *Client) SetObserver(o tooling.Observer) {
-	if o == nil {
-		m.observer.Store(nil)
-		return
-	}
-	m.observer.Store(&observerBox{o})
-}
-
-func (m *Client) obs() tooling.Observer {
-	if b := m.observer.Load(); b != nil {
-		return b.o
-	}
-	return nil
-}
 
 // Status returns a snapshot of the session.
 func (m *Client) Status() Status {

@@ -20,8 +20,14 @@ import (
 // connected returns an MCP tooling served against ts in memory.
 func connected(t *testing.T, ts *testServer) *mcpclient.Client {
 	t.Helper()
-	m := newMCP(t, testConfig("mem"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
-	testenv.Serve(t, "Serve", m.Serve)
+	return observed(t, ts, nil)
+}
+
+// observed is connected, the notifications going to o.
+func observed(t *testing.T, ts *testServer, o tooling.Observer) *mcpclient.Client {
+	t.Helper()
+	m := newMCP(t, testConfig("mem"), nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	testenv.ServeTooling(t, m, o)
 	waitConnected(t, m)
 	return m
 }
@@ -234,8 +240,8 @@ func TestCallTimeout(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("slow")
 	cfg.CallTimeout = dur(200 * time.Millisecond)
-	m := newMCP(t, cfg, nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	_, err := m.CallTool(t.Context(), "block", nil)
 	wantCode(t, err, tooling.CodeTimeout)
@@ -264,9 +270,8 @@ func TestCancelReachesServer(t *testing.T) {
 
 func TestSubscriptionsAndObserver(t *testing.T) {
 	ts := newTestServer(0)
-	m := connected(t, ts)
 	rec := newRecorder()
-	m.SetObserver(rec)
+	m := observed(t, ts, rec)
 	ctx := t.Context()
 	if !m.SupportsSubscribe() {
 		t.Fatal("SupportsSubscribe = false for a server with a SubscribeHandler")
@@ -316,8 +321,8 @@ func TestSubscribeUnsupported(t *testing.T) {
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://a", Text: "a"}}}, nil
 		})
-	m := newMCP(t, testConfig("nosub"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(srv)))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, testConfig("nosub"), nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(srv)})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	if m.SupportsSubscribe() {
 		t.Error("SupportsSubscribe = true for a server without subscriptions")
@@ -328,10 +333,10 @@ func TestSubscribeUnsupported(t *testing.T) {
 func TestNoSessionFailsUnavailableWithLastError(t *testing.T) {
 	cfg := testConfig("down")
 	cfg.ConnectTimeout = dur(300 * time.Millisecond)
-	m := newMCP(t, cfg, nil, mcpclient.WithDialer(func(context.Context) (mcp.Transport, error) {
+	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: func(context.Context) (mcp.Transport, error) {
 		return nil, errors.New("server room flooded")
-	}))
-	testenv.Serve(t, "Serve", m.Serve)
+	}})
+	testenv.ServeTooling(t, m, nil)
 	_, err := m.CallTool(t.Context(), "echo", nil)
 	wantCode(t, err, tooling.CodeUnavailable)
 	if !strings.Contains(err.Error(), "server room flooded") {
@@ -363,10 +368,10 @@ func TestServeRejectsUnrunnableConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig("bad")
 			cfg.Kind, cfg.Transport, cfg.Command, cfg.URL = tt.kind, tt.tr, tt.cmd, tt.url
-			m := newMCP(t, cfg, nil)
+			m := newMCP(t, cfg, nil, mcpclient.Options{})
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			err := m.Serve(ctx)
+			err := m.Serve(ctx, nil)
 			if !errors.Is(err, suture.ErrDoNotRestart) {
 				t.Fatalf("Serve = %v, want suture.ErrDoNotRestart", err)
 			}
@@ -382,7 +387,7 @@ func TestDefaultsForZeroConfig(t *testing.T) {
 	// session an operation waits up to the default connect timeout (10s),
 	// so a 300ms caller deadline is what ends it.
 	m := newMCP(t, &config.Tooling{Name: "zero", Kind: "mcp", Transport: "stdio", Command: "x"}, nil,
-		mcpclient.WithDialer(func(context.Context) (mcp.Transport, error) { return nil, errors.New("nope") }))
+		mcpclient.Options{Dialer: func(context.Context) (mcp.Transport, error) { return nil, errors.New("nope") }})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	_, err := m.ListTools(ctx)

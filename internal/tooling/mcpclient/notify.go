@@ -7,10 +7,15 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-func (m *Client) isCurrent(cs mcp.Session) bool {
+// observer is the observer of the session cs when cs is the current
+// session, nil otherwise (or when that session has none).
+func (m *Client) observer(cs mcp.Session) tooling.Observer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cur != nil && mcp.Session(m.cur.cs) == cs
+	if m.cur == nil || mcp.Session(m.cur.cs) != cs {
+		return nil
+	}
+	return m.cur.obs
 }
 
 func (m *Client) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
@@ -29,19 +34,16 @@ func (m *Client) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRe
 }
 
 func (m *Client) onResourceListChanged(_ context.Context, req *mcp.ResourceListChangedRequest) {
-	if !m.isCurrent(req.Session) {
-		return
-	}
-	if o := m.obs(); o != nil {
+	if o := m.observer(req.Session); o != nil {
 		o.ResourceListChanged()
 	}
 }
 
 func (m *Client) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-	if req.Params == nil || !m.isCurrent(req.Session) {
+	if req.Params == nil {
 		return
 	}
-	if o := m.obs(); o != nil {
+	if o := m.observer(req.Session); o != nil {
 		o.ResourceUpdated(req.Params.URI)
 	}
 }

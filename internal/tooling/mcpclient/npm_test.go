@@ -107,8 +107,7 @@ func firstText(t *testing.T, value string) string {
 func exerciseEverything(t *testing.T, m *mcpclient.Client) {
 	ctx := t.Context()
 	rec := newRecorder()
-	m.SetObserver(rec)
-	testenv.Serve(t, "Serve", m.Serve)
+	testenv.ServeTooling(t, m, rec)
 	waitConnected(t, m)
 
 	tools := toolNames(t, m)
@@ -237,11 +236,11 @@ func exerciseEverything(t *testing.T, m *mcpclient.Client) {
 }
 
 func TestEverythingStdio(t *testing.T) {
-	exerciseEverything(t, newMCP(t, everythingStdio(t), nil))
+	exerciseEverything(t, newMCP(t, everythingStdio(t), nil, mcpclient.Options{}))
 }
 
 func TestEverythingStreamableHTTP(t *testing.T) {
-	exerciseEverything(t, newMCP(t, everythingHTTP(t), nil))
+	exerciseEverything(t, newMCP(t, everythingHTTP(t), nil, mcpclient.Options{}))
 }
 
 func TestFilesystemServer(t *testing.T) {
@@ -254,8 +253,8 @@ func TestFilesystemServer(t *testing.T) {
 	cfg.Command = "node"
 	cfg.Args = []string{entry, dir}
 	cfg.ConnectTimeout = dur(30 * time.Second)
-	m := newMCP(t, cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	tools := toolNames(t, m)
 	for _, want := range []string{"read_text_file", "list_directory", "write_file"} {

@@ -131,8 +131,8 @@ func TestOAuthLoginThenServe(t *testing.T) {
 				t.Errorf("token dir: %v, mode %v", err, st.Mode())
 			}
 
-			m := newMCP(t, e.cfg, nil)
-			testenv.Serve(t, "Serve", m.Serve)
+			m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+			testenv.ServeTooling(t, m, nil)
 			waitConnected(t, m)
 			callEcho(t, m, "with a stored token over "+tr)
 			if n := e.as.Count("authorize"); n != 1 {
@@ -152,8 +152,8 @@ func TestOAuthRefreshesAndStores(t *testing.T) {
 	st := e.store()
 	before := e.expireToken(t)
 
-	m := newMCP(t, e.cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	callEcho(t, m, "refreshed")
 	if n := e.as.Count("refresh_token"); n != 1 {
@@ -179,8 +179,8 @@ func TestOAuthRefreshesAndStores(t *testing.T) {
 func TestOAuthMissingTokenWaitsForLogin(t *testing.T) {
 	e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 	e.cfg.ConnectTimeout = dur(30 * time.Second)
-	m := newMCP(t, e.cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	want := "run toolhostd auth login " + e.cfg.Name
 	// A caller already waiting for the first session hears of the login at
 	// once, not after the connect timeout (30s here).
@@ -227,8 +227,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
 		e.as.RevokeAll()
-		m := newMCP(t, e.cfg, nil)
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+		testenv.ServeTooling(t, m, nil)
 		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the server refused the stored token: run toolhostd auth login "+e.cfg.Name)
 		})
@@ -236,8 +236,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 	t.Run("mid-session", func(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, nil, nil)
 		e.login(t)
-		m := newMCP(t, e.cfg, nil)
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+		testenv.ServeTooling(t, m, nil)
 		waitConnected(t, m)
 		callEcho(t, m, "before")
 		e.as.RevokeAll()
@@ -265,8 +265,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 		if err := st.Save(e.cfg.Name, rec); err != nil {
 			t.Fatal(err)
 		}
-		m := newMCP(t, e.cfg, nil)
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+		testenv.ServeTooling(t, m, nil)
 		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the authorization server refused to refresh the stored token (invalid_client): run toolhostd auth login")
 		})
@@ -290,8 +290,8 @@ func TestOAuthRefusedToken(t *testing.T) {
 		if err := st.Save(e.cfg.Name, rec); err != nil {
 			t.Fatal(err)
 		}
-		m := newMCP(t, e.cfg, nil)
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+		testenv.ServeTooling(t, m, nil)
 		testenv.Eventually(t, 10*time.Second, "the login error", func() bool {
 			return strings.Contains(m.Status().LastError, "the stored token expired and could not be refreshed: run toolhostd auth login")
 		})
@@ -316,8 +316,8 @@ func TestOAuthPreregisteredClientAndScopes(t *testing.T) {
 	if rec.ClientID != "toolhostd-test" || scopeSet(rec.Scopes) != "extra read" {
 		t.Errorf("stored client %q scopes %q", rec.ClientID, rec.Scopes)
 	}
-	m := newMCP(t, e.cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	callEcho(t, m, "pre-registered")
 }
@@ -349,8 +349,8 @@ func TestOAuthClientCredentials(t *testing.T) {
 		AccessTTL: 12 * time.Second,
 		Clients:   map[string]oauthtest.Client{"daemon": {Secret: "cc-secret"}},
 	}, nil, &config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "daemon", ClientSecret: "${env:TOOLING_TEST_CC_SECRET}"})
-	m := newMCP(t, e.cfg, nil)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	callEcho(t, m, "as a service")
 	n := e.as.Count("client_credentials")
@@ -386,9 +386,9 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 	e.login(t)
 	e.expireToken(t)
 	var wg sync.WaitGroup
-	ms := []*mcpclient.Client{newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil), newMCP(t, e.cfg, nil)}
+	ms := []*mcpclient.Client{newMCP(t, e.cfg, nil, mcpclient.Options{}), newMCP(t, e.cfg, nil, mcpclient.Options{}), newMCP(t, e.cfg, nil, mcpclient.Options{})}
 	for _, m := range ms {
-		testenv.Serve(t, "Serve", m.Serve)
+		testenv.ServeTooling(t, m, nil)
 	}
 	for _, m := range ms {
 		wg.Go(func() { waitConnected(t, m) })
@@ -409,8 +409,8 @@ func TestOAuthHintWithoutOAuthTable(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			e := newOAuthEnv(t, tr, oauthtest.Config{}, nil, nil)
 			e.cfg.OAuth = nil
-			m := newMCP(t, e.cfg, nil)
-			testenv.Serve(t, "Serve", m.Serve)
+			m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+			testenv.ServeTooling(t, m, nil)
 			want := "the server asks for an OAuth token: add oauth = {} to [tooling." + e.cfg.Name + "], then run toolhostd auth login " + e.cfg.Name
 			testenv.Eventually(t, 10*time.Second, "the oauth hint", func() bool { return strings.Contains(m.Status().LastError, want) })
 		})
@@ -448,15 +448,15 @@ func TestOAuthStatusAndLogout(t *testing.T) {
 // TestOAuthStepUp: a server that wants more scopes for a call (403
 // insufficient_scope). A session nobody can log in from fails the call
 // with the login hint and notes the scopes, so that the next login asks
-// for them; a session with WithLogin follows the step-up itself (go-sdk
+// for them; a session with Options.Login follows the step-up itself (go-sdk
 // asks for the union of the granted and the challenged scopes).
 func TestOAuthStepUp(t *testing.T) {
 	t.Run("stored", func(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, []string{"read"}, nil)
 		e.login(t)
 		e.res.RequireForCalls("write")
-		m := newMCP(t, e.cfg, nil)
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{})
+		testenv.ServeTooling(t, m, nil)
 		waitConnected(t, m)
 		_, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"x"}`))
 		wantCode(t, err, tooling.CodeUnavailable)
@@ -477,8 +477,8 @@ func TestOAuthStepUp(t *testing.T) {
 	t.Run("with-login", func(t *testing.T) {
 		e := newOAuthEnv(t, transport.HTTP, oauthtest.Config{}, []string{"read"}, nil)
 		e.res.RequireForCalls("write")
-		m := newMCP(t, e.cfg, nil, mcpclient.WithLogin(oauth.LoginOptions{Open: oauth.FollowRedirects}))
-		testenv.Serve(t, "Serve", m.Serve)
+		m := newMCP(t, e.cfg, nil, mcpclient.Options{Login: &oauth.LoginOptions{Open: oauth.FollowRedirects}})
+		testenv.ServeTooling(t, m, nil)
 		waitConnected(t, m)
 		callEcho(t, m, "stepped up")
 		if n := e.as.Count("authorization_code"); n != 2 {

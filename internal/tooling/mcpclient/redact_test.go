@@ -46,8 +46,8 @@ func TestSecretsInURLAreRedacted(t *testing.T) {
 			cfg.ConnectTimeout.Duration = 300 * time.Millisecond
 			cfg.Restart.InitialBackoff.Duration = 50 * time.Millisecond
 			cfg.Restart.MaxBackoff.Duration = 100 * time.Millisecond
-			m := newMCP(t, cfg, zap.New(core))
-			testenv.Serve(t, "Serve", m.Serve)
+			m := newMCP(t, cfg, zap.New(core), mcpclient.Options{})
+			testenv.ServeTooling(t, m, nil)
 			testenv.Eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m.Status().LastError != "" })
 			_, opErr := m.ListTools(context.Background())
 			if opErr == nil {
@@ -129,8 +129,8 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 	if err := st.Save(e.cfg.Name, rec); err != nil {
 		t.Fatal(err)
 	}
-	m := newMCP(t, e.cfg, log)
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, e.cfg, log, mcpclient.Options{})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	callEcho(t, m, "refreshed")
 	// Revoked: the calls are refused, the session ends.
@@ -148,8 +148,8 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 	if err := st.Save(e.cfg.Name, rec); err != nil {
 		t.Fatal(err)
 	}
-	m2 := newMCP(t, e.cfg, log)
-	testenv.Serve(t, "Serve", m2.Serve)
+	m2 := newMCP(t, e.cfg, log, mcpclient.Options{})
+	testenv.ServeTooling(t, m2, nil)
 	testenv.Eventually(t, 10*time.Second, "the login error", func() bool { return strings.Contains(m2.Status().LastError, "auth login") })
 	_, err3 := m2.ListTools(t.Context())
 	check(m2, err3)
@@ -157,8 +157,8 @@ func TestOAuthSecretsAreRedacted(t *testing.T) {
 	// Client credentials with a secret the server refuses.
 	cc := newOAuthEnv(t, transport.HTTP, oauthtest.Config{TokenPrefix: prefix, Clients: map[string]oauthtest.Client{"svc": {Secret: "another"}}}, nil,
 		&config.OAuth{GrantType: config.GrantClientCredentials, ClientID: "svc", ClientSecret: "${env:TOOLHOSTD_TEST_CLIENT_SECRET}"})
-	m3 := newMCP(t, cc.cfg, log)
-	testenv.Serve(t, "Serve", m3.Serve)
+	m3 := newMCP(t, cc.cfg, log, mcpclient.Options{})
+	testenv.ServeTooling(t, m3, nil)
 	testenv.Eventually(t, 10*time.Second, "a failed connection attempt", func() bool { return m3.Status().LastError != "" })
 	_, err4 := m3.ListTools(t.Context())
 	check(m3, err4)

@@ -19,8 +19,8 @@ type Registry struct {
 
 // NewRegistry builds one Tooling per [tooling.<name>] entry (the map key is
 // the name). It does not connect: run each tooling's Serve under a
-// supervisor. opts apply to every MCP tooling.
-func NewRegistry(cfgs map[string]*config.Tooling, log *zap.Logger, opts ...Option) (*Registry, error) {
+// supervisor. o applies to every MCP tooling.
+func NewRegistry(cfgs map[string]*config.Tooling, log *zap.Logger, o Options) (*Registry, error) {
 	r := &Registry{byName: make(map[string]tooling.Tooling, len(cfgs))}
 	var errs []error
 	for name, cfg := range cfgs {
@@ -32,7 +32,7 @@ func NewRegistry(cfgs map[string]*config.Tooling, log *zap.Logger, opts ...Optio
 		c.Name = name
 		switch c.Kind {
 		case tooling.KindMCP, "":
-			m, err := New(&c, log, opts...)
+			m, err := New(&c, log, o)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("tooling %q: %w", name, err))
 				continue

@@ -17,7 +17,7 @@ func TestRegistry(t *testing.T) {
 		"alpha": {Kind: "mcp", Transport: "http", URL: "http://127.0.0.1:1/mcp"},
 		"mid":   {Transport: "stdio", Command: "y"}, // kind defaults to mcp
 	}
-	r, err := mcpclient.NewRegistry(cfgs, zap.NewNop())
+	r, err := mcpclient.NewRegistry(cfgs, zap.NewNop(), mcpclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRegistry(t *testing.T) {
 	_, err = mcpclient.NewRegistry(map[string]*config.Tooling{
 		"odd":  {Kind: "grpc"},
 		"void": nil,
-	}, zap.NewNop())
+	}, zap.NewNop(), mcpclient.Options{})
 	if err == nil || !strings.Contains(err.Error(), `unknown kind "grpc"`) || !strings.Contains(err.Error(), `"void"`) {
 		t.Errorf("bad configs: err = %v", err)
 	}

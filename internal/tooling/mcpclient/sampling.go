@@ -8,25 +8,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
-
-	"github.com/toolhostd/toolhostd/internal/config"
 )
 
 // Sampler answers a server's sampling/createMessage: a model request made
 // on the server's behalf. Its error goes back to the server as the
 // request's error.
 type Sampler func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
-
-// WithSampling offers the server sampling (the capability is advertised),
-// answered by s; without it sampling is refused (capabilities.go).
-func WithSampling(s Sampler) Option { return func(o *options) { o.sampler = s } }
-
-// WithSamplerFor offers sampling to each tooling whose config has a
-// sampling table, answered by the Sampler f returns for that config (nil:
-// not offered). One option serves a whole registry.
-func WithSamplerFor(f func(cfg *config.Tooling) Sampler) Option {
-	return func(o *options) { o.samplerFor = f }
-}
 
 // onCreateMessage answers one sampling/createMessage through the sampler,
 // logging it.

@@ -140,8 +140,8 @@ func (m *Client) resubscribe(s *session) {
 		}
 		m.log.Warn("re-subscription failed", zap.String("uri", uri), zap.Error(err))
 		delete(m.subs, uri)
-		if o := m.obs(); o != nil {
-			o.ResubscribeFailed(uri, err)
+		if s.obs != nil {
+			s.obs.ResubscribeFailed(uri, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/thejerf/suture/v4"
+	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
 	"github.com/toolhostd/toolhostd/internal/tooling/transport"
 	"go.uber.org/zap"
@@ -21,8 +22,9 @@ var errConnectTimeout = errors.New("connect timeout")
 // Serve keeps a session up until ctx ends: connect (bounded by the connect
 // timeout), watch it (liveness pings), and after it ends reconnect with
 // exponential backoff and jitter, re-subscribing every live subscription.
-// It returns suture.ErrDoNotRestart for a config it can never run.
-func (m *Client) Serve(ctx context.Context) error {
+// The notifications of its sessions go to o (nil: nowhere). It returns
+// suture.ErrDoNotRestart for a config it can never run.
+func (m *Client) Serve(ctx context.Context, o tooling.Observer) error {
 	if m.opts.dial == nil {
 		if err := checkConfig(m.cfg); err != nil {
 			m.connectFailed(err)
@@ -33,7 +35,7 @@ func (m *Client) Serve(ctx context.Context) error {
 	backoff := m.initialBackoff
 	for {
 		tokens := m.tokenVersion()
-		healthy, err := m.runSession(ctx)
+		healthy, err := m.runSession(ctx, o)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -105,8 +107,8 @@ func (m *Client) setLastErrLocked(err error) {
 }
 
 // runSession connects once and returns when that session has ended, with
-// how long it was up and why it ended.
-func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
+// how long it was up and why it ended; its notifications go to o.
+func (m *Client) runSession(ctx context.Context, o tooling.Observer) (time.Duration, error) {
 	track := transport.NewTracker(m.opts.dial == nil)
 	defer track.AbortWrites()
 	d, err := m.prepare(ctx, track)
@@ -132,7 +134,7 @@ func (m *Client) runSession(ctx context.Context) (time.Duration, error) {
 	m.trackers.Store(cs, track)
 	defer m.trackers.Delete(cs)
 	sctx, scancel := context.WithCancelCause(context.Background())
-	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track}
+	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track, obs: o}
 	start := time.Now()
 	stopOnCancel := context.AfterFunc(ctx, func() { m.endSession(s, errors.New("tooling stopped")) })
 	defer stopOnCancel()

@@ -65,10 +65,9 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 			})
 	}
 	tr := &sessionTracker{srv: srv}
-	m := newMCP(t, testConfig("resub"), nil, mcpclient.WithDialer(tr.dial))
+	m := newMCP(t, testConfig("resub"), nil, mcpclient.Options{Dialer: tr.dial})
 	rec := newRecorder()
-	m.SetObserver(rec)
-	testenv.Serve(t, "Serve", m.Serve)
+	testenv.ServeTooling(t, m, rec)
 	waitConnected(t, m)
 	ctx := t.Context()
 	for _, uri := range []string{"test://kept", "test://refused", "test://dropped"} {
@@ -109,8 +108,8 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 func TestSessionDropFailsInFlightAndWaitsForNext(t *testing.T) {
 	ts := newTestServer(0)
 	tr := &sessionTracker{srv: ts.srv}
-	m := newMCP(t, testConfig("drop"), nil, mcpclient.WithDialer(tr.dial), mcpclient.WithLiveness(0, 0))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, testConfig("drop"), nil, mcpclient.Options{Dialer: tr.dial, PingInterval: -1})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	errc := make(chan error, 1)
 	go func() {
@@ -137,8 +136,8 @@ func TestMaxConcurrentCalls(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("narrow")
 	cfg.MaxConcurrentCalls = 1
-	m := newMCP(t, cfg, nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
@@ -161,8 +160,8 @@ func TestMaxConcurrentCalls(t *testing.T) {
 func TestNewerProtocolVersion(t *testing.T) {
 	// go-sdk's default, 2026-07-28, works for list and call when asked for.
 	ts := newTestServer(2)
-	m := newMCP(t, testConfig("v2026"), nil, mcpclient.WithDialer(testenv.InMemoryDialer(ts.srv)), mcpclient.WithProtocolVersion("2026-07-28"))
-	testenv.Serve(t, "Serve", m.Serve)
+	m := newMCP(t, testConfig("v2026"), nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv), ProtocolVersion: "2026-07-28"})
+	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	tools, err := m.ListTools(t.Context())
 	if err != nil || len(tools) != 10 {

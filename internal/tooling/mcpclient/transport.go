@@ -24,7 +24,7 @@ import (
 )
 
 // Dialer makes the go-sdk transport for one connection attempt. The mcp kind
-// builds one from the config; WithDialer replaces it (tests, embedding).
+// builds one from the config; Options.Dialer replaces it (tests, embedding).
 type Dialer func(ctx context.Context) (mcp.Transport, error)
 
 // dialed is one connection attempt's transport and what it leaves behind.

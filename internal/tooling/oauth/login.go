@@ -15,7 +15,7 @@ import (
 )
 
 // LoginOptions make sessions of an OAuth tooling run the authorization-code
-// flow themselves when the server wants a token (see mcpclient.WithLogin and mcpclient.Login).
+// flow themselves when the server wants a token (see mcpclient.Options.Login and mcpclient.Login).
 type LoginOptions struct {
 	// Prompt gets the line "Open this URL to authorize: URL" (stderr).
 	Prompt io.Writer

@@ -11,7 +11,7 @@
 //     stored or the server refuses it, no person is there to log in, so the
 //     session fails with tooling.ErrLoginRequired (a LoginRequiredError) and
 //     waits for a login instead of retrying. LoginOptions
-//     (mcpclient.WithLogin) make sessions run the flow themselves (a
+//     (mcpclient.Options.Login) make sessions run the flow themselves (a
 //     person, or the conformance adapter, is present).
 //   - client_credentials: go-sdk's ClientCredentialsHandler; no person, no
 //     stored token.

@@ -27,7 +27,7 @@ type Tracker struct {
 	changed chan struct{}
 
 	// observed: the transport reports written notices (not so for a
-	// transport from WithDialer); without that, closing does not wait.
+	// transport from mcpclient.Options.Dialer); without that, closing does not wait.
 	observed bool
 
 	abortCtx context.Context // done once the session closes
