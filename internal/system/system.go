@@ -1,5 +1,5 @@
-// Package system is toolhostd's one composition root. New builds, from a
-// config and options, the graph every command runs on: the audit log, the
+// Package system builds the common graph of toolhostd's commands. New
+// builds, from a config and options, the graph they run agents on: the audit log, the
 // providers and their token budgets, the toolings (their sampling answered
 // through the providers, instrumented when metrics are given), the gateway
 // hub serving them, the key-value store and the host agents run on, each agent's contract
@@ -8,7 +8,9 @@
 //
 // serve (package daemon), run, chat and compile all build through New, so
 // that an agent's operations are checked, limited and audited alike
-// whichever command runs it.
+// whichever command runs it. What serve needs beyond it (the cluster's
+// pieces, the router, the endpoints, metrics, the control server) is still
+// built by package daemon and the serve command.
 package system
 
 import (
