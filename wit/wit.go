@@ -4,6 +4,7 @@
 package wit
 
 import (
+	"bytes"
 	"embed"
 	"io/fs"
 	"os"
@@ -15,6 +16,17 @@ import (
 //
 //go:embed agent.wit
 var Agent []byte
+
+// Package is the name and version agent.wit declares
+// ("toolhost:agent@0.3.0"): the world toolhostd build builds against.
+func Package() string {
+	for line := range bytes.Lines(Agent) {
+		if name, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("package ")); ok {
+			return string(bytes.TrimSuffix(name, []byte(";")))
+		}
+	}
+	return ""
+}
 
 // deps are the packages agent.wit imports (wasi:keyvalue), one directory
 // each, as wit-parser expects beside the main package.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhostd/toolhostd/internal/agentbuild"
+	"github.com/toolhostd/toolhostd/wit"
 )
 
 func newBuildCmd() *cobra.Command {
@@ -20,7 +21,7 @@ func newBuildCmd() *cobra.Command {
 		Use:   "build PATH [-o OUT.wasm] [--toolchain qjs|spidermonkey]",
 		Short: "Build a JS file or a Go main package into an agent component",
 		Long: `Build turns PATH into a WebAssembly component of the world agent of the WIT
-this toolhostd serves (toolhost:agent@0.2.0, embedded in the binary):
+this toolhostd serves (` + wit.Package() + `, embedded in the binary):
 
   a .js or .mjs file, or a directory with an agent.js: a JS agent, built
     with componentize-qjs (QuickJS; --toolchain qjs, the default) or

@@ -29,7 +29,7 @@ func newConfigValidateCmd() *cobra.Command {
 		Short: "Check a config file and print every problem with file:line:col",
 		Long: "validate loads the config file (the argument, else --config, else $TOOLHOSTD_CONFIG, else\n" +
 			"./toolhostd.toml, else /etc/toolhostd/toolhostd.toml), prints each problem on its own line\n" +
-			"and exits 1 if there is any. Secret references are checked for syntax, never resolved.",
+			"and exits 64 if there is any, as serve and run do for a bad config. Secret references are checked for syntax, never resolved.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flag, _ := cmd.Flags().GetString("config")
@@ -45,7 +45,7 @@ func newConfigValidateCmd() *cobra.Command {
 			switch {
 			case errors.As(err, &errs):
 				printErrors(cmd.ErrOrStderr(), errs)
-				return withExit(exitFailure, fmt.Errorf("%s: %d %s", path, len(errs), plural(len(errs), "error", "errors")))
+				return withExit(exitUsage, fmt.Errorf("%s: %d %s", path, len(errs), plural(len(errs), "error", "errors")))
 			case err != nil:
 				return withExit(exitUsage, err)
 			}
