@@ -42,12 +42,24 @@ func (s *System) openStore() error {
 	if err != nil {
 		return err
 	}
+	if !s.opts.tempStore {
+		s.logStore()
+	}
 	s.store = st
 	s.KV = kv.New(st, kv.Options{Log: s.log})
 	if m := s.opts.metrics; m != nil {
 		m.KV(s.KV)
 	}
 	return nil
+}
+
+// logStore says where the configured key-value store keeps its keys.
+func (s *System) logStore() {
+	if s.Config.Host.Store.Backend == config.StoreEtcd {
+		s.log.Info("key-value store: the cluster's etcd", zap.String("kv_prefix", s.Config.StorePrefix()))
+		return
+	}
+	s.log.Info("key-value store: a bbolt file", zap.String("kv_file", s.Config.StorePath()))
 }
 
 // closeStore closes the key-value store (and removes a temporary one).

@@ -37,7 +37,16 @@ func TestStore(t *testing.T) {
 		return sys
 	}
 
-	sys := open()
+	obsFile, fileLogs := observer.New(zapcore.InfoLevel)
+	sys, err := system.New(cfg, zap.New(obsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the keys are is said at start (serve's log).
+	if said := fileLogs.FilterMessage("key-value store: a bbolt file").All(); len(said) != 1 ||
+		said[0].ContextMap()["kv_file"] != filepath.Join(state, config.StoreFile) {
+		t.Errorf("the log says of the store's file: %v, want one line with kv_file %s", said, filepath.Join(state, config.StoreFile))
+	}
 	if err := sys.KV.Put(ctx, ref, "k", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
