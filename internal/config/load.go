@@ -297,6 +297,7 @@ func (d *decoder) config(doc map[string]any) *Config {
 	}
 	setDefaultDuration(&c.Host.MessageRetention, DefaultRetention)
 	d.checkStore(c)
+	d.checkExposed(c)
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {
 			t.OAuth.StateDir = c.Host.StateDir

@@ -4,6 +4,7 @@ package config
 // instances are made) and [host] messages (how long replies are kept).
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,4 +217,20 @@ func checkSender(s string) string {
 		return checkPattern(strings.TrimPrefix(s, "agent:"))
 	}
 	return `want "api", "mcp", "a2a" or "agent:NAME" (NAME may be a glob), got "` + s + `"`
+}
+
+// checkExposed refuses an agent exposed over a protocol the host serves
+// no endpoint for: serve would run none and the agent would be reached by
+// nobody, silently.
+func (d *decoder) checkExposed(c *Config) {
+	for _, name := range slices.Sorted(maps.Keys(c.Agent)) {
+		for i, proto := range c.Agent[name].Expose {
+			served := (proto == ExposeMCP && c.Host.MCP != nil) || (proto == ExposeA2A && c.Host.A2A != nil)
+			if (proto == ExposeMCP || proto == ExposeA2A) && !served {
+				d.errAt([]string{"agent", name, "expose", elem(i)},
+					"exposed over %s but [host] %s is not set, so no endpoint serves it: add [host] %s = { listen = \"127.0.0.1:%s\" }",
+					proto, proto, proto, map[string]string{ExposeMCP: "8787", ExposeA2A: "8788"}[proto])
+			}
+		}
+	}
 }

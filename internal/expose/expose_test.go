@@ -9,6 +9,9 @@ import (
 
 func TestFromConfigAndStatic(t *testing.T) {
 	c, err := config.Parse("", []byte(`version = 1
+[host]
+mcp = { listen = "127.0.0.1:8787" }
+a2a = { listen = "127.0.0.1:8788" }
 [agent.b]
 component = "b.wasm"
 accepts = ["mcp", "a2a"]
