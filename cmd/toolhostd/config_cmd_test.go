@@ -105,7 +105,7 @@ func TestConfigValidateNeverResolvesSecrets(t *testing.T) {
 	t.Setenv("TH_SECRET", "sk-live-secret")
 	p := writeConfigFile(t, dir, "s.toml", "version = 1\n[tooling.r]\nurl = \"https://h/mcp\"\nheaders = { A = \"${env:TH_SECRET}\", B = \"${env:TH_UNSET_X}\" }\ncomand = 1\n")
 	code, stdout, stderr := runConfigCmd(t, "config", "validate", p)
-	if code != 1 || strings.Contains(stdout+stderr, "sk-live-secret") || strings.Contains(stderr, "TH_UNSET_X") {
+	if code != 64 || strings.Contains(stdout+stderr, "sk-live-secret") || strings.Contains(stderr, "TH_UNSET_X") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
