@@ -111,7 +111,7 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 				continue
 			}
 		}
-		inst, pool, state, changed := r.inst, r.pool, r.state, r.changed
+		inst, pool, state, changed, lastErr := r.inst, r.pool, r.state, r.changed, r.lastErr
 		// Before Serve put the agents under its root (the daemon is
 		// starting), an agent without a service yet is about to get one:
 		// its message waits for it like one for an agent that is starting.
@@ -139,6 +139,8 @@ func (ra routerAgents) Deliver(ctx context.Context, m *message.Message) error {
 				return err // delivered, or refused (busy)
 			}
 			// The instance is ending: wait for the next one.
+		case !serving && state == stateFailed && lastErr != "":
+			return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "agent %q is failed: %s", m.Agent(), lastErr)
 		case !serving:
 			return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "agent %q is %s", m.Agent(), state)
 		}

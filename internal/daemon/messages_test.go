@@ -266,3 +266,18 @@ func TestMessageWhileStarting(t *testing.T) {
 		t.Fatalf("reply %+v", v)
 	}
 }
+
+// TestMessageToFailedAgent: a message to an agent that failed is refused
+// with the reason it failed, as ps shows it (it said only "is failed").
+func TestMessageToFailedAgent(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone.wasm")
+	r := serve(t, writeConfig(t, t.TempDir(), header(t)+fmt.Sprintf("[agent.broken]\ncomponent = %q\nrestart = \"never\"\n", missing)))
+	a := r.waitAgent(t, "broken", "failed", func(a control.AgentStatus) bool { return a.State == stateFailed })
+	if a.LastError == "" {
+		t.Fatal("a failed agent without its last error")
+	}
+	_, err := send(t, r, "broken", "", "hi")
+	if err == nil || !strings.Contains(err.Error(), `agent "broken" is failed: `+a.LastError) {
+		t.Fatalf("a message to the failed agent: %v, want it refused naming why (%s)", err, a.LastError)
+	}
+}
