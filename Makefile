@@ -11,7 +11,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # linker keeps every exported method of every type (about 9 MB here).
 GOTAGS := grpcnotrace
 
-.PHONY: help build test bench check deps agents demo clean
+.PHONY: help build install test bench check deps agents demo clean
 .SECONDEXPANSION:
 
 help: ## list the targets
@@ -84,9 +84,17 @@ agents: $(AGENTS) $(TEST_AGENTS) $(GO_AGENTS) $(QJS_AGENTS) ## build the example
 build: ## build bin/toolhostd
 	$(GO) build -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolhostd
 
-demo: deps build build/agents/hello.wasm build/agents/echo.wasm ## build toolhostd and two agents; run hello against configs/example.toml, then talk to echo
+demo: deps build build/agents/hello.wasm build/agents/echo.wasm ## build toolhostd and two agents; run hello against configs/example.toml, talk to echo, then serve configs/demo.toml and send to its echo
 	$(BIN) --config configs/example.toml run build/agents/hello.wasm
 	echo "hello from make demo" | $(BIN) --config configs/example.toml run build/agents/echo.wasm --chat
+	scripts/demo-serve.sh $(BIN)
+
+# PREFIX: where install puts bin/toolhostd (make install PREFIX=/usr/local).
+PREFIX ?= $(HOME)/.local
+
+install: build ## install toolhostd into $(PREFIX)/bin (default ~/.local/bin, on PATH in most shells)
+	install -D -m 0755 $(BIN) $(PREFIX)/bin/toolhostd
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH; add it: export PATH=\"$(PREFIX)/bin:\$$PATH\"" ;; esac
 
 test: deps agents ## run the whole test suite (race detector on)
 	$(GO) test -race -timeout 15m $(GOTESTFLAGS) ./...

@@ -111,7 +111,7 @@ func openChat(c *config.Config, name string, grants []string, log *zap.Logger) (
 		named[n] = true
 	}
 	only := func(n string) bool { return named[n] }
-	sys, err := system.New(c, log, system.WithoutHost(), system.WithToolings(only), system.WithProviders(name))
+	sys, err := system.New(c, system.Options{Log: log, NoHost: true, Toolings: only, Providers: []string{name}})
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}

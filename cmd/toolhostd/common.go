@@ -10,8 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/gateway"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/system"
 )
 
 // loadConfig resolves the config file (--config, $TOOLHOSTD_CONFIG,
@@ -76,6 +75,31 @@ func oneShotTooling(opts *globalOptions, name string, w io.Writer) (*config.Tool
 	return tc, log, nil
 }
 
+// oneShotSystem is the graph of the config for a command on one tooling
+// (tools, call, read, watch): only the tooling called name starts, the
+// others stay idle; no host, and no provider is opened (a tooling's
+// sampling is not offered).
+func oneShotSystem(opts *globalOptions, name string, w io.Writer) (*system.System, *zap.Logger, error) {
+	c, err := loadConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := c.Tooling[name]; !ok {
+		return nil, nil, withExit(exitUsage, fmt.Errorf("no tooling named %q%s", name, definedNames("toolings", c.Tooling)))
+	}
+	log, err := newLogger(c.Host, w)
+	if err != nil {
+		return nil, nil, withExit(exitUsage, err)
+	}
+	sys, err := system.New(c, system.Options{Log: log, NoHost: true, Providers: []string{},
+		Toolings: func(n string) bool { return n == name }})
+	if err != nil {
+		_ = log.Sync()
+		return nil, nil, withExit(exitUsage, err)
+	}
+	return sys, log, nil
+}
+
 // definedNames is " (defined: a, b)" for the names of m, or says the config
 // defines no what.
 func definedNames[V any](what string, m map[string]V) string {
@@ -88,14 +112,4 @@ func definedNames[V any](what string, m map[string]V) string {
 	}
 	slices.Sort(names)
 	return " (defined: " + strings.Join(names, ", ") + ")"
-}
-
-// entriesFrom pairs every tooling of reg with the limits of its config.
-func entriesFrom(reg *mcpclient.Registry, cfgs map[string]*config.Tooling) []gateway.Entry {
-	var out []gateway.Entry
-	for _, name := range reg.Names() {
-		t, _ := reg.Get(name)
-		out = append(out, gateway.Entry{Tooling: t, Limits: gateway.LimitsFrom(cfgs[name])})
-	}
-	return out
 }

@@ -50,11 +50,11 @@ func compileAgents(cmd *cobra.Command, g *globalOptions, fuel bool, paths []stri
 		return withExit(exitUsage, err)
 	}
 	defer log.Sync() //nolint:errcheck // stderr
-	opts := []system.Option{system.EngineOnly()}
+	opts := system.Options{Log: log, EngineOnly: true}
 	if cmd.Flags().Changed("fuel") {
-		opts = append(opts, system.WithFuel(fuel))
+		opts.Fuel = &fuel
 	}
-	sys, err := system.New(cfg, log, opts...)
+	sys, err := system.New(cfg, opts)
 	if err != nil {
 		return withExit(exitHost, err)
 	}

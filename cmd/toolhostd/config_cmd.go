@@ -24,12 +24,15 @@ func newConfigCmd() *cobra.Command {
 }
 
 func newConfigValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var noFiles bool
+	cmd := &cobra.Command{
 		Use:   "validate [file]",
 		Short: "Check a config file and print every problem with file:line:col",
 		Long: "validate loads the config file (the argument, else --config, else $TOOLHOSTD_CONFIG, else\n" +
 			"./toolhostd.toml, else /etc/toolhostd/toolhostd.toml), prints each problem on its own line\n" +
-			"and exits 64 if there is any, as serve and run do for a bad config. Secret references are checked for syntax, never resolved.",
+			"and exits 64 if there is any, as serve and run do for a bad config. Each agent's component file\n" +
+			"must exist (--no-files skips that, for a config checked where its components are not, such as\n" +
+			"an image's). Secret references are checked for syntax, never resolved.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flag, _ := cmd.Flags().GetString("config")
@@ -41,6 +44,9 @@ func newConfigValidateCmd() *cobra.Command {
 				return withExit(exitUsage, err)
 			}
 			c, err := config.Load(path)
+			if err == nil && !noFiles {
+				err = c.CheckFiles() // the agents' component files exist, as serve will load them
+			}
 			var errs config.Errors
 			switch {
 			case errors.As(err, &errs):
@@ -53,6 +59,8 @@ func newConfigValidateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&noFiles, "no-files", false, "do not check that the agents' component files exist")
+	return cmd
 }
 
 func newConfigDefaultCmd() *cobra.Command {

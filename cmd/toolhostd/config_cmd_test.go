@@ -37,6 +37,8 @@ func TestConfigValidate(t *testing.T) {
 	good := writeConfigFile(t, dir, "good.toml", "version = 1\n[tooling.a]\ncommand = \"x\"\n[tooling.b]\nurl = \"http://h/mcp\"\n[agent.w]\ncomponent = \"w.wasm\"\ntoolings = [\"a\"]\n")
 	bad := writeConfigFile(t, dir, "bad.toml", "version = 2\n\n[tooling.fs]\ncomand = \"node\"\n[agent.w]\ntoolings = [\"nope\"]\n")
 	syntax := writeConfigFile(t, dir, "syntax.toml", "version = 1\n[tooling.fs\n")
+	writeConfigFile(t, dir, "w.wasm", "\x00asm") // good.toml's component: validate checks it exists
+	gone := writeConfigFile(t, dir, "gone.toml", "version = 1\n[agent.w]\ncomponent = \"w.wasm\"\n[agent.g]\ncomponent = \"gone.wasm\"\n")
 	wantBad := []string{
 		bad + ":1:1: version: unsupported version 2 (this toolhostd reads version 1)",
 		bad + ":3:1: tooling.fs: set command (for a stdio server) or url (for an http or sse server)",
@@ -62,6 +64,11 @@ func TestConfigValidate(t *testing.T) {
 			stdout: "ok: " + good + ": 2 toolings, 1 agent\n", stderrLine: 0},
 		{name: "every error, one per line", args: []string{"config", "validate", bad}, code: 64,
 			stderrHas: append(wantBad, "toolhostd: "+bad+": 5 errors"), stderrLine: 6},
+		{name: "a missing component file", args: []string{"config", "validate", gone}, code: 64,
+			stderrHas:  []string{gone + ":5:1: agent.g.component: component file " + filepath.Join(dir, "gone.wasm") + " does not exist", "1 error"},
+			stderrLine: 2},
+		{name: "a missing component file, not checked", args: []string{"config", "validate", "--no-files", gone}, code: 0,
+			stdout: "ok: " + gone + ": 0 toolings, 2 agents\n", stderrLine: 0},
 		{name: "syntax error", args: []string{"--config", syntax, "config", "validate"}, code: 64,
 			stderrHas: []string{syntax + ":2:12: expected ']' to close table name", "1 error"}, stderrLine: 2},
 		{name: "no config anywhere", args: []string{"config", "validate"}, code: 64,
@@ -118,9 +125,10 @@ func TestConfigDefault(t *testing.T) {
 	if stdout != config.Default() {
 		t.Errorf("config default printed something else than config.Default()")
 	}
-	// What it prints is a valid config that `config validate` accepts.
+	// What it prints is a valid config that `config validate` accepts; its
+	// agent's component is one the user builds next, so files are not checked.
 	p := writeConfigFile(t, t.TempDir(), "toolhostd.toml", stdout)
-	code, out, errb := runConfigCmd(t, "config", "validate", p)
+	code, out, errb := runConfigCmd(t, "config", "validate", "--no-files", p)
 	if code != 0 || out != "ok: "+p+": 1 tooling, 1 agent\n" {
 		t.Errorf("validate of the default: exit %d\n%s%s", code, out, errb)
 	}

@@ -54,9 +54,13 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 	if !strings.Contains(out, "created my-agent ("+lang+"): ") || !strings.Contains(out, "toolhostd build .") {
 		t.Errorf("new's stdout:\n%s", out)
 	}
-	// The config it wrote is valid and grants the agent the tooling.
-	if code, out, errs := runConfigCmd(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
+	// The config it wrote is valid and grants the agent the tooling (its
+	// component is not built yet: validate says so without --no-files).
+	if code, out, errs := runConfigCmd(t, "config", "validate", "--no-files", filepath.Join("my-agent", "toolhostd.toml")); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
 		t.Errorf("config validate: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runConfigCmd(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 64 || !strings.Contains(errs, "agent.my-agent.component: component file") {
+		t.Errorf("config validate before the build: exit %d, want 64 naming the missing component\n%s", code, errs)
 	}
 
 	code, out, errs = runConfigCmd(t, append([]string{"build", "my-agent"}, buildArgs...)...)
@@ -68,6 +72,9 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 		t.Errorf("build's stdout: %q", out)
 	}
 	t.Logf("build: %s", strings.TrimSpace(out))
+	if code, out, errs := runConfigCmd(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 0 {
+		t.Errorf("config validate after the build: exit %d\n%s%s", code, out, errs)
+	}
 
 	code, out, errs = runConfigCmd(t, "--config", everythingConfig(t), "run", wasm, "--input", "hi from a new project")
 	if code != 0 {

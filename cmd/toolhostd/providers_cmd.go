@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/system"
 )
 
 // providerCheck is what `toolhostd providers` found of one provider.
@@ -71,7 +72,7 @@ func newProvidersCmd(opts *globalOptions) *cobra.Command {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					checks[i] = checkProvider(ctx, n, c.Provider[n], log, timeout)
+					checks[i] = checkProvider(ctx, c, n, log, timeout)
 				}()
 			}
 			wg.Wait()
@@ -119,15 +120,19 @@ func (ch providerCheck) status() string {
 	return fmt.Sprintf("ok (%s, %s; %s)", count(len(ch.Models), "model"), listed, ch.Took)
 }
 
-// checkProvider opens one provider and lists its models.
-func checkProvider(ctx context.Context, name string, cfg *config.Provider, log *zap.Logger, timeout time.Duration) providerCheck {
+// checkProvider opens one provider of c (through package system, as
+// serve opens them; no tooling starts) and lists its models.
+func checkProvider(ctx context.Context, c *config.Config, name string, log *zap.Logger, timeout time.Duration) providerCheck {
+	cfg := c.Provider[name]
 	ch := providerCheck{Name: name, Kind: cfg.Kind, Model: cfg.Model}
-	p, err := provider.Open(name, *cfg, log)
+	sys, err := system.New(c, system.Options{Log: log, NoHost: true, Providers: []string{name},
+		Toolings: func(string) bool { return false }})
 	if err != nil {
 		ch.Error = err.Error()
 		return ch
 	}
-	defer func() { _ = p.(interface{ Close() error }).Close() }()
+	defer func() { _ = sys.Close() }()
+	p, _ := sys.Providers.Get(name)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()

@@ -72,7 +72,11 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 	}
 	agents := &chatAgents{name: c.cfg.Name, target: target}
 	c.log = c.log.Named("chat")
-	router := message.NewRouter(agents, message.Options{Audit: c.sys.Audit, Log: c.log})
+	ro := message.Options{Audit: c.sys.Audit, Log: c.log}
+	if t := c.sys.Tracing; t != nil && t.On() {
+		ro.Tracer, ro.CaptureContent = t.Provider(), t.CaptureContent()
+	}
+	router := message.NewRouter(agents, ro)
 	// What the agent sends reaches the router, which knows no agent but
 	// itself (not-found), and it does not accept its own messages (denied).
 	c.cfg.Messaging = contract.Messaging{Router: router, SendsTo: func(string) bool { return true },

@@ -18,7 +18,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host"
-	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/system"
@@ -127,14 +126,8 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 
 	// Only the granted toolings start; the others stay idle (the agent is
 	// denied them by name). The engine meters no fuel: run sets no limit.
-	opts := []system.Option{system.WithFuel(false)}
-	if runStoreTemporary(cfg) {
-		opts = append(opts, system.WithTemporaryStore())
-	}
-	if grants != nil {
-		opts = append(opts, system.WithToolings(grants))
-	}
-	sys, err := system.New(cfg, log, opts...)
+	noFuel := false
+	sys, err := system.New(cfg, system.Options{Log: log, Fuel: &noFuel, TemporaryStore: runStoreTemporary(cfg), Toolings: grants})
 	var hostErr *system.HostError
 	var storeErr *system.StoreError
 	switch {
@@ -152,24 +145,16 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	}
 	defer prog.Close()
 
-	access := providerAccess(name, o.providers)
-	if ac != nil && len(o.providers) == 0 {
-		// Its providers list, each under its grant: models, limits and
-		// the token budgets serve keeps.
-		access = sys.ProviderAccess(name, ac, nil)
+	// As serve builds an instance's config, with ac's lists and grants
+	// (when --grant and --provider do not replace them) and the flags'
+	// limits.
+	spec := system.Agent{Name: name, Config: ac, Env: env, Policy: pol, Grants: grants,
+		RunLimits: &system.RunLimits{Timeout: o.timeout, StopGrace: o.grace}}
+	if ac == nil || len(o.providers) > 0 {
+		access := providerAccess(name, o.providers)
+		spec.Providers = &access
 	}
-	acfg := host.AgentConfig{
-		Name:       name,
-		Grants:     grants,
-		Providers:  access,
-		Policy:     pol,
-		Env:        env,
-		RunTimeout: o.timeout,
-		StopGrace:  o.grace,
-		LogRate:    config.DefaultLogRate,
-		LogBurst:   config.DefaultLogBurst,
-		OpenBucket: runBuckets(sys.KV, name, ac),
-	}
+	acfg := sys.AgentConfig(spec)
 	if o.chat {
 		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac,
 			path: path, input: input, session: o.session, sigs: sigs})
@@ -196,16 +181,6 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 // with the file named).
 func runStoreTemporary(cfg *config.Config) bool {
 	return cfg.Host.StateDir == "" || cfg.Host.Store.Backend == config.StoreEtcd
-}
-
-// runBuckets is the agent's store.open: its [agent.X] stores and store when
-// the config has it, else any bucket, unbounded; no session.
-func runBuckets(svc *kv.Service, name string, ac *config.Agent) func(string) (*kv.Bucket, error) {
-	var pol kv.Policy
-	if ac != nil {
-		pol = kv.PolicyOf(ac)
-	}
-	return func(identifier string) (*kv.Bucket, error) { return svc.Open(name, "", pol, identifier) }
 }
 
 // runExit is the exit of an agent's run that ended with err: 0 for ok, 1

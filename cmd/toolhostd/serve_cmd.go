@@ -75,7 +75,8 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	defer signal.Stop(sigs)
 
 	listening := make(chan struct{})
-	d, err := daemon.New(cfg.Path, cfg, log, daemon.WithMetrics(), daemon.WithReadyGate(listening), daemon.WithFenceOverrun(fenceOverrun(log)), daemon.WithVersion(toolhostdVersion()))
+	d, err := daemon.New(cfg.Path, cfg, daemon.Options{Log: log, Metrics: true, ReadyGate: listening,
+		FenceOverrun: fenceOverrun(log), Version: toolhostdVersion()})
 	if err != nil {
 		return withExit(exitHost, err)
 	}
@@ -87,6 +88,9 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 		Listen:   cfg.Host.ControlListen,
 		Token:    cfg.Host.ControlToken,
 		Log:      log,
+	}
+	if t := d.Traces(); t != nil {
+		copts.Traces = t
 	}
 	if st := d.KV(); st != nil {
 		copts.KV = st // not a nil *kv.Service in the interface: without a store /v1/kv answers 404

@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
@@ -203,32 +202,23 @@ func newReadCmd() *cobra.Command {
 	return cmd
 }
 
-// withTooling loads the config, starts the session of the tooling called
-// name, runs f (cancelled by SIGINT/SIGTERM) and stops the session.
+// withTooling loads the config, builds its graph with only the tooling
+// called name started (package system, as serve builds it; no host, no
+// provider opened), runs f (cancelled by SIGINT/SIGTERM) and stops the
+// session.
 func withTooling(cmd *cobra.Command, name string, f func(context.Context, tooling.Tooling) error) error {
 	flag, _ := cmd.Flags().GetString("config")
-	tc, log, err := oneShotTooling(&globalOptions{configPath: flag}, name, cmd.ErrOrStderr())
+	sys, log, err := oneShotSystem(&globalOptions{configPath: flag}, name, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	tc.Name = name
-	t, err := mcpclient.New(tc, log, mcpclient.Options{})
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
+	defer sys.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	serveCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- t.Serve(serveCtx, nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil && err != context.Canceled {
-			log.Debug("tooling stopped", zap.Error(err))
-		}
-	}()
-	return f(ctx, t)
+	stopHub := sys.Start()
+	defer stopHub()
+	return f(ctx, sys.Toolings[name])
 }
 
 func writeJSON(w io.Writer, v any) error {

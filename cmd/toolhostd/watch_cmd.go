@@ -12,11 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
-	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
 func newWatchCmd(opts *globalOptions) *cobra.Command {
@@ -54,23 +52,20 @@ func newWatchCmd(opts *globalOptions) *cobra.Command {
 }
 
 func watchCmd(cmd *cobra.Command, opts *globalOptions, name, uri string) error {
-	tc, log, err := oneShotTooling(opts, name, cmd.ErrOrStderr())
+	sys, log, err := oneShotSystem(opts, name, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	cfgs := map[string]*config.Tooling{name: tc}
-	reg, err := mcpclient.NewRegistry(cfgs, log, mcpclient.Options{})
-	if err != nil {
-		return withExit(exitUsage, err)
-	}
+	defer sys.Close()
+	entries := []gateway.Entry{{Tooling: sys.Toolings[name], Limits: gateway.LimitsFrom(sys.Config.Tooling[name])}}
 	parent := cmd.Context()
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return watch(ctx, cmd.OutOrStdout(), entriesFrom(reg, cfgs), log, name, uri)
+	return watch(ctx, cmd.OutOrStdout(), entries, log, name, uri)
 }
 
 // watch serves the toolings of entries, subscribes to uri on the one called

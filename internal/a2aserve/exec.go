@@ -9,10 +9,12 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"go.opentelemetry.io/otel/propagation"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // executor is one agent's a2asrv.AgentExecutor: a task is a message from
@@ -47,7 +49,7 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		if ec.StoredTask == nil {
 			req.ID = string(ec.TaskID) // GetTask and the message API name it alike
 		}
-		m, _, err := e.router.Send(ctx, req)
+		m, _, err := e.router.Send(traceContext(ctx, ec), req)
 		if err != nil {
 			e.log.Debug("a2a message refused", zap.String("agent", e.agent), zap.Error(err))
 			yield(nil, protocolError(err))
@@ -71,6 +73,23 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		}
 		e.follow(ctx, ec, m, yield)
 	}
+}
+
+// traceContext is ctx with the trace context of the request that started
+// the task (its traceparent, tracestate and baggage headers, which the
+// SDK keeps as the request's service parameters), so that the message is
+// a child of the caller's span.
+func traceContext(ctx context.Context, ec *a2asrv.ExecutorContext) context.Context {
+	c := propagation.MapCarrier{}
+	for _, k := range tracing.Propagator.Fields() {
+		if v, ok := ec.ServiceParams.Get(k); ok && len(v) > 0 {
+			c[k] = v[0]
+		}
+	}
+	if len(c) == 0 {
+		return ctx
+	}
+	return tracing.Propagator.Extract(ctx, c)
 }
 
 // follow turns m's reply events into artifact and status events.

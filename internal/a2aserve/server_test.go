@@ -44,12 +44,18 @@ var exposed = map[string][]expose.Agent{expose.A2A: {
 // talk and skilled accept a2a, quiet does not.
 func serve(t *testing.T, token string) *fixture {
 	t.Helper()
+	return serveWith(t, token, message.Options{})
+}
+
+// serveWith is serve with the router's options.
+func serveWith(t *testing.T, token string, ro message.Options) *fixture {
+	t.Helper()
 	tk := talker.New(t, 8, map[string]message.Target{
 		"talk":    {Accepts: []string{"a2a"}, MaxMessageBytes: 64},
 		"skilled": {Accepts: []string{"a2a"}},
 		"quiet":   {Accepts: []string{"api"}},
 	})
-	f := &fixture{tk: tk, router: message.NewRouter(tk, message.Options{}), catalog: expose.NewStatic(exposed), token: token}
+	f := &fixture{tk: tk, router: message.NewRouter(tk, ro), catalog: expose.NewStatic(exposed), token: token}
 	hs := httptest.NewUnstartedServer(nil) // its listener's address is the cards' URL
 	f.url = "http://" + hs.Listener.Addr().String()
 	srv, err := a2aserve.New(a2aserve.Options{Router: f.router, Catalog: f.catalog, BaseURL: f.url + "/", Listen: "127.0.0.1:0", Token: token})

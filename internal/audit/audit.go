@@ -90,6 +90,10 @@ type Record struct {
 	Instance   string
 	Content    string
 	HasContent bool
+
+	// TraceID and SpanID name the operation's span (hex), "" when not
+	// traced: a line and its trace find each other.
+	TraceID, SpanID string
 }
 
 // line is a Record as written.
@@ -124,6 +128,8 @@ type line struct {
 	ContBytes  *int            `json:"content_bytes,omitempty"`
 	ContSHA256 string          `json:"content_sha256,omitempty"`
 	Content    *string         `json:"content,omitempty"`
+	TraceID    string          `json:"trace_id,omitempty"`
+	SpanID     string          `json:"span_id,omitempty"`
 }
 
 func millis(d time.Duration) json.Number {
@@ -170,6 +176,7 @@ func Encode(r Record) []byte {
 		}
 	}
 	l.Sender, l.MessageID, l.Session, l.Instance = r.Sender, r.MessageID, r.Session, r.Instance
+	l.TraceID, l.SpanID = r.TraceID, r.SpanID
 	b, err := json.Marshal(l)
 	if err != nil { // cannot happen: every field is a plain value
 		b = fmt.Appendf(nil, `{"time":%q,"outcome":"internal","message":%q}`, l.Time, err.Error())

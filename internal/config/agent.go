@@ -27,6 +27,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 				d.errAt(p, "must not be empty")
 			}
 			a.Component = d.resolvePath(s)
+			d.componentAt[name] = d.ix.lookup(p)
 		},
 		"toolings": func(p []string, v any) { a.Toolings = d.asNames(p, v, d.toolings, "tooling", d.knownToolings) },
 		"input": func(p []string, v any) {

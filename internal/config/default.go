@@ -35,6 +35,9 @@ log_format = "console"          # console | json
 #                                 # max_threads - 256 agents; raise it with ulimit -u and TasksMax
 # message_retention = "10m"       # a reply is kept this long after it ended (GET by id, resuming, idempotency keys)
 # store = { backend = "bbolt" }   # the key-value store: bbolt (state_dir/kv.db) | etcd (the default with [cluster])
+# OpenTelemetry traces (docs/observability.md); the OTEL_EXPORTER_OTLP_* environment turns them on too:
+# traces = { endpoint = "http://localhost:4318/v1/traces", headers = { "x-api-key" = "${env:OTLP_KEY}" },
+#            sampler_ratio = 1.0, capture_content = false, keep = 256 }   # keep: traces in memory (GET /v1/traces)
 
 # One [tooling.<name>] per MCP server; <name> is letters, digits, - and _.
 # An "mcpServers" entry ports key for key: command, args, env, or url, headers.

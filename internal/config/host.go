@@ -47,6 +47,7 @@ func (d *decoder) host(path []string, m map[string]any, h *Host) {
 		"mcp":               func(p []string, v any) { h.MCP = d.endpoint(p, v, "mcp") },
 		"a2a":               func(p []string, v any) { h.A2A = d.endpoint(p, v, "a2a") },
 		"store":             func(p []string, v any) { d.hostStore(p, v, &h.Store) },
+		"traces":            func(p []string, v any) { h.Traces = d.traces(p, v) },
 		"max_threads": func(p []string, v any) {
 			n, ok := d.asInt(p, v, MinMaxThreads)
 			if ok && n > MaxMaxThreads {

@@ -120,11 +120,12 @@ func baseDir(name string) string {
 // decoder turns the generic document into a Config, collecting every error
 // with its position.
 type decoder struct {
-	file, dir string
-	ix        *index
-	errs      Errors
-	toolings  map[string]bool // names declared under [tooling], valid or not
-	providers map[string]bool // names declared under [provider], valid or not
+	file, dir   string
+	ix          *index
+	errs        Errors
+	toolings    map[string]bool // names declared under [tooling], valid or not
+	providers   map[string]bool // names declared under [provider], valid or not
+	componentAt map[string]pos  // where each agent's component is written
 }
 
 func (d *decoder) errAt(path []string, format string, args ...any) {
@@ -213,8 +214,9 @@ func editDistance(a, b string) int {
 }
 
 func (d *decoder) config(doc map[string]any) *Config {
-	c := &Config{Path: d.file, Tooling: map[string]*Tooling{}, Agent: map[string]*Agent{}, Provider: map[string]*Provider{}}
-	d.toolings, d.providers = map[string]bool{}, map[string]bool{}
+	c := &Config{Path: d.file, Tooling: map[string]*Tooling{}, Agent: map[string]*Agent{}, Provider: map[string]*Provider{},
+		componentAt: map[string]pos{}}
+	d.toolings, d.providers, d.componentAt = map[string]bool{}, map[string]bool{}, c.componentAt
 	if tm, ok := doc["tooling"].(map[string]any); ok {
 		for k := range tm {
 			d.toolings[k] = true

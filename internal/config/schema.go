@@ -23,6 +23,9 @@ type Config struct {
 	// Path is the file the config was read from ("" when parsed from bytes
 	// without a name).
 	Path string `toml:"-"`
+
+	// componentAt is where each agent's component is written (files.go).
+	componentAt map[string]pos
 }
 
 // Host is the [host] table.
@@ -61,6 +64,10 @@ type Host struct {
 
 	// Store is the key-value store's backend (store.go).
 	Store HostStore `toml:"store"`
+
+	// Traces configures OpenTelemetry traces (traces.go); nil: only the
+	// OTEL_* environment turns them on.
+	Traces *Traces `toml:"traces,omitempty" json:",omitempty"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold

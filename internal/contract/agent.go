@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -50,6 +51,10 @@ type Agent struct {
 	providers  ProviderLookup
 	provAccess ProviderAccess
 	observe    func(ChatRecord)
+
+	// traces (trace.go); tracer nil: none
+	tracer  trace.Tracer
+	capture bool
 }
 
 // Handle is one tooling.get result: the WIT tooling resource.

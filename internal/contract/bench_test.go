@@ -81,7 +81,7 @@ func runCalls(b *testing.B, par int, mk func(i int) callFunc) {
 func BenchmarkCallEcho(b *testing.B) {
 	e := newEnv(b, envOptions{log: zap.NewNop()})
 	ctx := context.Background()
-	cs := testenv.DirectSession(b, e.srv.srv, mcpclient.DefaultProtocolVersion)
+	cs := testenv.DirectSession(b, e.srv.Server, mcpclient.DefaultProtocolVersion)
 
 	const args = `{"text":"hello"}`
 	rawArgs := json.RawMessage(args)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhostd/toolhostd/internal/gateway"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -17,6 +19,9 @@ type call struct {
 	// released is set when the call gave its policy slot back (at its end
 	// or when the agent cancelled it, whichever is first).
 	released atomic.Bool
+
+	// span is the call's execute_tool span; nil when not tracing.
+	span trace.Span
 
 	// blocking only: done is closed when res and err are set
 	done chan struct{}
@@ -60,7 +65,9 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	if blocking {
 		c.done = make(chan struct{})
 	}
-	c.gc = h.s.NewCall(a.ctx, id, a.name, name, args, blocking, c.finished)
+	ctx, span := h.startTool(name, id, args)
+	c.span = span
+	c.gc = h.s.NewCall(ctx, id, a.name, name, args, blocking, c.finished)
 	a.calls[id] = c
 	h.calls[id] = c
 	a.mu.Unlock()
@@ -74,6 +81,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 func (c *call) finished(res tooling.ToolResult, herr *tooling.Error) bool {
 	c.release()
 	c.audit(res, herr)
+	c.endTool(res, herr)
 	a, id := c.h.a, c.gc.ID
 	delivered := false
 	if c.gc.Blocking {

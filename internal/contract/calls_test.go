@@ -175,7 +175,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen right after CallTool = false")
 	}
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool to start")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool to start")
 	if !h.IsOpen(id) {
 		t.Fatal("IsOpen while running = false")
 	}
@@ -184,7 +184,7 @@ func TestIsOpenAndCancelOpenCall(t *testing.T) {
 	}
 	// The in-flight request was cancelled on the server
 	// (notifications/cancelled).
-	if tag := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); tag != "c1" {
+	if tag := testenv.Recv(t, e.srv.SlowCancels(), 10*time.Second, "the server to see the cancellation"); tag != "c1" {
 		t.Fatalf("cancelled %q", tag)
 	}
 	if h.IsOpen(id) {
@@ -232,7 +232,7 @@ func TestCancelCases(t *testing.T) {
 
 	// Queued behind a running call (one worker): cancelled before it runs.
 	running, _ := h.CallTool("slow", `{"tag":"running"}`)
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool")
 	queued, _ := h.CallTool("slow", `{"tag":"queued"}`)
 	if !h.IsOpen(queued) {
 		t.Fatal("a queued call is not open")
@@ -240,14 +240,14 @@ func TestCancelCases(t *testing.T) {
 	if !h.Cancel(queued) {
 		t.Fatal("Cancel of a queued call = false")
 	}
-	close(e.srv.release)
+	e.srv.ReleaseSlow()
 	env := recv(t, in)
 	if env.ID != running {
 		t.Fatalf("got %q, want the running call %q", env.ID, running)
 	}
 	quiet(t, in, 200*time.Millisecond)
 	select {
-	case tag := <-e.srv.slowStarted:
+	case tag := <-e.srv.SlowStarts():
 		t.Fatalf("the cancelled queued call ran (%s)", tag)
 	default:
 	}
@@ -265,7 +265,7 @@ func TestTimeout(t *testing.T) {
 	if env.ID != id || !ok || ev.Err.Code != tooling.CodeTimeout {
 		t.Fatalf("got %+v, want a timeout error for %s", env, id)
 	}
-	testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the timed-out call cancelled")
+	testenv.Recv(t, e.srv.SlowCancels(), 10*time.Second, "the server to see the timed-out call cancelled")
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"t2"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatalf("blocking: %v, want timeout", err)
 	}
@@ -276,7 +276,7 @@ func TestQueuedCallTimesOut(t *testing.T) {
 	e := newEnv(t, envOptions{limits: gateway.Limits{MaxConcurrentCalls: 1, CallTimeout: 300 * time.Millisecond}})
 	_, h, in := e.agent(t, "a", 8)
 	first, _ := h.CallTool("slow", `{"tag":"first"}`)
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool")
 	second, _ := h.CallTool("slow", `{"tag":"second"}`)
 	got := map[string]tooling.ErrorCode{}
 	for range 2 {
@@ -348,14 +348,14 @@ func TestCallToolBlocking(t *testing.T) {
 				_, err := h.CallToolBlocking(ctx, "slow", fmt.Sprintf(`{"tag":%q}`, tag))
 				errc <- err
 			}()
-			if got := testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool"); got != tag {
+			if got := testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool"); got != tag {
 				t.Fatalf("started %q", got)
 			}
 			tt.stop(cancel, a, in)
 			if err := testenv.Recv(t, errc, 10*time.Second, "CallToolBlocking to return"); codeOf(t, err) != tooling.CodeCancelled {
 				t.Fatalf("%v, want cancelled", err)
 			}
-			if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the server to see the cancellation"); got != tag {
+			if got := testenv.Recv(t, e.srv.SlowCancels(), 10*time.Second, "the server to see the cancellation"); got != tag {
 				t.Fatalf("cancelled %q", got)
 			}
 			if _, err := h.CallToolBlocking(context.Background(), "echo", `{}`); tt.name != "ctx ends" && codeOf(t, err) != tooling.CodeCancelled {
@@ -373,9 +373,9 @@ func TestHandleDropCancelsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	doomed, _ := h1.CallTool("slow", `{"tag":"doomed"}`)
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool")
 	h1.Close()
-	if got := testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellation"); got != "doomed" {
+	if got := testenv.Recv(t, e.srv.SlowCancels(), 10*time.Second, "the cancellation"); got != "doomed" {
 		t.Fatalf("cancelled %q", got)
 	}
 	if h1.IsOpen(doomed) || h2.IsOpen(doomed) {
@@ -404,11 +404,11 @@ func TestAgentCloseCancelsCalls(t *testing.T) {
 		}
 	}
 	for range 3 {
-		testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tools")
+		testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tools")
 	}
 	a.Close()
 	for range 3 {
-		testenv.Recv(t, e.srv.slowCancelled, 10*time.Second, "the cancellations")
+		testenv.Recv(t, e.srv.SlowCancels(), 10*time.Second, "the cancellations")
 	}
 	quiet(t, in, 100*time.Millisecond)
 }
@@ -506,10 +506,10 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		_, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"blocking"}`)
 		errc <- err
 	}()
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a first call")
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "a second call")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "a first call")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "a second call")
 	select {
-	case tag := <-e.srv.slowStarted:
+	case tag := <-e.srv.SlowStarts():
 		t.Fatalf("a third call (%s) ran with max_concurrent_calls 2", tag)
 	case <-time.After(200 * time.Millisecond):
 	}
@@ -518,7 +518,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 			t.Fatalf("%s is not open", id)
 		}
 	}
-	close(e.srv.release)
+	e.srv.ReleaseSlow()
 	if err := testenv.Recv(t, errc, 10*time.Second, "the blocking call"); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 			t.Fatalf("no result for %s", id)
 		}
 	}
-	if m := e.srv.slowMax.Load(); m != 2 {
+	if m := e.srv.SlowMax(); m != 2 {
 		t.Fatalf("at most %d calls ran at once, want 2", m)
 	}
 }

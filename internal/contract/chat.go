@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -159,14 +160,15 @@ func (ph *ProviderHandle) Chat(ctx context.Context, req provider.Request) (provi
 	if err := ph.admit(audit.OpChat, req, raw); err != nil {
 		return provider.Response{}, err
 	}
-	cctx, cancel := context.WithCancel(ph.a.ctx)
+	pctx, span := ph.startChat(ph.parent(), req)
+	cctx, cancel := context.WithCancel(pctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	start := time.Now()
 	resp, err := ph.p.Chat(cctx, req)
 	herr := chatError(cctx, err)
-	ph.audit(chatEnd{op: audit.OpChat, req: req, raw: raw, start: start, resp: resp, err: herr})
+	ph.audit(chatEnd{op: audit.OpChat, req: req, raw: raw, start: start, resp: resp, err: herr, span: span})
 	if herr != nil {
 		return provider.Response{}, herr
 	}
@@ -182,6 +184,8 @@ type stream struct {
 	start  time.Time
 	ctx    context.Context
 	cancel context.CancelFunc
+	span   trace.Span // nil when not tracing
+	deltas int        // counted for the span, never recorded
 }
 
 // ChatStream validates req, reserves the stream's inbox slot and starts
@@ -208,7 +212,9 @@ func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
 		}
 		return refuse(tooling.Errorf(tooling.CodeInternal, "reserving the inbox slot: %w", err))
 	}
-	s.ctx, s.cancel = context.WithCancel(a.ctx)
+	pctx, span := ph.startChat(ph.parent(), req)
+	s.span = span
+	s.ctx, s.cancel = context.WithCancel(pctx)
 	a.mu.Lock()
 	if a.closed || ph.closed {
 		a.mu.Unlock()
@@ -282,6 +288,7 @@ func (s *stream) run() {
 			if first.IsZero() {
 				first = time.Now()
 			}
+			s.deltas++
 			a.in.Delta(s.id, text)
 		})
 	}()
@@ -300,7 +307,8 @@ func (s *stream) run() {
 	}
 	a.mu.Unlock()
 	s.cancel()
-	ph.audit(chatEnd{op: audit.OpChatStream, id: s.id, req: s.req, raw: s.raw, start: s.start, first: first, resp: resp, err: herr})
+	ph.audit(chatEnd{op: audit.OpChatStream, id: s.id, req: s.req, raw: s.raw, start: s.start, first: first, resp: resp, err: herr,
+		span: s.span, deltas: s.deltas})
 	if ce := a.log.Check(zap.DebugLevel, "chat stream done"); ce != nil {
 		ce.Write(zap.String("stream_id", s.id), zap.String("provider", ph.name), zap.Duration("duration", time.Since(s.start)), zap.Bool("delivered", delivered))
 	}

@@ -3,6 +3,8 @@ package contract
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
@@ -19,6 +21,10 @@ type chatEnd struct {
 	first time.Time // the first delta; zero: none
 	resp  provider.Response
 	err   *tooling.Error
+	// span is the request's chat span (nil: none, or refused before it
+	// was made); deltas counts a stream's deltas for it.
+	span   trace.Span
+	deltas int
 }
 
 // audit writes the request's audit line and reports it to the chat
@@ -39,6 +45,7 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 		ft = e.first.Sub(e.start)
 	}
 	usage := e.err == nil
+	tid, sid := spanIDs(e.span)
 	if a.audit != nil {
 		a.audit.Write(audit.Record{
 			Agent: a.name, Provider: ph.name, Op: e.op, StreamID: e.id, Model: model,
@@ -46,8 +53,10 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 			FirstToken: ft, HasFirstToken: !e.first.IsZero(),
 			InputTokens: e.resp.Usage.InputTokens, OutputTokens: e.resp.Usage.OutputTokens, HasUsage: usage,
 			Request: e.raw, HasRequest: true, WithArgs: ph.auditMessages(),
+			TraceID: tid, SpanID: sid,
 		})
 	}
+	ph.endChat(e.span, e, e.deltas)
 	if a.observe != nil {
 		a.observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
 			Duration: d, FirstToken: ft, HasFirstToken: !e.first.IsZero(), Usage: e.resp.Usage})

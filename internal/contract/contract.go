@@ -14,6 +14,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -53,6 +54,11 @@ type Options struct {
 	// not-found. Every agent has a mailbox for the messages delivered to
 	// it.
 	Messaging Messaging
+	// Tracer starts the agent's execute_tool and chat spans; nil: none.
+	Tracer trace.TracerProvider
+	// CaptureContent records tool arguments and results, prompts and
+	// completions on the spans.
+	CaptureContent bool
 }
 
 // NewAgent registers an agent with hub's toolings: in is its inbox (the
@@ -80,6 +86,10 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent 
 		provAccess: o.ProviderAccess,
 		observe:    o.ChatObserver,
 		messaging:  o.Messaging,
+		capture:    o.CaptureContent,
+	}
+	if o.Tracer != nil {
+		a.tracer = o.Tracer.Tracer(tracerName)
 	}
 	a.mb = message.NewMailbox(in, nil)
 	if a.messaging.Router != nil {

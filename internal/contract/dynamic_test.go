@@ -19,7 +19,7 @@ import (
 // namedMemTooling is memTooling called name with a connect timeout (30s)
 // longer than the tests wait for an envelope: an operation left waiting for
 // a session after its tooling was removed would fail them.
-func namedMemTooling(t testing.TB, name string, s *server) *mcpclient.Client {
+func namedMemTooling(t testing.TB, name string, s *testenv.MCPServer) *mcpclient.Client {
 	t.Helper()
 	return memTooling(t, name, s, zap.NewNop(), 30*time.Second)
 }
@@ -65,7 +65,7 @@ func TestAddAndRemoveToolingWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the slow call")
+	testenv.Recv(t, srv.SlowStarts(), 10*time.Second, "the slow call")
 
 	if err := e.hub.RemoveTooling("extra"); err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestRemoveToolingFailsQueuedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Recv(t, srv.slowStarted, 10*time.Second, "the running call")
+	testenv.Recv(t, srv.SlowStarts(), 10*time.Second, "the running call")
 	queued, err := h.CallTool("echo", `{"text":"queued"}`)
 	if err != nil {
 		t.Fatal(err)

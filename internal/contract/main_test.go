@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -26,33 +25,15 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// server is a real go-sdk MCP server, run in-process over in-memory
-// transports, with the tools and resources the tests need and counters of
-// what it saw.
-type server struct {
-	srv *mcp.Server
-
-	slowStarted   chan string // the slow tool began (its "tag" argument)
-	slowCancelled chan string // the slow tool saw its request cancelled
-	release       chan struct{}
-
-	subscribes   sync.Map // uri -> *atomic.Int64
-	unsubscribes sync.Map // uri -> *atomic.Int64
-	reads        atomic.Int64
-	failSubs     atomic.Bool // SubscribeHandler fails
-
-	slowActive, slowMax atomic.Int64 // slow tools running now, at most
-
-	readGate    atomic.Pointer[chan struct{}] // when set, reads wait on it
-	readStarted chan string
-
-	mu      sync.Mutex
-	content map[string]string
-}
-
-type echoIn struct {
-	Text string `json:"text,omitempty"`
-	Tag  string `json:"tag,omitempty"`
+// newServer is the suite's MCP server: the tools echo, fail and slow, the
+// resources test://r0, r1 and r2 (content "v0"), resources/subscribe when
+// subscribable.
+func newServer(subscribable bool) *testenv.MCPServer {
+	s := testenv.NewMCPServer(testenv.MCPServerOptions{Name: "pump-test", Subscribable: subscribable, SlowTool: "slow"})
+	for i := range 3 {
+		s.AddResource(fmt.Sprintf("test://r%d", i), "v0")
+	}
+	return s
 }
 
 func counter(m *sync.Map, key string) *atomic.Int64 {
@@ -60,111 +41,11 @@ func counter(m *sync.Map, key string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-func newServer(subscribable bool) *server {
-	s := &server{
-		slowStarted:   make(chan string, 1024),
-		slowCancelled: make(chan string, 1024),
-		release:       make(chan struct{}),
-		readStarted:   make(chan string, 1024),
-		content:       map[string]string{},
-	}
-	opts := &mcp.ServerOptions{}
-	if subscribable {
-		opts.SubscribeHandler = func(_ context.Context, req *mcp.SubscribeRequest) error {
-			if s.failSubs.Load() {
-				return errors.New("subscriptions are off")
-			}
-			counter(&s.subscribes, req.Params.URI).Add(1)
-			return nil
-		}
-		opts.UnsubscribeHandler = func(_ context.Context, req *mcp.UnsubscribeRequest) error {
-			counter(&s.unsubscribes, req.Params.URI).Add(1)
-			return nil
-		}
-	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "pump-test", Version: "1.0.0"}, opts)
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "echo", Description: "echoes text"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "fail", Description: "a tool error"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed: " + in.Text}}}, nil, nil
-		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "slow", Description: "blocks until cancelled or released"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			n := s.slowActive.Add(1)
-			defer s.slowActive.Add(-1)
-			for {
-				m := s.slowMax.Load()
-				if n <= m || s.slowMax.CompareAndSwap(m, n) {
-					break
-				}
-			}
-			s.slowStarted <- in.Tag
-			select {
-			case <-ctx.Done():
-				s.slowCancelled <- in.Tag
-				return nil, nil, ctx.Err()
-			case <-s.release:
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released " + in.Tag}}}, nil, nil
-			}
-		})
-	for i := range 3 {
-		s.addResource(fmt.Sprintf("test://r%d", i), "v0")
-	}
-	return s
-}
-
-// addResource adds (or replaces) a text resource; the server then sends
-// notifications/resources/list_changed.
-func (s *server) addResource(uri, text string) {
-	s.setContent(uri, text)
-	s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
-		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			s.reads.Add(1)
-			if g := s.readGate.Load(); g != nil {
-				s.readStarted <- req.Params.URI
-				select {
-				case <-*g:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			}
-			s.mu.Lock()
-			text := s.content[req.Params.URI]
-			s.mu.Unlock()
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
-		})
-}
-
-func (s *server) setContent(uri, text string) {
-	s.mu.Lock()
-	s.content[uri] = text
-	s.mu.Unlock()
-}
-
-// update changes uri's content and notifies its subscribers.
-func (s *server) update(t testing.TB, uri, text string) {
-	t.Helper()
-	s.setContent(uri, text)
-	if err := s.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// dropSessions closes every server session: the tooling reconnects.
-func (s *server) dropSessions() {
-	for ss := range s.srv.Sessions() {
-		ss.Close()
-	}
-}
-
 func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
 
 // env is a hub serving one real mcp tooling connected to a server.
 type env struct {
-	srv *server
+	srv *testenv.MCPServer
 	mcp *mcpclient.Client
 	ct  *countingTooling // what the hub serves: mcp, its subscriptions counted
 	hub *gateway.Hub
@@ -252,7 +133,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 // in-memory transports (a fresh pair per connection attempt), allowing 64
 // calls at once, waiting at most connect for a session. Nothing serves it
 // yet.
-func memTooling(t testing.TB, name string, s *server, log *zap.Logger, connect time.Duration) *mcpclient.Client {
+func memTooling(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger, connect time.Duration) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
@@ -261,7 +142,7 @@ func memTooling(t testing.TB, name string, s *server, log *zap.Logger, connect t
 		MaxConcurrentCalls: 64,
 		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, log, mcpclient.Options{Dialer: testenv.InMemoryDialer(s.srv)})
+	m, err := mcpclient.New(cfg, log, mcpclient.Options{Dialer: s.Dialer()})
 	if err != nil {
 		t.Fatal(err)
 	}

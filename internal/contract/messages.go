@@ -47,7 +47,7 @@ func (a *Agent) Send(to, content string, session *string) (string, error) {
 		s = *session
 	}
 	allowed := a.messaging.SendsTo != nil && a.messaging.SendsTo(to)
-	return a.ob.Send(a.ctx, to, content, s, allowed, a.messaging.AuditContent)
+	return a.ob.Send(a.messageContext(a.ctx), to, content, s, allowed, a.messaging.AuditContent)
 }
 
 // MessageIsOpen is the messages interface's is-open.

@@ -59,6 +59,7 @@ func (h *Handle) admit(op, tool, args string) error {
 
 // recordRefused audits a call refused before it was made.
 func (h *Handle) recordRefused(op, tool, args string, err error) {
+	h.refusedTool(tool, err)
 	if !h.audited() {
 		return
 	}
@@ -82,6 +83,7 @@ func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
 	}
 	r := audit.Record{Op: c.op(), Tool: c.gc.Tool, CallID: c.gc.ID, Duration: time.Since(c.gc.Start()),
 		Args: c.gc.Args, HasArgs: true, WithArgs: h.pol.Grant().AuditArguments()}
+	r.TraceID, r.SpanID = spanIDs(c.span)
 	switch {
 	case herr != nil:
 		r.Outcome, r.Message = herr.Code.String(), herr.Message

@@ -46,7 +46,7 @@ func TestPolicyUpdateFiltersDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.update(t, "test://r0", "v1")
+	e.srv.Update(t, "test://r0", "v1")
 	if env := recv(t, ina); env.ID != subA {
 		t.Fatalf("a got %+v", env)
 	}
@@ -55,7 +55,7 @@ func TestPolicyUpdateFiltersDeliveries(t *testing.T) {
 	}
 
 	pol.Update(map[string]policy.Rules{"mem": {Resources: []string{"test://r1"}}})
-	e.srv.update(t, "test://r0", "v2")
+	e.srv.Update(t, "test://r0", "v2")
 	if env := recv(t, inb); env.ID != subB {
 		t.Fatalf("b got %+v", env)
 	}
@@ -76,7 +76,7 @@ func TestPolicyUpdateFiltersDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.addResource("test://x", "new")
+	e.srv.AddResource("test://x", "new")
 	got := map[string][]string{}
 	for _, in := range []*inbox.Inbox{ina, inb} {
 		env := recv(t, in)

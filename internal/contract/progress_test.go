@@ -20,7 +20,7 @@ func TestCallIDInProgressLogs(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := newEnv(t, envOptions{log: zap.New(core)})
 	type none struct{}
-	mcp.AddTool(e.srv.srv, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(e.srv.Server, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
 		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: "done",
 		})

@@ -18,8 +18,8 @@ import (
 // serverUnsubscribes what the server received.
 func subscribes(e *env, uri string) int64         { return counter(&e.ct.subscribes, uri).Load() }
 func unsubscribes(e *env, uri string) int64       { return counter(&e.ct.unsubscribes, uri).Load() }
-func serverSubscribes(e *env, uri string) int64   { return counter(&e.srv.subscribes, uri).Load() }
-func serverUnsubscribes(e *env, uri string) int64 { return counter(&e.srv.unsubscribes, uri).Load() }
+func serverSubscribes(e *env, uri string) int64   { return e.srv.Subscribes(uri) }
+func serverUnsubscribes(e *env, uri string) int64 { return e.srv.Unsubscribes(uri) }
 
 func mustSubscribe(t testing.TB, h *contract.Handle, uri string) string {
 	t.Helper()
@@ -81,7 +81,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	if got := serverSubscribes(e, "test://r0"); got < 1 {
 		t.Fatal("the server saw no subscribe")
 	}
-	e.srv.update(t, "test://r0", "v1")
+	e.srv.Update(t, "test://r0", "v1")
 	for i, m := range ms {
 		want := map[string]bool{m.id: true}
 		if i == 0 {
@@ -96,7 +96,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 			delete(want, env.ID)
 		}
 	}
-	if got := e.srv.reads.Load(); got != 1 {
+	if got := e.srv.TotalReads(); got != 1 {
 		t.Fatalf("%d reads for one update, want 1", got)
 	}
 	for _, m := range ms {
@@ -114,7 +114,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	if got := unsubscribes(e, "test://r0") + serverUnsubscribes(e, "test://r0"); got != 0 {
 		t.Fatalf("%d MCP unsubscribes with one subscriber left", got)
 	}
-	e.srv.update(t, "test://r0", "v2")
+	e.srv.Update(t, "test://r0", "v2")
 	wantUpdate(t, ms[n-1].in, ms[n-1].id, "test://r0", "v2")
 	for _, m := range ms[:n-1] {
 		quiet(t, m.in, 0)
@@ -128,7 +128,7 @@ func TestSubscriptionRefcountAndFanout(t *testing.T) {
 	if got := subscribes(e, "test://r0"); got != 2 {
 		t.Fatalf("%d MCP subscribes, want 2", got)
 	}
-	e.srv.update(t, "test://r0", "v3")
+	e.srv.Update(t, "test://r0", "v3")
 	wantUpdate(t, ms[3].in, id, "test://r0", "v3")
 }
 
@@ -136,24 +136,22 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	_, h, in := e.agent(t, "a", 4)
 	id := mustSubscribe(t, h, "test://r1")
-	gate := make(chan struct{})
-	e.srv.readGate.Store(&gate)
-	e.srv.update(t, "test://r1", "first")
-	testenv.Recv(t, e.srv.readStarted, 10*time.Second, "the first read")
+	release := e.srv.HoldReads()
+	e.srv.Update(t, "test://r1", "first")
+	testenv.Recv(t, e.srv.ReadStarts(), 10*time.Second, "the first read")
 	for i := range 5 {
-		e.srv.update(t, "test://r1", fmt.Sprint("later-", i))
+		e.srv.Update(t, "test://r1", fmt.Sprint("later-", i))
 	}
 	testenv.Eventually(t, 10*time.Second, "the six notifications to reach the hub", func() bool {
 		return counter(&e.ct.notified, "test://r1").Load() >= 6
 	})
 	select {
-	case uri := <-e.srv.readStarted:
+	case uri := <-e.srv.ReadStarts():
 		t.Fatalf("a second read of %s began while the first was in flight", uri)
 	default:
 	}
-	e.srv.readGate.Store(nil)
-	close(gate)
-	testenv.Eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.reads.Load() >= 2 })
+	release()
+	testenv.Eventually(t, 10*time.Second, "the follow-up read", func() bool { return e.srv.TotalReads() >= 2 })
 	// Whatever the interleaving, the last content is what is delivered
 	// last, and no more than one envelope is undelivered for id. The
 	// follow-up read's fan-out is the second update offered; a third read
@@ -162,7 +160,7 @@ func TestUpdatesCollapseWhileReading(t *testing.T) {
 		st := e.hub.Stats()
 		return len(st) == 1 && st[0].Updates >= 2
 	})
-	if got := e.srv.reads.Load(); got != 2 {
+	if got := e.srv.TotalReads(); got != 2 {
 		t.Fatalf("%d reads for one update plus five during its read, want 2", got)
 	}
 	var last string
@@ -187,10 +185,10 @@ func TestCoalescingInInbox(t *testing.T) {
 	id := mustSubscribe(t, h, "test://r2")
 	callID, _ := h.CallTool("echo", `{"text":"between"}`)
 	testenv.Eventually(t, 10*time.Second, "the call result", func() bool { return in.Pending() == 1 })
-	e.srv.update(t, "test://r2", "u1")
+	e.srv.Update(t, "test://r2", "u1")
 	testenv.Eventually(t, 10*time.Second, "the first update", func() bool { return in.Pending() == 2 })
 	for i := range 3 {
-		e.srv.update(t, "test://r2", fmt.Sprint("u", i+2))
+		e.srv.Update(t, "test://r2", fmt.Sprint("u", i+2))
 		testenv.Eventually(t, 10*time.Second, "a coalesced update", func() bool { return in.Stats().Coalesced == uint64(i+1) })
 	}
 	if in.Pending() != 2 {
@@ -226,7 +224,7 @@ func TestResourceListChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.addResource("test://new", "n")
+	e.srv.AddResource("test://new", "n")
 	for _, c := range []struct {
 		in *inbox.Inbox
 		id string
@@ -246,7 +244,7 @@ func TestResourceListChanged(t *testing.T) {
 	if !h1.UnsubscribeResourceList(id1) {
 		t.Fatal("UnsubscribeResourceList = false")
 	}
-	e.srv.addResource("test://newer", "n")
+	e.srv.AddResource("test://newer", "n")
 	env := recv(t, in2)
 	if ev := env.Event.(inbox.ResourceListUpdated); env.ID != id2 || len(ev.Resources) != 5 {
 		t.Fatalf("b got %+v", env)
@@ -258,9 +256,9 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	_, h, in := e.agent(t, "a", 4)
 	id := mustSubscribe(t, h, "test://r0")
-	e.srv.update(t, "test://r0", "1")
+	e.srv.Update(t, "test://r0", "1")
 	wantUpdate(t, in, id, "test://r0", "1")
-	e.srv.update(t, "test://r0", "2")
+	e.srv.Update(t, "test://r0", "2")
 	testenv.Eventually(t, 10*time.Second, "the undelivered update", func() bool { return in.Pending() == 1 })
 	if h.UnsubscribeResourceList(id) {
 		t.Fatal("UnsubscribeResourceList of a resource subscription = true")
@@ -277,7 +275,7 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	if h.UnsubscribeResource("6f1c2c1e-0000-4000-8000-000000000000") {
 		t.Fatal("UnsubscribeResource of an unknown id = true")
 	}
-	e.srv.update(t, "test://r0", "3")
+	e.srv.Update(t, "test://r0", "3")
 	quiet(t, in, 150*time.Millisecond)
 }
 
@@ -297,9 +295,9 @@ func TestHandleDropAndAgentCloseEndSubscriptions(t *testing.T) {
 	if got, server := unsubscribes(e, "test://r0"), serverUnsubscribes(e, "test://r0"); got != 1 || server != 1 {
 		t.Fatalf("after the handle drop: %d MCP unsubscribes of r0 (server saw %d), want 1", got, server)
 	}
-	e.srv.update(t, "test://r0", "x")
-	e.srv.addResource("test://another", "y")
-	e.srv.update(t, "test://r1", "z")
+	e.srv.Update(t, "test://r0", "x")
+	e.srv.AddResource("test://another", "y")
+	e.srv.Update(t, "test://r1", "z")
 	wantUpdate(t, in, kept, "test://r1", "z")
 	quiet(t, in, 150*time.Millisecond)
 
@@ -307,7 +305,7 @@ func TestHandleDropAndAgentCloseEndSubscriptions(t *testing.T) {
 	if got, server := unsubscribes(e, "test://r1"), serverUnsubscribes(e, "test://r1"); got != 1 || server != 1 {
 		t.Fatalf("after agent close: %d MCP unsubscribes of r1 (server saw %d), want 1", got, server)
 	}
-	e.srv.update(t, "test://r1", "after")
+	e.srv.Update(t, "test://r1", "after")
 	quiet(t, in, 150*time.Millisecond)
 	if _, err := h2.SubscribeResource(context.Background(), "test://r1"); codeOf(t, err) != tooling.CodeCancelled {
 		t.Fatalf("subscribe after close: %v", err)
@@ -324,8 +322,8 @@ func TestResubscribeFailed(t *testing.T) {
 	// After a reconnect, re-subscribing r0 fails; r1 was made before and
 	// fails too, so allow it just for r1 by turning failure off once r0's
 	// error is seen.
-	e.srv.failSubs.Store(true)
-	e.srv.dropSessions()
+	e.srv.RefuseSubscribe("", true)
+	e.srv.DropSessions()
 	for _, c := range []struct {
 		in *inbox.Inbox
 		id string
@@ -344,13 +342,13 @@ func TestResubscribeFailed(t *testing.T) {
 	if h.UnsubscribeResource(id) {
 		t.Fatal("UnsubscribeResource of a failed subscription = true")
 	}
-	e.srv.failSubs.Store(false)
+	e.srv.RefuseSubscribe("", false)
 	testenv.Eventually(t, 10*time.Second, "a session", func() bool { return e.mcp.Status().Connected })
-	e.srv.update(t, "test://r0", "after")
+	e.srv.Update(t, "test://r0", "after")
 	quiet(t, in, 150*time.Millisecond)
 	// A new subscription works again.
 	id3 := mustSubscribe(t, h, "test://r0")
-	e.srv.update(t, "test://r0", "again")
+	e.srv.Update(t, "test://r0", "again")
 	wantUpdate(t, in, id3, "test://r0", "again")
 }
 
@@ -367,7 +365,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, _ := h.CallTool("slow", `{"tag":"cancel-me"}`)
-	testenv.Recv(t, e.srv.slowStarted, 10*time.Second, "the slow tool")
+	testenv.Recv(t, e.srv.SlowStarts(), 10*time.Second, "the slow tool")
 	h.Cancel(slow)
 	if _, err := h.CallToolBlocking(context.Background(), "slow", `{"tag":"time-out"}`); codeOf(t, err) != tooling.CodeTimeout {
 		t.Fatal(err)
@@ -378,7 +376,7 @@ func TestStats(t *testing.T) {
 	if _, err := h.CallTool("slow", `{"tag":"4"}`); codeOf(t, err) != tooling.CodeBusy {
 		t.Fatal(err)
 	}
-	e.srv.update(t, "test://r0", "new")
+	e.srv.Update(t, "test://r0", "new")
 	recv(t, in2)
 	for range 3 {
 		recv(t, in) // the update and two of the timeouts, in any order

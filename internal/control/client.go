@@ -160,6 +160,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	injectTrace(ctx, req.Header)
 	if header != nil {
 		header(req.Header)
 	}

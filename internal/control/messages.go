@@ -86,7 +86,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		Agent: agent, Session: req.Session, Sender: message.SenderAPI, Content: *req.Content,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	}
-	ctx, ok := forwarded(w, r, &mreq)
+	ctx, ok := forwarded(w, r.WithContext(traceContext(r)), &mreq)
 	if !ok {
 		return
 	}

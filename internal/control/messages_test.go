@@ -14,83 +14,31 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/control/controltest"
-	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/testenv"
+	"github.com/toolhostd/toolhostd/internal/testenv/talker"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-// talker is a message.Agents with one agent, "talk", whose instance is a
-// goroutine answering like a guest would: "words A B C" streams each word
-// as a delta then replies "."; "fail" ends with reply-error; "hold" waits
-// for release before it replies "released". "old" is an agent that cannot
-// receive messages.
-type talker struct {
-	in      *inbox.Inbox
-	mb      *message.Mailbox
-	release chan struct{}
-	done    chan struct{}
+// agents are the talker's: "talk" answers like a guest would (see
+// talker), "old" is an agent that cannot receive messages.
+type agents struct{ *talker.Talker }
+
+func newAgents(t *testing.T, capacity int) agents {
+	target := message.Target{Accepts: []string{"api"}, MaxMessageBytes: 64}
+	return agents{talker.New(t, capacity, map[string]message.Target{"talk": target, "old": target})}
 }
 
-func newTalker(t *testing.T, capacity int) *talker {
-	in := inbox.New(capacity)
-	tk := &talker{in: in, mb: message.NewMailbox(in, nil), release: make(chan struct{}), done: make(chan struct{})}
-	go tk.guest()
-	t.Cleanup(func() { in.Shutdown(); <-tk.done })
-	return tk
-}
-
-func (tk *talker) Target(agent string) (message.Target, error) {
-	switch agent {
-	case "talk", "old":
-		return message.Target{Accepts: []string{"api"}, MaxMessageBytes: 64}, nil
-	}
-	return message.Target{}, message.ErrUnknownAgent
-}
-
-func (tk *talker) Deliver(_ context.Context, m *message.Message) error {
+func (a agents) Deliver(ctx context.Context, m *message.Message) error {
 	if m.Agent() == "old" {
 		return message.ErrUnsupported
 	}
-	return tk.mb.Put(m)
+	return a.Talker.Deliver(ctx, m)
 }
 
-func (tk *talker) guest() {
-	defer close(tk.done)
-	for {
-		env, ok := tk.in.Recv(context.Background(), nil)
-		if !ok {
-			return
-		}
-		msg, ok := env.Event.(inbox.Message)
-		if !ok {
-			continue
-		}
-		switch words := strings.Fields(msg.Content); {
-		case len(words) > 0 && words[0] == "words":
-			for _, w := range words[1:] {
-				_ = tk.mb.Delta(env.ID, w+" ")
-			}
-			_ = tk.mb.Reply(env.ID, ".")
-		case msg.Content == "fail":
-			_ = tk.mb.Fail(env.ID, "cannot do that")
-		case msg.Content == "hold":
-			_ = tk.mb.Delta(env.ID, "holding ")
-			select {
-			case <-tk.release:
-			case <-tk.in.Done():
-				return
-			}
-			_ = tk.mb.Reply(env.ID, "released")
-		default:
-			_ = tk.mb.Reply(env.ID, msg.Content)
-		}
-	}
-}
-
-func messageServer(t *testing.T, capacity int) (*talker, *control.Client, *http.Client, string) {
+func messageServer(t *testing.T, capacity int) (agents, *control.Client, *http.Client, string) {
 	t.Helper()
-	tk := newTalker(t, capacity)
+	tk := newAgents(t, capacity)
 	sock := filepath.Join(t.TempDir(), "c.sock")
 	s, err := control.NewServer(control.Options{Backend: controltest.NewBackend(), Socket: sock,
 		Messages: message.NewRouter(tk, message.Options{})})
@@ -192,14 +140,14 @@ func TestMessageRefusals(t *testing.T) {
 
 func TestMessageBusy(t *testing.T) {
 	tk, _, hc, base := messageServer(t, 1)
-	defer close(tk.release)
-	resp, _ := post(t, hc, base+"/v1/agents/talk/messages?wait=0s", `{"content":"hold"}`, nil)
+	defer tk.Release()
+	resp, _ := post(t, hc, base+"/v1/agents/talk/messages?wait=0s", `{"content":"block"}`, nil)
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("hold: %d", resp.StatusCode)
+		t.Fatalf("block: %d", resp.StatusCode)
 	}
-	// The guest took "hold" out of the inbox; fill the inbox again with a
-	// message it cannot read while holding, then one more is refused.
-	testenv.Eventually(t, 10*time.Second, "the guest to take the held message", func() bool { return tk.in.Pending() == 0 })
+	// The guest took "block" out of the inbox; fill the inbox again with a
+	// message it cannot read while blocked, then one more is refused.
+	testenv.Eventually(t, 10*time.Second, "the guest to take the held message", func() bool { return tk.Pending() == 0 })
 	post(t, hc, base+"/v1/agents/talk/messages?wait=0s", `{"content":"queued"}`, nil)
 	resp, body := post(t, hc, base+"/v1/agents/talk/messages?wait=0s", `{"content":"one too many"}`, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
@@ -276,7 +224,7 @@ func TestMessageResume(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	close(tk.release)
+	tk.Release()
 	// A retry with the same key resumes the same message instead of a new one.
 	var rest []message.Event
 	var mu sync.Mutex
@@ -307,7 +255,7 @@ func TestMessageWait(t *testing.T) {
 	if err != nil || cancelled.Status != message.StatusCancelled || cancelled.Error == nil || cancelled.Error.Code != tooling.CodeCancelled.String() {
 		t.Fatalf("DELETE: %+v %v", cancelled, err)
 	}
-	close(tk.release)
+	tk.Release()
 	if _, err := c.Message(t.Context(), "talk", "no-such-id"); !errors.Is(err, control.ErrUnknownAgent) && !strings.Contains(err.Error(), "no message") {
 		t.Fatalf("unknown id: %v", err)
 	}

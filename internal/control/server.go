@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // Default places of the control socket.
@@ -69,6 +70,8 @@ type Options struct {
 	Messages Messenger
 	// KV serves /v1/kv (kv.go; nil: those answer 404).
 	KV KVStore
+	// Traces serves /v1/traces (traces.go; nil: those answer 404).
+	Traces *tracing.Recent
 	// ShutdownTimeout bounds the graceful stop at the end of Serve
 	// (0: DefaultShutdownTimeout); requests still running then are cut.
 	ShutdownTimeout time.Duration
@@ -376,6 +379,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/agents/{name}/{action}", s.agentAction)
 	s.messageRoutes(mux)
 	s.kvRoutes(mux)
+	s.traceRoutes(mux)
 	mux.HandleFunc("/v1/toolings", only(http.MethodGet, s.listToolings))
 	mux.HandleFunc("/v1/reload", only(http.MethodPost, s.reload))
 	mux.HandleFunc("/v1/cluster", only(http.MethodGet, s.cluster))

@@ -70,7 +70,7 @@ component = %q
 input = "xxxxx"
 restart = "never"
 limits = { log_rate = 10, log_burst = 20 }
-`, wat(t, "flood"))), WithMetrics())
+`, wat(t, "flood"))), Options{Metrics: true})
 	m := r.d.Metrics()
 	r.waitAgent(t, "flood", "exited", func(a control.AgentStatus) bool { return a.State == stateExited })
 	written := r.logs.FilterMessage("flood").Len()

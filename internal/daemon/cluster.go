@@ -8,8 +8,6 @@ package daemon
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -18,15 +16,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/forward"
-	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/idem"
+	"github.com/toolhostd/toolhostd/internal/supervisor"
 )
 
 // clusterState is the daemon's cluster part; nil fields without [cluster].
@@ -37,20 +33,13 @@ type clusterState struct {
 	// ledger keeps the router's idempotency keys in etcd (set by
 	// newRouter); closed before the client.
 	ledger *idem.Ledger
-	// insts are the running per-session instances (guarded by Daemon.mu),
-	// which Halt stops with the others.
-	insts map[*host.Agent]bool
-	ttl   time.Duration
-	cfg   config.Cluster // as started: a reload does not change it
-	stop  context.CancelFunc
-	done  chan struct{}
+	ttl    time.Duration
+	cfg    config.Cluster // as started: a reload does not change it
+	stop   context.CancelFunc
+	done   chan struct{}
 	// placed is what the node places (placement), the running config's.
 	placed atomic.Pointer[cluster.Placement]
 }
-
-// WithFenceOverrun sets what happens when a fence did not stop the agents
-// in time (cluster.Options.Overrun); serve exits the process.
-func WithFenceOverrun(f func()) Option { return func(o *options) { o.overrun = f } }
 
 // setupCluster connects to etcd (lazily: no request yet) and makes the
 // node, for a config with [cluster].
@@ -59,7 +48,7 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 	if c == nil {
 		return nil
 	}
-	ccfg, err := etcdConfig(c, d.baseLog)
+	ccfg, err := cluster.ClientConfig(c, d.opts.Log)
 	if err != nil {
 		return err
 	}
@@ -72,13 +61,13 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 		closeForwarder(fwd)
 		return fmt.Errorf("cluster: etcd client: %w", err)
 	}
-	cs := &clusterState{cli: cli, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c, insts: map[*host.Agent]bool{}}
+	cs := &clusterState{cli: cli, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c}
 	cs.placed.Store(d.placementOf(cfg))
 	node, err := cluster.New(cluster.Options{
-		Client: cli, Runner: clusterRunner{d}, Log: d.baseLog,
+		Client: cli, Runner: clusterRunner{d}, Log: d.opts.Log,
 		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
 		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Placement: func() cluster.Placement { return *cs.placed.Load() }, Overrun: d.opts.overrun, Address: address,
+		Placement: func() cluster.Placement { return *cs.placed.Load() }, Overrun: d.opts.FenceOverrun, Address: address,
 	})
 	if err != nil {
 		closeForwarder(fwd)
@@ -94,46 +83,6 @@ func (d *Daemon) setupCluster(cfg *config.Config) error {
 // without the daemon's lock: a reload refreshes the node holding d.mu).
 func (d *Daemon) placementOf(cfg *config.Config) *cluster.Placement {
 	return &cluster.Placement{Agents: placedAgents(cfg), Lazy: lazyAgents(cfg), Digest: fileDigest(d.cfgPath)}
-}
-
-// etcdConfig is the etcd client's config for c (secrets expanded here).
-func etcdConfig(c *config.Cluster, log *zap.Logger) (clientv3.Config, error) {
-	e := c.Etcd
-	cc := clientv3.Config{
-		Endpoints: e.Endpoints, DialTimeout: e.DialTimeout.Duration,
-		DialKeepAliveTime: c.LeaseTTL.Duration / 5, DialKeepAliveTimeout: c.LeaseTTL.Duration / 5,
-		Logger:      log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
-		DialOptions: cluster.DialOptions(),
-	}
-	var err error
-	if cc.Username, err = config.Expand(e.Username); err != nil {
-		return cc, fmt.Errorf("cluster: etcd.username: %w", err)
-	}
-	if cc.Password, err = config.Expand(e.Password); err != nil {
-		return cc, fmt.Errorf("cluster: etcd.password: %w", err)
-	}
-	if t := e.TLS; t != nil {
-		tc := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
-		if t.CAFile != "" {
-			pem, err := os.ReadFile(t.CAFile)
-			if err != nil {
-				return cc, fmt.Errorf("cluster: etcd.tls.ca_file: %w", err)
-			}
-			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return cc, fmt.Errorf("cluster: etcd.tls.ca_file %s: no PEM certificate", t.CAFile)
-			}
-		}
-		if t.CertFile != "" {
-			cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-			if err != nil {
-				return cc, fmt.Errorf("cluster: etcd.tls client certificate: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		cc.TLS = tc
-	}
-	return cc, nil
 }
 
 // fileDigest is the sha256 of the config file ("" when it cannot be read).
@@ -198,10 +147,10 @@ func (d *Daemon) stopGrace(g time.Duration) time.Duration {
 	return min(g, cluster.StopBudget(d.cluster.ttl))
 }
 
-// listed reports whether Agents shows r: in a cluster, only the agents
-// this host holds or still runs.
-func (d *Daemon) listed(r *agentRec) bool {
-	return d.cluster == nil || r.hasSup || d.cluster.node.Owns(r.name)
+// listed reports whether Agents shows the agent: in a cluster, only the
+// agents this host holds or still runs (supervised).
+func (d *Daemon) listed(name string, supervised bool) bool {
+	return d.cluster == nil || supervised || d.cluster.node.Owns(name)
 }
 
 // clusterReady is the cluster's part of Ready.
@@ -219,7 +168,7 @@ func (d *Daemon) checkOwner(name string) error {
 // reloaded applies a new config to the protocol endpoints (which agents
 // are exposed) and tells the node its agents and digest.
 func (d *Daemon) reloaded(cur *config.Config) {
-	d.reloadProtocols(cur)
+	d.endpoints.Expose(cur)
 	if d.cluster == nil {
 		return
 	}
@@ -232,18 +181,15 @@ func (d *Daemon) reloaded(cur *config.Config) {
 
 // startsOnReload reports whether a reload starts an added or changed agent
 // here: in a cluster only one this host holds or a per-session agent,
-// which every host runs (the node starts the rest once claimed). The
-// caller holds d.mu.
-func (d *Daemon) startsOnReload(r *agentRec) bool {
-	return d.cluster == nil || d.cluster.node.Owns(r.name) || isPerSession(r.cfg)
+// which every host runs (the node starts the rest once claimed).
+func (d *Daemon) startsOnReload(name string, a *config.Agent) bool {
+	return d.cluster == nil || d.cluster.node.Owns(name) || isPerSession(a)
 }
 
 // everyHost reports a per-session agent, which every host runs.
 func (d *Daemon) everyHost(name string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r := d.agents[name]
-	return r != nil && isPerSession(r.cfg)
+	a := d.sup.Agent(name)
+	return a != nil && isPerSession(a)
 }
 
 // Cluster reports the cluster's view; false without [cluster].
@@ -267,36 +213,6 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	return out, true
 }
 
-// startInstance starts an instance of the service's agent unless the host
-// is halted (nil then). The check, the start and the record happen under
-// d.mu, so Halt sees every instance that started before it.
-func (s *agentService) startInstance(prog *host.Program, env map[string]string) *host.Agent {
-	cfg := s.agentConfig(env)
-	d := s.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.halted {
-		return nil
-	}
-	inst := d.host.Start(prog, cfg, s.cfg.Input)
-	if r := s.r; r.gen == s.gen {
-		if r.started {
-			r.restarts++
-		}
-		r.started = true
-		r.inst = inst
-		r.setState(stateRunning)
-	}
-	return inst
-}
-
-// isHalted reports whether a fence halted the host's agents.
-func (d *Daemon) isHalted() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.halted
-}
-
 // clusterRunner is the daemon as the node's Runner.
 type clusterRunner struct{ d *Daemon }
 
@@ -304,97 +220,40 @@ func (c clusterRunner) Start(name string) {
 	d := c.d
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	r, err := d.agentOp(name)
-	if err != nil {
-		return
-	}
-	d.mu.Lock()
-	if r.hasSup && !r.final {
-		d.mu.Unlock()
-		return
-	}
-	d.mu.Unlock()
-	d.stopRec(r, stateStopped) // an exited or failed agent's empty supervisor
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r.delay, r.backoff = 0, r.cfg.RestartBackoff.Initial.Duration
-	d.startLocked(r, nil)
-	d.log.Info("agent placed here", zap.String("agent", name))
+	_, _ = d.sup.Start(name, "agent placed here")
 }
 
 func (c clusterRunner) Stop(name string) {
 	d := c.d
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	d.mu.Lock()
-	r := d.agents[name]
-	d.mu.Unlock()
-	if r == nil {
+	if !d.sup.Configured(name) {
 		return
 	}
-	d.stopRec(r, stateStopped)
+	d.sup.Release(name)
 	d.settleMessages() // before the node hands the agent over
 }
 
 // Halt stops every running instance at once and waits, without the
 // operation lock (a reload may hold it): the fence's fast path. Until
 // Resume no instance starts.
-func (c clusterRunner) Halt() {
-	d := c.d
-	d.mu.Lock()
-	d.halted = true
-	var insts []*host.Agent
-	for _, r := range d.agents {
-		if r.inst != nil {
-			insts = append(insts, r.inst)
-			r.setState(stateStopping)
-		}
-	}
-	for inst := range d.cluster.insts {
-		insts = append(insts, inst)
-	}
-	d.mu.Unlock()
-	for _, inst := range insts {
-		inst.Stop()
-	}
-	for _, inst := range insts {
-		<-inst.Done()
-	}
-}
+func (c clusterRunner) Halt() { c.d.sup.Halt() }
 
 // Resume lets instances start again (a new session).
-func (c clusterRunner) Resume() {
-	c.d.mu.Lock()
-	c.d.halted = false
-	c.d.mu.Unlock()
-}
+func (c clusterRunner) Resume() { c.d.sup.Resume() }
 
 func (c clusterRunner) State(name string) string {
-	c.d.mu.Lock()
-	defer c.d.mu.Unlock()
-	if r := c.d.agents[name]; r != nil {
-		return r.state
+	if s, ok := c.d.sup.State(name); ok {
+		return s.String()
 	}
 	return ""
 }
 
 // Sessions lists the agent's per-session instances by state (for the
 // cluster's view).
-func (c clusterRunner) Sessions(name string) map[string]string {
-	c.d.mu.Lock()
-	defer c.d.mu.Unlock()
-	r := c.d.agents[name]
-	if r == nil || r.pool == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, st := range r.pool.List() {
-		out[st.Session] = st.State
-	}
-	return out
-}
+func (c clusterRunner) Sessions(name string) map[string]string { return c.d.sup.Sessions(name) }
 
 func (c clusterRunner) Started(name string) bool {
-	s := c.State(name)
-	return s != "" && s != stateStarting
+	s, ok := c.d.sup.State(name)
+	return ok && s != supervisor.Starting
 }

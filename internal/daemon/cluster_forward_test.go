@@ -377,7 +377,7 @@ func TestClusterUnreachableWarnings(t *testing.T) {
 				t.Fatal(err)
 			}
 			obs, logs := observer.New(zapcore.WarnLevel)
-			d, err := New(path, c, zap.New(obs))
+			d, err := New(path, c, Options{Log: zap.New(obs)})
 			if err != nil {
 				t.Fatal(err)
 			}

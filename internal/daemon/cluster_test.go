@@ -135,9 +135,9 @@ func TestClusterDaemons(t *testing.T) {
 		}
 		dir := filepath.Join(t.TempDir(), name)
 		path := writeConfig(t, mkdir(t, dir), clusterConfig(t, name, eps, n))
-		var opts []Option
+		var opts []Options
 		if name == "a" {
-			opts = append(opts, WithMetrics())
+			opts = append(opts, Options{Metrics: true})
 		}
 		hosts[name] = serve(t, path, opts...)
 	}

@@ -19,15 +19,14 @@ import (
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/endpoints"
 	"github.com/toolhostd/toolhostd/internal/gateway"
-	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/supervisor"
 	"github.com/toolhostd/toolhostd/internal/system"
-	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
 
@@ -49,174 +48,127 @@ var (
 	_ control.ConfigBackend = (*Daemon)(nil)
 )
 
-// Option tunes a Daemon beyond its config.
-type Option func(*options)
-
-type options struct {
-	toolingOpts mcpclient.Options
-	readyGate   <-chan struct{}
-	epochTick   time.Duration
-	metrics     bool
-	overrun     func() // cluster.go
-	version     string
+// Options tune a Daemon beyond its config; the zero value serves the
+// config with no metrics.
+type Options struct {
+	// Log is the daemon's logger; nil: none.
+	Log *zap.Logger
+	// Metrics makes the daemon keep metrics (Daemon.Metrics): the
+	// toolings' calls, reads and notifications (every tooling is
+	// instrumented, including those a reload adds), the agents' traps and
+	// inbox counters, and at each scrape the state of its agents,
+	// toolings and cluster; a reload drops the series of what it removes.
+	Metrics bool
+	// ToolingOptions apply to every MCP tooling the daemon makes,
+	// including those a reload adds.
+	ToolingOptions mcpclient.Options
+	// ReadyGate, if set, makes Serve tell systemd READY=1 only once it is
+	// closed as well (the control socket listens), besides every agent
+	// having started.
+	ReadyGate <-chan struct{}
+	// EpochTick is the engine's epoch tick (engine.Options.EpochTick).
+	EpochTick time.Duration
+	// FenceOverrun is what happens when a fence did not stop the agents
+	// in time (cluster.Options.Overrun); serve exits the process.
+	FenceOverrun func()
+	// Version is toolhostd's version, as the MCP handshake and A2A cards
+	// name it.
+	Version string
 }
-
-// WithMetrics makes the daemon keep metrics (Metrics): the toolings' calls,
-// reads and notifications (every tooling is instrumented, including those
-// a reload adds), the agents' traps and inbox counters, and at each scrape
-// the state of its agents, toolings and cluster; a reload drops the series
-// of what it removes.
-func WithMetrics() Option { return func(o *options) { o.metrics = true } }
-
-// WithToolingOptions applies opts to every MCP tooling the daemon makes,
-// including those a reload adds.
-func WithToolingOptions(opts mcpclient.Options) Option {
-	return func(o *options) { o.toolingOpts = opts }
-}
-
-// WithReadyGate makes Serve tell systemd READY=1 only once gate is closed
-// as well (the control socket listens), besides every agent having started.
-func WithReadyGate(gate <-chan struct{}) Option {
-	return func(o *options) { o.readyGate = gate }
-}
-
-// WithVersion is toolhostd's version, as the MCP handshake and A2A cards
-// name it.
-func WithVersion(v string) Option { return func(o *options) { o.version = v } }
-
-// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
-func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
 
 // Daemon runs the agents and toolings of one config.
 type Daemon struct {
 	cfgPath string
 	log     *zap.Logger
-	baseLog *zap.Logger // un-named, for the toolings
-	opts    options
+	opts    Options
 	sys     *system.System // the graph: audit, providers, toolings, hub, host
-	hub     *gateway.Hub   // sys.Hub
-	host    *host.Host     // sys.Host
-	fuel    bool           // the engine meters fuel
 	notify  *notifier
 
 	// opMu serialises Reload, the agent operations and the shutdown.
 	opMu sync.Mutex
 
-	mu       sync.Mutex
-	cfg      *config.Config
-	toolings map[string]*toolingRec
-	agents   map[string]*agentRec
-	root     *suture.Supervisor // set while Serve runs
-	served   bool
-	stopping bool
-	startWG  sync.WaitGroup // first instance of each agent at Serve
-	started  chan struct{}  // closed once startWG is done
+	sup *supervisor.Supervisor // the agents
 
-	metrics *metrics.Metrics // WithMetrics; nil: none
-	audit   *audit.Log       // sys.Audit: [host] audit_log; nil: none (grants.go)
-	router  *message.Router  // messages to the agents (messages.go)
-	protos  *protocols       // MCP and A2A endpoints, peers (protocols.go); set by New
+	tools *toolingMonitor // the toolings' sessions as they were seen
+
+	mu     sync.Mutex
+	cfg    *config.Config
+	served bool
+
+	metrics   *metrics.Metrics     // Options.Metrics; nil: none
+	router    *message.Router      // messages to the agents (messages.go)
+	endpoints *endpoints.Endpoints // MCP and A2A endpoints, peers (protocols.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
-	halted  bool          // fenced: no instance may start (cluster.go)
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// toolingRec is one configured tooling and what the monitor learnt of it.
-type toolingRec struct {
-	cfg *config.Tooling
-	t   tooling.Tooling
-
-	// guarded by Daemon.mu
-	connectedOnce bool
-	wasConnected  bool
-	tools         int
-}
-
-// statuser is the part of *mcpclient.Client the status reports use.
-type statuser interface{ Status() mcpclient.Status }
-
-// status finds t's statuser, under any instrumentation.
-func status(t tooling.Tooling) (statuser, bool) {
-	for {
-		if s, ok := t.(statuser); ok {
-			return s, true
-		}
-		u, ok := t.(metrics.Unwrapper)
-		if !ok {
-			return nil, false
-		}
-		t = u.Unwrap()
-	}
 }
 
 // New builds the daemon for cfg (read from cfgPath, which Reload reads
 // again): the toolings (not connected yet), the gateway hub and the host with
 // its engine (fuel metering on when some agent has limits.fuel > 0).
 // Nothing runs until Serve; Close releases a daemon that is never served.
-func New(cfgPath string, cfg *config.Config, log *zap.Logger, opts ...Option) (*Daemon, error) {
+func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 	if cfg == nil {
 		return nil, errors.New("daemon: no config")
 	}
-	if log == nil {
-		log = zap.NewNop()
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
 	}
+	log := opts.Log // un-named, for the toolings and the other parts
 	if err := checkThreads(cfg, maxThreads(cfg)); err != nil {
 		return nil, err
 	}
 	raiseMaxThreads(maxThreads(cfg))
 	d := &Daemon{
-		cfgPath:  cfgPath,
-		log:      log.Named("daemon"),
-		baseLog:  log,
-		cfg:      cfg,
-		toolings: map[string]*toolingRec{},
-		agents:   map[string]*agentRec{},
-		notify:   newNotifier(log.Named("systemd")),
-		started:  make(chan struct{}),
-	}
-	for _, o := range opts {
-		o(&d.opts)
+		cfgPath: cfgPath,
+		log:     log.Named("daemon"),
+		cfg:     cfg,
+		tools:   &toolingMonitor{recs: map[string]*toolingRec{}},
+		notify:  newNotifier(log.Named("systemd")),
+		opts:    opts,
 	}
 	// The cluster's etcd client first: the key-value store's etcd backend
 	// keeps its keys there, and the router's idempotency ledger.
 	if err := d.setupCluster(cfg); err != nil {
 		return nil, err
 	}
-	sopts := []system.Option{system.WithToolingOptions(d.opts.toolingOpts), system.WithEpochTick(d.opts.epochTick)}
-	if d.opts.metrics {
+	sopts := system.Options{Log: log, ToolingOptions: d.opts.ToolingOptions, EpochTick: d.opts.EpochTick, Version: d.opts.Version}
+	if d.opts.Metrics {
 		d.metrics = metrics.New(metrics.Options{Source: d}) // read at scrape time, once d serves
-		sopts = append(sopts, system.WithMetrics(d.metrics))
+		sopts.Metrics = d.metrics
 	}
 	if d.cluster != nil {
-		sopts = append(sopts, system.WithStoreClient(d.cluster.cli))
+		sopts.StoreClient, sopts.Member = d.cluster.cli, d.cluster.cfg.Name
 	}
-	sys, err := system.New(cfg, log, sopts...)
+	sys, err := system.New(cfg, sopts)
 	if err != nil {
 		d.closeCluster()
 		return nil, err
 	}
-	d.sys, d.audit, d.hub, d.host = sys, sys.Audit, sys.Hub, sys.Host
+	d.sys = sys
+	so := supervisor.Options{Host: sys.Host, Log: d.log, Metrics: d.metrics, Recorder: d.recorder(),
+		Config: d.instanceConfig, Limit: sys.Limit}
+	if d.cluster != nil {
+		so.Sessions = d.cluster.node
+	}
+	d.sup = supervisor.New(cfg.Agent, so)
 	d.router = d.newRouter(cfg)
-	if err := d.setupProtocols(cfg, d.opts.version); err != nil {
-		d.stopProtocols()
+	eps, err := endpoints.New(endpoints.Options{Config: cfg, Router: d.router, Version: d.opts.Version, Log: log})
+	if err != nil {
 		_ = sys.Close()
 		d.closeCluster()
 		return nil, err
 	}
-	d.fuel = system.HostOptions(cfg, log).Engine.Fuel
+	d.endpoints = eps
 	for name, t := range sys.Toolings {
-		d.toolings[name] = &toolingRec{cfg: cfg.Tooling[name], t: t}
-	}
-	for name, a := range cfg.Agent {
-		d.agents[name] = newAgentRec(name, a, d.recorder())
+		d.tools.put(name, &toolingRec{cfg: cfg.Tooling[name], t: t})
 	}
 	return d, nil
 }
 
-// Metrics are the daemon's metrics (nil without WithMetrics).
+// Metrics are the daemon's metrics (nil without Options.Metrics).
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
 // makeToolings builds a tooling per config entry (Reload's additions),
@@ -257,20 +209,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	root := suture.New("toolhostd", suture.Spec{EventHook: hook, Timeout: hubStopTimeout})
 	hubDone := make(chan struct{})
-	root.Add(&hubService{hub: d.hub, done: hubDone})
+	root.Add(&hubService{hub: d.sys.Hub, done: hubDone})
 
 	d.opMu.Lock()
-	d.mu.Lock()
-	d.root = root
-	names := sortedKeys(d.agents)
+	names := d.sup.Names()
 	if d.clustered() {
 		names = d.onEveryHost(names) // per-session agents; the cluster node starts those placed here
 	}
-	d.startWG.Add(len(names))
-	for _, name := range names {
-		d.startLocked(d.agents[name], d.startWG.Done)
-	}
-	d.mu.Unlock()
+	d.sup.Run(root, names)
 	d.opMu.Unlock()
 
 	auditCtx, stopAudit := context.WithCancel(context.Background())
@@ -280,11 +226,11 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
 	d.runCluster()
-	d.serveProtocols()
+	d.endpoints.Serve()
 
 	monCtx, stopMon := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	bg.Go(func() { d.monitor(monCtx) })
+	bg.Go(func() { d.tools.run(monCtx) })
 	bg.Go(func() { d.notify.watchdog(monCtx) })
 	bg.Go(func() { d.announceReady(monCtx) })
 
@@ -293,7 +239,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.notify.send("STOPPING=1")
 	stopMon()
 	bg.Wait()
-	d.stopProtocols()
+	d.stopEndpoints()
 	d.stopCluster()
 	d.shutdown(root, stopRoot, rootDone, hubDone)
 	return nil
@@ -303,9 +249,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // agent started or failed to, every tooling connected once), as /readyz
 // reports it, and the ready gate (the control socket) is open.
 func (d *Daemon) announceReady(ctx context.Context) {
-	go func() { d.startWG.Wait(); close(d.started) }()
 	select {
-	case <-d.started:
+	case <-d.sup.Started():
 	case <-ctx.Done():
 		return
 	}
@@ -318,7 +263,7 @@ func (d *Daemon) announceReady(ctx context.Context) {
 			return
 		}
 	}
-	if g := d.opts.readyGate; g != nil {
+	if g := d.opts.ReadyGate; g != nil {
 		select {
 		case <-g:
 		case <-ctx.Done():
@@ -334,18 +279,7 @@ func (d *Daemon) announceReady(ctx context.Context) {
 func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, rootDone <-chan error, hubDone <-chan struct{}) {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	d.mu.Lock()
-	d.stopping = true
-	recs := make([]*agentRec, 0, len(d.agents))
-	for _, r := range d.agents {
-		recs = append(recs, r)
-	}
-	d.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, r := range recs {
-		wg.Go(func() { d.stopRec(r, stateStopped) })
-	}
-	wg.Wait()
+	d.sup.Shutdown()
 	stopRoot()
 	select {
 	case <-rootDone:
@@ -357,9 +291,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 	case <-time.After(hubStopTimeout):
 		d.log.Error("the toolings did not stop in time")
 	}
-	d.mu.Lock()
-	d.root = nil
-	d.mu.Unlock()
+	d.sup.Detach()
 	d.log.Info("stopped")
 }
 
@@ -369,7 +301,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // served.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() {
-		d.stopProtocols()
+		d.stopEndpoints()
 		d.closeErr = d.sys.Close()
 		d.closeCluster()
 	})
@@ -399,62 +331,6 @@ func (s *hubService) Serve(ctx context.Context) error {
 }
 
 func (s *hubService) String() string { return "gateway" }
-
-// monitor samples the toolings' sessions: whether each connected at least
-// once, and its tool count after each (re)connection.
-func (d *Daemon) monitor(ctx context.Context) {
-	t := time.NewTicker(monitorEvery)
-	defer t.Stop()
-	for {
-		d.sampleToolings(ctx, true)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// sampleToolings updates connectedOnce and, with fetch (the monitor),
-// fetches the tool count on each new connection (ctx bounds the
-// tools/list).
-func (d *Daemon) sampleToolings(ctx context.Context, fetch bool) {
-	d.mu.Lock()
-	recs := make([]*toolingRec, 0, len(d.toolings))
-	for _, r := range d.toolings {
-		recs = append(recs, r)
-	}
-	d.mu.Unlock()
-	for _, r := range recs {
-		st, ok := status(r.t)
-		if !ok {
-			continue
-		}
-		up := st.Status().Connected
-		d.mu.Lock()
-		if up {
-			r.connectedOnce = true
-		}
-		fresh := false
-		if fetch {
-			fresh = up && !r.wasConnected
-			r.wasConnected = up
-		}
-		d.mu.Unlock()
-		if fresh {
-			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			tools, err := r.t.ListTools(lctx)
-			cancel()
-			d.mu.Lock()
-			if err == nil {
-				r.tools = len(tools)
-			} else {
-				r.wasConnected = false // try again at the next sample
-			}
-			d.mu.Unlock()
-		}
-	}
-}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

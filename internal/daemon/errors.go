@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/supervisor"
 )
 
 // Sentinel errors callers test for.
@@ -12,10 +13,10 @@ var (
 	// ErrNotServing is returned by the Backend's agent operations and by
 	// Reload before Serve runs and after it has returned.
 	// Both wrap control.ErrUnavailable: the control API answers 503.
-	ErrNotServing = fmt.Errorf("the daemon is not serving (%w)", control.ErrUnavailable)
+	ErrNotServing = supervisor.ErrNotServing
 	// ErrStopping is returned by operations asked for while the daemon
 	// shuts down.
-	ErrStopping = fmt.Errorf("the daemon is shutting down (%w)", control.ErrUnavailable)
+	ErrStopping = supervisor.ErrStopping
 	// ErrNeedsFuel refuses a reload that adds the first fuel-limited agent:
 	// the engine meters fuel only when toolhostd starts with one.
 	ErrNeedsFuel = errors.New("limits.fuel needs fuel metering, which toolhostd enables only at start when some agent has limits.fuel > 0; restart toolhostd to apply this config")

@@ -19,7 +19,7 @@ const reopenTimeout = 5 * time.Second
 func (d *Daemon) ReopenAudit() error {
 	ctx, cancel := context.WithTimeout(context.Background(), reopenTimeout)
 	defer cancel()
-	if err := d.audit.Reopen(ctx); err != nil {
+	if err := d.sys.Audit.Reopen(ctx); err != nil {
 		d.log.Error("reopening the audit log failed; writing on to the old file", zap.Error(err))
 		return err
 	}
@@ -44,17 +44,4 @@ func policyOnly(old, cur *config.Agent) bool {
 	o, c := *old, *cur
 	o.Grants, c.Grants = nil, nil
 	return reflect.DeepEqual(o, c)
-}
-
-// applyPolicies gives each named agent its new grants while it runs and
-// takes the new config entry as its own; it returns the names applied.
-func (d *Daemon) applyPolicies(cur *config.Config, names []string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, name := range names {
-		r := d.agents[name]
-		r.pol.Update(policy.RulesOf(cur.Agent[name]))
-		// The running service keeps its copy: it reads no grant from it.
-		r.cfg = cur.Agent[name]
-	}
 }

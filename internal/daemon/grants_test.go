@@ -251,7 +251,7 @@ func TestGrants(t *testing.T) {
 		agentConf("see", see, readerGrant) + agentConf("deny", deny, readerGrant) + agentConf("do", do, readerGrant) +
 		agentConf("writer", writer, `grants.srv = { audit_arguments = true }`) +
 		agentConf("limited", limited, `grants.srv = { calls_per_second = 0.01 }`)
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	r := serve(t, writeConfig(t, dir, cfg), Options{Metrics: true})
 	m := r.d.Metrics()
 	for _, a := range []string{"see", "deny", "do", "writer", "limited"} {
 		r.waitAgent(t, a, "exited", func(s control.AgentStatus) bool { return s.State == "exited" })

@@ -132,7 +132,7 @@ restart = "never"
 	))
 	crasher := fmt.Sprintf("[agent.crasher]\ncomponent = %q\nrestart_backoff = { initial = \"10ms\", max = \"50ms\" }\n", wat(t, "trap"))
 	path := writeConfig(t, dir, header(t)+tool+caller+crasher)
-	r := serve(t, path, WithMetrics())
+	r := serve(t, path, Options{Metrics: true})
 	m := r.d.Metrics()
 	r.waitAgent(t, "caller", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	r.waitAgent(t, "crasher", "2 traps", func(a control.AgentStatus) bool { return a.Traps >= 2 })

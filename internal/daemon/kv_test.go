@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolhostd/toolhostd/internal/config"
+	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/system"
 )
@@ -49,7 +50,7 @@ func TestStoreWontOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := New(path, cfg, nil)
+			d, err := New(path, cfg, Options{})
 			if err == nil {
 				d.Close()
 				t.Fatal("New opened the daemon")
@@ -91,17 +92,19 @@ stop_grace = "50ms"
 	r := serve(t, path)
 	r.waitAgent(t, "a", "running", isRunning)
 	ctx := context.Background()
-	svc := func(name string) *agentService {
-		r.d.mu.Lock()
-		defer r.d.mu.Unlock()
-		return r.d.agents[name].svc
+	instanceConfig := func(name, session string) host.AgentConfig {
+		t.Helper()
+		cfg, ok := r.d.sup.InstanceConfig(name, nil, session)
+		if !ok {
+			t.Fatalf("agent %s has no service", name)
+		}
+		return cfg
 	}
 
-	a, b := svc("a"), svc("b")
-	if cfg := a.agentConfig(nil); cfg.OpenBucket == nil {
+	if cfg := instanceConfig("a", ""); cfg.OpenBucket == nil {
 		t.Fatal("agentConfig has no OpenBucket")
 	}
-	open := a.agentConfig(nil).OpenBucket
+	open := instanceConfig("a", "").OpenBucket
 	if _, err := open("session"); kv.KindOf(err) != kv.KindNoSuchStore {
 		t.Errorf(`a single agent's open("session"): %v, want no-such-store`, err)
 	}
@@ -115,7 +118,7 @@ stop_grace = "50ms"
 	if err := notes.Set(ctx, "k", []byte("from a")); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := a.openBucket("s1")("session")
+	sess, err := instanceConfig("a", "s1").OpenBucket("session")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ stop_grace = "50ms"
 		t.Errorf("a third key past max_keys = 2: %v, want a quota error", err)
 	}
 
-	bNotes, err := b.agentConfig(nil).OpenBucket("notes")
+	bNotes, err := instanceConfig("b", "").OpenBucket("notes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +146,16 @@ stop_grace = "50ms"
 
 	// A reload that widens a's stores: its service is started afresh and
 	// its instances may open "other".
-	old := a
+	old := r.d.sup.Instance("a")
 	writeConfig(t, dir, text(`["*"]`))
 	if err := r.d.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	r.waitAgent(t, "a", "running again", isRunning)
-	a = svc("a")
-	if a == old {
+	if r.d.sup.Instance("a") == old {
 		t.Fatal("the reload did not start agent a afresh")
 	}
-	if _, err := a.agentConfig(nil).OpenBucket("other"); err != nil {
+	if _, err := instanceConfig("a", "").OpenBucket("other"); err != nil {
 		t.Errorf(`open("other") after the reload allowed it: %v`, err)
 	}
 }

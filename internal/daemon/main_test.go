@@ -21,7 +21,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
-
+	"github.com/toolhostd/toolhostd/internal/supervisor"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -145,9 +145,19 @@ type running struct {
 	once   sync.Once
 }
 
+// The agent states as ps shows them.
+var (
+	stateRunning  = supervisor.Running.String()
+	stateIdle     = supervisor.Idle.String()
+	stateFailed   = supervisor.Failed.String()
+	stateExited   = supervisor.Exited.String()
+	stateStopped  = supervisor.Stopped.String()
+	stateStopping = supervisor.Stopping.String()
+)
+
 // serve loads the config at path, builds a daemon and serves it until the
 // test ends (or stop).
-func serve(t testing.TB, path string, opts ...Option) *running {
+func serve(t testing.TB, path string, opts ...Options) *running {
 	t.Helper()
 	r := build(t, path, opts...)
 	r.start(t)
@@ -155,7 +165,7 @@ func serve(t testing.TB, path string, opts ...Option) *running {
 }
 
 // build loads the config at path and builds a daemon, not served yet.
-func build(t testing.TB, path string, opts ...Option) *running {
+func build(t testing.TB, path string, opts ...Options) *running {
 	t.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -164,10 +174,22 @@ func build(t testing.TB, path string, opts ...Option) *running {
 	obs, logs := observer.New(zapcore.DebugLevel)
 	stderr := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zapcore.ErrorLevel)
 	log := zap.New(zapcore.NewTee(obs, stderr))
-	d, err := New(path, cfg, log, opts...)
+	var o Options // opts: at most one
+	for _, oo := range opts {
+		o = oo
+	}
+	o.Log = log
+	d, err := New(path, cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every state change the daemon made, shutdown included (this cleanup
+	// runs after start's stop), was one the state machine allows.
+	t.Cleanup(func() {
+		for _, e := range logs.FilterMessage("illegal agent state transition").All() {
+			t.Errorf("agent %v: illegal state transition %v -> %v", e.ContextMap()["agent"], e.ContextMap()["from"], e.ContextMap()["to"])
+		}
+	})
 	return &running{d: d, logs: logs, done: make(chan error, 1)}
 }
 

@@ -122,9 +122,7 @@ input = '{"steps":[{"op":"recv-message","as":"m"},{"op":"send","to":"echo","cont
 	}
 	mustReply(t, r, "boss", "", "go", "done")
 	out, ok := "", false
-	r.d.mu.Lock()
-	inst := r.d.agents["boss"].inst
-	r.d.mu.Unlock()
+	inst := r.d.sup.Instance("boss")
 	if inst == nil {
 		t.Fatal("boss is not running after its message")
 	}

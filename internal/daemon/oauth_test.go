@@ -38,7 +38,7 @@ func TestOAuthTooling(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	text := headerState(t, state) + fmt.Sprintf("[tooling.saas]\nurl = %q\noauth = {}\nrestart = { initial_backoff = \"20ms\", max_backoff = \"100ms\" }\n", res.URL+"/mcp")
 	path := writeConfig(t, dir, text)
-	r := serve(t, path, WithMetrics())
+	r := serve(t, path, Options{Metrics: true})
 	m := r.d.Metrics()
 	defer r.stop(t) // before the servers close
 

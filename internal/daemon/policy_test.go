@@ -95,7 +95,7 @@ restart = "never"
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle, err := New(path, cfg, nil)
+	idle, err := New(path, cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,44 +148,4 @@ restart = "never"
 		t.Fatal(err)
 	}
 	r.waitAgent(t, "once", "ran again", func(a control.AgentStatus) bool { return a.State == "exited" && a.Restarts == 1 })
-}
-
-func TestNextDelay(t *testing.T) {
-	r := newAgentRec("a", &config.Agent{RestartBackoff: config.Backoff{
-		Initial: config.Duration{Duration: 100 * time.Millisecond},
-		Max:     config.Duration{Duration: time.Second},
-	}}, nil)
-	short := time.Millisecond
-	var got []time.Duration
-	for range 6 {
-		got = append(got, r.nextDelay(short))
-	}
-	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
-	for i := range want {
-		if got[i] != want[i]*time.Millisecond {
-			t.Fatalf("delays %v, want %v ms", got, want)
-		}
-	}
-	if d := r.nextDelay(time.Second); d != 100*time.Millisecond {
-		t.Errorf("after a run as long as the max backoff: %v, want the initial", d)
-	}
-	if d := r.nextDelay(short); d != 200*time.Millisecond {
-		t.Errorf("then: %v", d)
-	}
-}
-
-func TestRestarts(t *testing.T) {
-	for _, c := range []struct {
-		policy string
-		failed bool
-		want   bool
-	}{
-		{"never", false, false}, {"never", true, false},
-		{"on-failure", false, false}, {"on-failure", true, true},
-		{"always", false, true}, {"always", true, true},
-	} {
-		if got := restarts(c.policy, c.failed); got != c.want {
-			t.Errorf("restarts(%q, failed=%v) = %v", c.policy, c.failed, got)
-		}
-	}
 }

@@ -32,7 +32,7 @@ restart = "never"
 			map[string]any{"op": "call-tool", "h": "e", "tool": "trigger-long-running-operation", "args": map[string]any{"duration": 0.4, "steps": 2}, "as": "long"},
 			map[string]any{"op": "recv-until", "id": "long"},
 		))
-	r := serve(t, writeConfig(t, filepath.Clean(dir), cfg), WithMetrics())
+	r := serve(t, writeConfig(t, filepath.Clean(dir), cfg), Options{Metrics: true})
 	m := r.d.Metrics()
 	r.waitAgent(t, "long", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
 	// Both notifications precede the result; the second may be handled

@@ -97,7 +97,7 @@ restart = "never"
 			testenv.Agent(t, "agents", "assistant"),
 			`{"provider":"gpt","toolings":["gosrv"]}`,
 		)
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	r := serve(t, writeConfig(t, dir, cfg), Options{Metrics: true})
 	m := r.d.Metrics()
 
 	r.waitAgent(t, "assistant", "exited", func(a control.AgentStatus) bool { return a.State == "exited" })
@@ -201,12 +201,12 @@ args = [%q, "stdio"]
 connect_timeout = "30s"
 sampling = { provider = "gpt", max_tokens = 32 }
 `, everythingEntry(t))
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	r := serve(t, writeConfig(t, dir, cfg), Options{Metrics: true})
 	m := r.d.Metrics()
 	testenv.Eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := r.d.toolings["everything"].t.CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))
+	res, err := r.d.sys.Toolings["everything"].CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))
 	if err != nil {
 		t.Fatal(err)
 	}

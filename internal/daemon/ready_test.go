@@ -58,7 +58,7 @@ component = %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New("", parsed, nil)
+	d, err := New("", parsed, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

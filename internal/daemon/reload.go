@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -88,15 +87,10 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 func (d *Daemon) Reload() error {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	d.mu.Lock()
-	switch {
-	case d.stopping:
-		d.mu.Unlock()
-		return ErrStopping
-	case d.root == nil:
-		d.mu.Unlock()
-		return ErrNotServing
+	if err := d.sup.Serving(); err != nil {
+		return err
 	}
+	d.mu.Lock()
 	old := d.cfg
 	d.mu.Unlock()
 
@@ -122,11 +116,11 @@ func (d *Daemon) Reload() error {
 	// 0. Policies: the running agents see their new grants from their
 	// next operation on.
 	if len(p.policyAgent) > 0 {
-		d.applyPolicies(cur, p.policyAgent)
+		d.sup.ApplyPolicies(cur.Agent, p.policyAgent)
 		d.log.Info("reload: grants applied to the running agents without a restart", zap.Strings("agents", p.policyAgent))
 	}
 	// 1. Stop the agents that go or change (restarted in 3).
-	d.stopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...))
+	d.sup.StopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...))
 	// 2. Toolings: take out the removed and changed ones, then serve the new.
 	errs := d.swapToolings(p, made)
 	// 3. Agents: forget the removed, start the added and changed afresh.
@@ -156,7 +150,7 @@ func (d *Daemon) planReload(old *config.Config) (*config.Config, plan, map[strin
 	if err := checkThreads(cur, maxThreads(old)); err != nil {
 		return refuse(err)
 	}
-	if needsFuel(cur) && !d.fuel {
+	if needsFuel(cur) && !d.sys.MetersFuel() {
 		return refuse(ErrNeedsFuel)
 	}
 	p := diff(old, cur)
@@ -175,37 +169,20 @@ func (d *Daemon) planReload(old *config.Config) (*config.Config, plan, map[strin
 	return cur, p, made, nil
 }
 
-// stopAgents stops the named agents, all at once, and waits for them.
-func (d *Daemon) stopAgents(names []string) {
-	d.mu.Lock()
-	var stopping []*agentRec
-	for _, name := range names {
-		stopping = append(stopping, d.agents[name])
-	}
-	d.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, r := range stopping {
-		wg.Go(func() { d.stopRec(r, stateStopped) })
-	}
-	wg.Wait()
-}
-
 // swapToolings takes the removed and changed toolings of p out of the hub
 // and serves the added and changed ones (made by planReload). It goes on
 // past a failure and returns every one.
 func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	var errs []error
 	for _, name := range append(slices.Clone(p.removeTooling), p.changeTooling...) {
-		if err := d.hub.RemoveTooling(name); err != nil {
+		if err := d.sys.Hub.RemoveTooling(name); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: removing a tooling", zap.String("tooling", name), zap.Error(err))
 		}
 	}
-	d.mu.Lock()
 	for _, name := range p.removeTooling {
-		delete(d.toolings, name)
+		d.tools.remove(name)
 	}
-	d.mu.Unlock()
 	if m := d.metrics; m != nil {
 		for _, name := range p.removeTooling {
 			m.ForgetTooling(name)
@@ -216,14 +193,12 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	}
 	for _, name := range append(slices.Clone(p.addTooling), p.changeTooling...) {
 		r := made[name]
-		if err := d.hub.AddTooling(gateway.Entry{Tooling: r.t, Limits: gateway.LimitsFrom(r.cfg)}); err != nil {
+		if err := d.sys.Hub.AddTooling(gateway.Entry{Tooling: r.t, Limits: gateway.LimitsFrom(r.cfg)}); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: adding a tooling", zap.String("tooling", name), zap.Error(err))
 			continue
 		}
-		d.mu.Lock()
-		d.toolings[name] = r
-		d.mu.Unlock()
+		d.tools.put(name, r)
 	}
 	return errs
 }
@@ -232,19 +207,10 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 // changed ones afresh (those this host runs) and makes cur the running
 // config.
 func (d *Daemon) startAgents(cur *config.Config, p plan) {
+	d.sup.Replace(cur.Agent, p.removeAgent, append(slices.Clone(p.addAgent), p.changeAgent...), d.startsOnReload)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, name := range p.removeAgent {
-		delete(d.agents, name)
-	}
-	for _, name := range append(slices.Clone(p.addAgent), p.changeAgent...) {
-		r := newAgentRec(name, cur.Agent[name], d.recorder())
-		d.agents[name] = r
-		if d.startsOnReload(r) {
-			d.startLocked(r, nil)
-		}
-	}
 	d.cfg = cur
+	d.mu.Unlock()
 	d.reloaded(cur)
 }
 
@@ -252,18 +218,13 @@ func (d *Daemon) startAgents(cur *config.Config, p plan) {
 // whose component file now has another content than the one they were
 // started with: they restart on the new one.
 func (d *Daemon) componentsChanged(p *plan, cur *config.Config) {
-	d.mu.Lock()
-	started := make(map[string]string, len(d.agents))
-	for name, r := range d.agents {
-		started[name] = r.content
-	}
-	d.mu.Unlock()
+	started := d.sup.Contents()
 	for _, name := range sortedKeys(cur.Agent) {
 		was := started[name]
 		if was == "" || slices.Contains(p.addAgent, name) || slices.Contains(p.changeAgent, name) {
 			continue
 		}
-		if now, err := d.host.ContentKey(cur.Agent[name].Component); err == nil && now != was {
+		if now, err := d.sys.Host.ContentKey(cur.Agent[name].Component); err == nil && now != was {
 			d.log.Info("reload: the component file changed", zap.String("agent", name), zap.String("component", cur.Agent[name].Component))
 			p.changeAgent = append(p.changeAgent, name)
 		}

@@ -86,7 +86,7 @@ env = { MODE = "test" }
 		wat(t, "trap"),
 		wat(t, "spin"),
 	)
-	r := serve(t, writeConfig(t, dir, cfg), WithMetrics())
+	r := serve(t, writeConfig(t, dir, cfg), Options{Metrics: true})
 	m := r.d.Metrics()
 
 	testenv.Eventually(t, 60*time.Second, "every tooling connected (Ready)", r.d.Ready)

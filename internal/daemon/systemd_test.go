@@ -62,7 +62,7 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	path := writeConfig(t, dir, header(t)+agent("one"))
 	gate := make(chan struct{})
-	r := serve(t, path, WithReadyGate(gate))
+	r := serve(t, path, Options{ReadyGate: gate})
 	r.waitAgent(t, "one", "running", isRunning)
 	pings := 0
 	if msg := nextState(t, c, 300*time.Millisecond, &pings); msg != "" {

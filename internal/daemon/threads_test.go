@@ -51,7 +51,7 @@ func TestNewRefusesMoreAgentsThanTheHostHolds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := New("/cfg/t.toml", cfg, nil)
+			d, err := New("/cfg/t.toml", cfg, Options{})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -157,7 +157,7 @@ func durations(ns []int64) []time.Duration {
 func BenchmarkGuestCallEcho(b *testing.B) {
 	s := env(b)
 	b.Run("baseline", func(b *testing.B) {
-		cs := testenv.DirectSession(b, s.mem.srv, mcpclient.DefaultProtocolVersion)
+		cs := testenv.DirectSession(b, s.mem.Server, mcpclient.DefaultProtocolVersion)
 		ds := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -202,7 +202,7 @@ func BenchmarkGuestFanout100(b *testing.B) {
 	s := env(b)
 	const fan = 100
 	b.Run("baseline", func(b *testing.B) {
-		cs := testenv.DirectSession(b, s.mem.srv, mcpclient.DefaultProtocolVersion)
+		cs := testenv.DirectSession(b, s.mem.Server, mcpclient.DefaultProtocolVersion)
 		ds := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()

@@ -29,14 +29,14 @@ func TestProbeCallAndRecvByID(t *testing.T) {
 			step{"op": "pending"},
 			step{"op": "try-recv"},
 		)
-		s.mem.enterGate(t, "recv-by-id")
-		s.mem.enterGate(t, "recv-by-id-hold")
+		s.mem.AwaitGate(t, "recv-by-id")
+		s.mem.AwaitGate(t, "recv-by-id-hold")
 		// Both other results are in before g's: the guest's recv-until skips
 		// them (in arrival order) to reach g.
 		testenv.Eventually(t, 20*time.Second, "two envelopes", func() bool { return a.Inbox().Pending() == 2 })
-		s.mem.openGate("recv-by-id")
+		s.mem.OpenGate("recv-by-id")
 		testenv.Eventually(t, 20*time.Second, "g's envelope", func() bool { return a.Inbox().Pending() == 3 })
-		s.mem.openGate("recv-by-id-hold")
+		s.mem.OpenGate("recv-by-id-hold")
 		rs := finish(t, a)
 		checkSteps(t, rs, `"t"`, `"g"`, `"a"`, `"b"`, "true", "*", "*", "false", "false", "0", "null")
 		got := okAs[struct {
@@ -80,15 +80,15 @@ func TestProbeCancel(t *testing.T) {
 			step{"op": "recv", "timeout": 300},
 			step{"op": "pending"},
 		)
-		s.mem.enterGate(t, "cancel-1")
-		testenv.Recv(t, signal(&s.mem.slowStarted, "cancel-open"), 20*time.Second, "the slow call to reach the server")
+		s.mem.AwaitGate(t, "cancel-1")
+		testenv.Recv(t, s.mem.SlowStarted("cancel-open"), 20*time.Second, "the slow call to reach the server")
 		testenv.Eventually(t, 20*time.Second, "both echo results", func() bool { return a.Inbox().Pending() == 2 })
-		s.mem.openGate("cancel-1")
-		s.mem.enterGate(t, "cancel-2")
+		s.mem.OpenGate("cancel-1")
+		s.mem.AwaitGate(t, "cancel-2")
 		// The server saw notifications/cancelled: go-sdk ended the handler's
 		// context.
-		testenv.Recv(t, signal(&s.mem.slowCancelled, "cancel-open"), 20*time.Second, "the server to see the cancellation")
-		s.mem.openGate("cancel-2")
+		testenv.Recv(t, s.mem.SlowCancelled("cancel-open"), 20*time.Second, "the server to see the cancellation")
+		s.mem.OpenGate("cancel-2")
 		checkSteps(t, finish(t, a),
 			`"t"`, `"slow"`, `"e1"`, `"e2"`, "*",
 			"true", "true", "false", "false", "2",
@@ -108,8 +108,8 @@ func TestProbeCallTimeout(t *testing.T) {
 			step{"op": "is-open", "h": "t", "id": "c"},
 		)
 		checkSteps(t, rs, `"t"`, "err timeout", `"c"`, "c error timeout", "false")
-		testenv.Recv(t, signal(&s.mem.slowCancelled, "timeout-blocking"), 20*time.Second, "the server to see the blocking call cancelled")
-		testenv.Recv(t, signal(&s.mem.slowCancelled, "timeout-async"), 20*time.Second, "the server to see the async call cancelled")
+		testenv.Recv(t, s.mem.SlowCancelled("timeout-blocking"), 20*time.Second, "the server to see the blocking call cancelled")
+		testenv.Recv(t, s.mem.SlowCancelled("timeout-async"), 20*time.Second, "the server to see the async call cancelled")
 	})
 }
 

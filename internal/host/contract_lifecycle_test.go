@@ -30,14 +30,14 @@ func TestProbeHandleDrop(t *testing.T) {
 			step{"op": "recv", "timeout": 300},
 			step{"op": "pending"},
 		)
-		s.mem.enterGate(t, "drop-1")
-		testenv.Recv(t, signal(&s.mem.slowStarted, "drop"), 20*time.Second, "the slow call to start")
-		s.mem.openGate("drop-1")
-		s.mem.enterGate(t, "drop-2")
-		testenv.Recv(t, signal(&s.mem.slowCancelled, "drop"), 20*time.Second, "the server to see the dropped handle's call cancelled")
-		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
-		s.mem.update(t, uri, "after drop")
-		s.mem.openGate("drop-2")
+		s.mem.AwaitGate(t, "drop-1")
+		testenv.Recv(t, s.mem.SlowStarted("drop"), 20*time.Second, "the slow call to start")
+		s.mem.OpenGate("drop-1")
+		s.mem.AwaitGate(t, "drop-2")
+		testenv.Recv(t, s.mem.SlowCancelled("drop"), 20*time.Second, "the server to see the dropped handle's call cancelled")
+		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return s.mem.Unsubscribes(uri) == 1 })
+		s.mem.Update(t, uri, "after drop")
+		s.mem.OpenGate("drop-2")
 		checkSteps(t, finish(t, a), `"t"`, `"u"`, `"c"`, `"s"`, "*", "true", "false", "*", "null", "0")
 	})
 }
@@ -59,8 +59,8 @@ func TestProbeShutdown(t *testing.T) {
 			step{"op": "pending"},
 			step{"op": "call-tool-blocking", "h": "t", "tool": "echo", "args": map[string]any{"text": "late"}},
 		)
-		s.mem.enterGate(t, "shutdown")
-		testenv.Recv(t, signal(&s.mem.slowStarted, "shutdown"), 20*time.Second, "the slow call to start")
+		s.mem.AwaitGate(t, "shutdown")
+		testenv.Recv(t, s.mem.SlowStarted("shutdown"), 20*time.Second, "the slow call to start")
 		start := time.Now()
 		a.Stop()
 		rs := finish(t, a)
@@ -69,7 +69,7 @@ func TestProbeShutdown(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("recv after shutdown waited: the agent took %v to finish", d)
 		}
-		testenv.Recv(t, signal(&s.mem.slowCancelled, "shutdown"), 20*time.Second, "the server to see the agent's call cancelled")
+		testenv.Recv(t, s.mem.SlowCancelled("shutdown"), 20*time.Second, "the server to see the agent's call cancelled")
 	})
 }
 
@@ -110,12 +110,12 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 					steps = append(steps, step{"op": "spin"})
 				}
 				a := s.startProbe(t, probeOpts{guest: g, grace: 50 * time.Millisecond}, steps...)
-				s.mem.enterGate(t, tag)
-				testenv.Recv(t, signal(&s.mem.slowStarted, tag), 20*time.Second, "the slow call to start")
-				if counter(&s.mem.subscribes, tc.uri).Load() != 1 {
+				s.mem.AwaitGate(t, tag)
+				testenv.Recv(t, s.mem.SlowStarted(tag), 20*time.Second, "the slow call to start")
+				if s.mem.Subscribes(tc.uri) != 1 {
 					t.Fatal("no MCP subscription")
 				}
-				s.mem.openGate(tag)
+				s.mem.OpenGate(tag)
 				if tc.spin {
 					time.Sleep(100 * time.Millisecond) // into the spin loop
 					a.Stop()
@@ -127,8 +127,8 @@ func TestAgentEndReleasesEverything(t *testing.T) {
 				}
 				out, err := a.Wait()
 				tc.check(t, out, err)
-				testenv.Recv(t, signal(&s.mem.slowCancelled, tag), 20*time.Second, "the server to see the call cancelled")
-				testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, tc.uri).Load() == 1 })
+				testenv.Recv(t, s.mem.SlowCancelled(tag), 20*time.Second, "the server to see the call cancelled")
+				testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return s.mem.Unsubscribes(tc.uri) == 1 })
 			})
 		}
 	})

@@ -34,23 +34,23 @@ func TestProbeSubscribe(t *testing.T) {
 			step{"op": "recv", "timeout": 300},
 			step{"op": "unsubscribe", "h": "t", "id": "s2"},
 		)
-		s.mem.enterGate(t, "sub-1")
-		if n := counter(&s.mem.subscribes, uri).Load(); n != 1 {
+		s.mem.AwaitGate(t, "sub-1")
+		if n := s.mem.Subscribes(uri); n != 1 {
 			t.Fatalf("server saw %d subscribes for two subscriptions, want 1", n)
 		}
-		s.mem.update(t, uri, "v1")
+		s.mem.Update(t, uri, "v1")
 		testenv.Eventually(t, 20*time.Second, "the update in both subscriptions", func() bool { return a.Inbox().Pending() == 2 })
-		s.mem.addResource("test://added/subscribe", "new") // list_changed
+		s.mem.AddResource("test://added/subscribe", "new") // list_changed
 		testenv.Eventually(t, 20*time.Second, "the list update", func() bool { return a.Inbox().Pending() == 3 })
-		s.mem.openGate("sub-1")
-		s.mem.enterGate(t, "sub-2")
-		if n := counter(&s.mem.unsubscribes, uri).Load(); n != 0 {
+		s.mem.OpenGate("sub-1")
+		s.mem.AwaitGate(t, "sub-2")
+		if n := s.mem.Unsubscribes(uri); n != 0 {
 			t.Fatalf("server saw %d unsubscribes with one subscription left", n)
 		}
-		s.mem.update(t, uri, "v2")
+		s.mem.Update(t, uri, "v2")
 		testenv.Eventually(t, 20*time.Second, "the update for s2", func() bool { return a.Inbox().Pending() == 1 })
-		s.mem.addResource("test://added/subscribe-2", "new") // no envelope: l ended
-		s.mem.openGate("sub-2")
+		s.mem.AddResource("test://added/subscribe-2", "new") // no envelope: l ended
+		s.mem.OpenGate("sub-2")
 		rs := finish(t, a)
 		checkSteps(t, rs, `"t"`, `"s"`, `"s2"`, `"l"`, "*",
 			"*", "*", "*",
@@ -69,7 +69,7 @@ func TestProbeSubscribe(t *testing.T) {
 			t.Errorf("list update %+v", got.Got)
 		}
 		testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe after the last subscription", func() bool {
-			return counter(&s.mem.unsubscribes, uri).Load() == 1
+			return s.mem.Unsubscribes(uri) == 1
 		})
 	})
 }
@@ -92,22 +92,22 @@ func TestProbeCoalescing(t *testing.T) {
 			step{"op": "recv", "timeout": 0},
 			step{"op": "recv", "timeout": 200},
 		)
-		s.mem.enterGate(t, "coalesce")
+		s.mem.AwaitGate(t, "coalesce")
 		testenv.Eventually(t, 20*time.Second, "the echo result", func() bool { return a.Inbox().Pending() == 1 })
-		s.mem.update(t, uri, "u1")
+		s.mem.Update(t, uri, "u1")
 		testenv.Eventually(t, 20*time.Second, "the first update", func() bool { return a.Inbox().Pending() == 2 })
 		coalesced := func(n int) func() bool {
 			return func() bool { return a.Inbox().Stats().Coalesced == uint64(n) }
 		}
 		for i, text := range []string{"u2", "u3", "u4"} {
-			s.mem.update(t, uri, text)
+			s.mem.Update(t, uri, text)
 			testenv.Eventually(t, 20*time.Second, "a coalesced update", coalesced(i+1))
 		}
-		s.mem.addResource("test://added/coalesce-1", "x")
+		s.mem.AddResource("test://added/coalesce-1", "x")
 		testenv.Eventually(t, 20*time.Second, "the first list update", func() bool { return a.Inbox().Pending() == 3 })
-		s.mem.addResource("test://added/coalesce-2", "x")
+		s.mem.AddResource("test://added/coalesce-2", "x")
 		testenv.Eventually(t, 20*time.Second, "a coalesced list update", coalesced(4))
-		s.mem.openGate("coalesce")
+		s.mem.OpenGate("coalesce")
 		rs := finish(t, a)
 		// Arrival order is kept (an update replaces its payload in place); the
 		// newest content wins; the tool result is untouched.
@@ -135,14 +135,15 @@ func TestStopDuringSubscribe(t *testing.T) {
 					step{"op": "subscribe", "h": "t", "uri": uri, "as": "s"},
 					step{"op": "recv", "timeout": 10000},
 				)
-				g := s.mem.gate(uri)
-				testenv.Recv(t, g.entered, 20*time.Second, "the subscribe to reach the server")
+				g := s.mem.Gate(uri)
+				testenv.Recv(t, g.Entered(), 20*time.Second, "the subscribe to reach the server")
 				a.Stop()
 				checkSteps(t, finish(t, a), `"t"`, "err cancelled", "00000000-0000-0000-0000-000000000000 shutdown")
-				close(g.release) // the server completes the subscribe after the agent left
-				testenv.Recv(t, g.done, 20*time.Second, "the subscribe handler to return")
-				subs, unsubs := counter(&s.mem.subscribes, uri), counter(&s.mem.unsubscribes, uri)
-				testenv.Eventually(t, 20*time.Second, "the abandoned subscription withdrawn", func() bool { return subs.Load() == 1 && unsubs.Load() == 1 })
+				g.Release() // the server completes the subscribe after the agent left
+				testenv.Recv(t, g.Done(), 20*time.Second, "the subscribe handler to return")
+				testenv.Eventually(t, 20*time.Second, "the abandoned subscription withdrawn", func() bool {
+					return s.mem.Subscribes(uri) == 1 && s.mem.Unsubscribes(uri) == 1
+				})
 			})
 		}
 	})
@@ -164,16 +165,14 @@ func TestProbeResubscribeFails(t *testing.T) {
 			step{"op": "recv", "timeout": 20000},
 			step{"op": "recv", "timeout": 300},
 		)
-		s.mem.enterGate(t, "resubscribe")
-		s.mem.openGate("resubscribe")
-		s.mem.failSubscribe.Store(bad, true)
-		for ss := range s.mem.srv.Sessions() {
-			ss.Close()
-		}
+		s.mem.AwaitGate(t, "resubscribe")
+		s.mem.OpenGate("resubscribe")
+		s.mem.RefuseSubscribe(bad, true)
+		s.mem.DropSessions()
 		// The tooling reconnects and re-subscribes good (a second subscribe
 		// on the server); then an update of good reaches the guest.
-		testenv.Eventually(t, 20*time.Second, "the re-subscription", func() bool { return counter(&s.mem.subscribes, good).Load() == 2 })
-		s.mem.update(t, good, "after the reconnect")
+		testenv.Eventually(t, 20*time.Second, "the re-subscription", func() bool { return s.mem.Subscribes(good) == 2 })
+		s.mem.Update(t, good, "after the reconnect")
 		rs := finish(t, a)
 		checkSteps(t, rs, `"t"`, `"bad"`, `"good"`, "*", "*", "*", "null")
 		got := []string{summary(rs[4]), summary(rs[5])} // in either order

@@ -372,12 +372,19 @@ func defineInbox(root *wt.LinkerInstance, iface string) error {
 				st.started()
 			}
 			env, got := st.in.Recv(st.killed, timeout)
+			if got {
+				st.pa.Received(env)
+			}
 			v, err := envelopeOption(env, got)
 			results[0] = v
 			return err
 		},
 		"try-recv": func(c *wt.Caller, _ []wt.Val, results []wt.Val) error {
-			env, got := stateOf(c).in.TryRecv()
+			st := stateOf(c)
+			env, got := st.in.TryRecv()
+			if got {
+				st.pa.Received(env)
+			}
 			v, err := envelopeOption(env, got)
 			results[0] = v
 			return err

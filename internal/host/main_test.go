@@ -36,7 +36,7 @@ import (
 // looks for leftover goroutines.
 //
 // Toolings of the shared hub:
-//   - mem: an in-process go-sdk server (testServer) with resources.subscribe
+//   - mem: an in-process go-sdk server (newTestServer, a testenv.MCPServer) with resources.subscribe
 //   - mem-short: a second session on the same server, call timeout 300ms
 //   - nosub: an in-process go-sdk server without resources.subscribe
 //   - everything: @modelcontextprotocol/server-everything over stdio
@@ -62,8 +62,8 @@ type suite struct {
 	err  error
 
 	root     string
-	mem      *testServer
-	nosub    *testServer
+	mem      *testenv.MCPServer
+	nosub    *testenv.MCPServer
 	scripted *testenv.Scripted // the providers "fake" and "other"
 	fsDir    string
 	hub      *gateway.Hub
@@ -94,7 +94,7 @@ func env(t testing.TB) *suite {
 	if shared.err != nil {
 		t.Fatalf("test suite setup: %v", shared.err)
 	}
-	shared.mem.reset()
+	shared.mem.Reset()
 	return &shared
 }
 
@@ -110,8 +110,8 @@ func toolingConfig(name string) *config.Tooling {
 	}
 }
 
-func inMemory(s *testServer) mcpclient.Options {
-	return mcpclient.Options{Dialer: testenv.InMemoryDialer(s.srv)}
+func inMemory(s *testenv.MCPServer) mcpclient.Options {
+	return mcpclient.Options{Dialer: s.Dialer()}
 }
 
 func (s *suite) setUp() error {

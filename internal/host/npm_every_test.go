@@ -23,9 +23,9 @@ func TestExampleEvery(t *testing.T) {
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			p := s.program(t, "agents", tc.agent)
-			before := s.mem.echoes.Load()
+			before := s.mem.Calls("echo")
 			a := s.host.Start(p, probeOpts{name: tc.agent, grants: []string{"mem"}}.config(), tc.input)
-			testenv.Eventually(t, 20*time.Second, "three rounds", func() bool { return s.mem.echoes.Load()-before >= 3*tc.echoes })
+			testenv.Eventually(t, 20*time.Second, "three rounds", func() bool { return s.mem.Calls("echo")-before >= 3*tc.echoes })
 			a.Stop()
 			out, err := waitAgent(t, a, 30*time.Second)
 			m := regexp.MustCompile(`^stopped after (\d+) rounds$`).FindStringSubmatch(out)
@@ -48,7 +48,7 @@ func TestExampleEveryStopMidRound(t *testing.T) {
 	tag := t.Name()
 	a := s.host.Start(p, probeOpts{name: "fanout", grants: []string{"mem"}}.config(),
 		`{"tooling": "mem", "tool": "slow", "n": 1, "arguments": {"tag": "`+tag+`"}, "slow": null, "every": 0.05}`)
-	testenv.Recv(t, signal(&s.mem.slowStarted, tag), 20*time.Second, "the round's call to reach the server")
+	testenv.Recv(t, s.mem.SlowStarted(tag), 20*time.Second, "the round's call to reach the server")
 	a.Stop()
 	out, err := waitAgent(t, a, 30*time.Second)
 	if err != nil || out != "stopped after 1 rounds" {

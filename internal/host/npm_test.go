@@ -164,7 +164,7 @@ func TestExampleWatch(t *testing.T) {
 		t.Run("mem", func(t *testing.T) {
 			const uri = "test://sub/watch"
 			a := s.host.Start(p, AgentConfig{Name: "watch"}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
-			testenv.Eventually(t, 20*time.Second, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
+			testenv.Eventually(t, 20*time.Second, "the subscription", func() bool { return s.mem.Subscribes(uri) == 1 })
 			// One update at a time, so that none coalesces with the next. The
 			// server counts the subscribe before the host has it: an update
 			// sent in between reaches no subscription, so it is sent again.
@@ -174,7 +174,7 @@ func TestExampleWatch(t *testing.T) {
 					if time.Now().After(deadline) {
 						t.Fatalf("update %d never reached the guest", i)
 					}
-					s.mem.update(t, uri, fmt.Sprint("w", i))
+					s.mem.Update(t, uri, fmt.Sprint("w", i))
 					for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end) && a.Inbox().Stats().Delivered < uint64(i); {
 						time.Sleep(2 * time.Millisecond)
 					}
@@ -184,12 +184,12 @@ func TestExampleWatch(t *testing.T) {
 			if err != nil || out != "3 updates of "+uri {
 				t.Fatalf("watch = %q, %v", out, err)
 			}
-			testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return counter(&s.mem.unsubscribes, uri).Load() == 1 })
+			testenv.Eventually(t, 20*time.Second, "the MCP unsubscribe", func() bool { return s.mem.Unsubscribes(uri) == 1 })
 		})
 		t.Run("stopped", func(t *testing.T) {
 			const uri = "test://sub/stop"
 			a := s.host.Start(p, AgentConfig{Name: "watch", StopGrace: 10 * time.Second}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
-			testenv.Eventually(t, 20*time.Second, "the subscription", func() bool { return counter(&s.mem.subscribes, uri).Load() == 1 })
+			testenv.Eventually(t, 20*time.Second, "the subscription", func() bool { return s.mem.Subscribes(uri) == 1 })
 			// Past subscribe-resource and into recv (a stop during the
 			// subscribe makes watch.js throw the cancelled host-error out of
 			// run; TestUncaughtExceptions covers that).

@@ -208,7 +208,7 @@ func TestTrapEndsOnlyThatAgent(t *testing.T) {
 		step{"op": "call-tool-blocking", "h": "t", "tool": "gate", "args": map[string]any{"tag": "bystander"}},
 		step{"op": "call-tool-blocking", "h": "t", "tool": "echo", "args": map[string]any{"text": "still fine"}},
 	)
-	s.mem.enterGate(t, "bystander")
+	s.mem.AwaitGate(t, "bystander")
 	trapper := load(t, s.host, "trap", watTrap)
 	for i := range 3 {
 		_, err := waitAgent(t, s.host.Start(trapper, AgentConfig{Name: fmt.Sprint("trapper-", i)}, ""), 20*time.Second)
@@ -217,7 +217,7 @@ func TestTrapEndsOnlyThatAgent(t *testing.T) {
 			t.Fatalf("err = %v, want an unreachable trap", err)
 		}
 	}
-	s.mem.openGate("bystander")
+	s.mem.OpenGate("bystander")
 	rs := finish(t, probe)
 	checkSteps(t, rs, `"t"`, "*", "*")
 	if text, _ := valueText(okAs[struct{ Value string }](t, rs[2]).Value); text != "still fine" {

@@ -12,15 +12,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/expose"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // DefaultMaxRequestBytes bounds a request's body when Options leave it 0.
@@ -146,7 +149,7 @@ func (s *Server) call(agent string) mcp.ToolHandlerFor[Input, any] {
 		if session == "" && req.Session != nil {
 			session = req.Session.ID()
 		}
-		m, _, err := s.router.Send(ctx, message.Request{Agent: agent, Session: session, Sender: message.SenderMCP, Content: in.Message})
+		m, _, err := s.router.Send(traceContext(ctx, req), message.Request{Agent: agent, Session: session, Sender: message.SenderMCP, Content: in.Message})
 		if err != nil {
 			return nil, nil, s.refusal(agent, err)
 		}
@@ -202,4 +205,21 @@ func errorText(ev message.Event) string {
 		return ev.Text
 	}
 	return ev.Code + ": " + ev.Text
+}
+
+// traceContext is ctx with the caller's trace context, so that the
+// message is a child of the caller's span: the request's _meta
+// (traceparent, tracestate, baggage, as the MCP conventions carry them)
+// or, without a traceparent there, the HTTP request's headers.
+func traceContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	c := propagation.MapCarrier{}
+	for k, v := range req.Params.GetMeta() {
+		if s, ok := v.(string); ok {
+			c[strings.ToLower(k)] = s
+		}
+	}
+	if c.Get("traceparent") == "" && req.Extra != nil && req.Extra.Header != nil {
+		return tracing.Propagator.Extract(ctx, propagation.HeaderCarrier(req.Extra.Header))
+	}
+	return tracing.Propagator.Extract(ctx, c)
 }

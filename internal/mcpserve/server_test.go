@@ -39,11 +39,17 @@ var agents = map[string][]expose.Agent{expose.MCP: {
 // not) on a loopback httptest server.
 func serve(t *testing.T, token string) *fixture {
 	t.Helper()
+	return serveWith(t, token, message.Options{})
+}
+
+// serveWith is serve with the router's options.
+func serveWith(t *testing.T, token string, ro message.Options) *fixture {
+	t.Helper()
 	tk := talker.New(t, 8, map[string]message.Target{
 		"talk":  {Accepts: []string{"mcp"}, MaxMessageBytes: 64},
 		"quiet": {Accepts: []string{"api"}},
 	})
-	f := &fixture{tk: tk, router: message.NewRouter(tk, message.Options{}), catalog: expose.NewStatic(agents)}
+	f := &fixture{tk: tk, router: message.NewRouter(tk, ro), catalog: expose.NewStatic(agents)}
 	s, err := mcpserve.New(mcpserve.Options{Router: f.router, Catalog: f.catalog, Listen: "127.0.0.1:0", Token: token})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -27,6 +29,7 @@ type Mailbox struct {
 	closed    bool
 	handled   uint64
 	last      time.Time // the last message put or answered
+	current   *Message  // the last one the guest received (Took)
 }
 
 // NewMailbox is the mailbox of the instance whose inbox is in.
@@ -72,6 +75,28 @@ func (b *Mailbox) put(m *Message) error {
 	b.open[m.id] = m
 	b.last = b.now()
 	return nil
+}
+
+// Took notes that the guest received the envelope of message id: while
+// it is open, it is the message the instance works on (Current).
+func (b *Mailbox) Took(id string) {
+	b.mu.Lock()
+	if m, ok := b.open[id]; ok {
+		b.current = m
+	}
+	b.mu.Unlock()
+}
+
+// Current is the span context of the message the instance works on: the
+// last one it received, while it is open; invalid when none is.
+func (b *Mailbox) Current() trace.SpanContext {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.current
+	if m == nil || b.open[m.id] != m {
+		return trace.SpanContext{}
+	}
+	return m.SpanContext()
 }
 
 // cancelled1 moves a cancelled message out of the open ones and tells the

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -79,6 +81,7 @@ type Message struct {
 	accepted                        time.Time
 	maxReply                        int
 	now                             func() time.Time
+	span                            trace.Span // nil: not traced (a replayed outcome)
 
 	mu         sync.Mutex
 	status     Status
@@ -240,27 +243,44 @@ func (m *Message) finishedLocked() bool {
 	return m.status == StatusDone || m.status == StatusFailed || m.status == StatusCancelled
 }
 
-// finishLocked appends the terminal event, unlocks and runs the end hooks.
+// finishLocked ends the reply with the terminal event: it is recorded,
+// then the end hooks (the audit line, the span's end, the ledger) run,
+// unlocked, and only then are the listeners told and the readers woken, so
+// that a reader woken by the reply finds the message audited and its span
+// among the traces.
 func (m *Message) finishLocked(st Status, ev Event) error {
-	m.status = st
+	m.status = st // no event is appended from here on
 	m.finished = m.now()
-	m.appendLocked(ev)
-	close(m.done)
+	ev = m.recordLocked(ev)
 	hooks := m.onEnd
 	m.onEnd = nil
-	m.mu.Unlock()
-	for _, h := range hooks {
-		h(m)
+	if len(hooks) > 0 {
+		m.mu.Unlock()
+		for _, h := range hooks {
+			h(m)
+		}
+		m.mu.Lock()
 	}
+	m.publishLocked(ev)
+	close(m.done)
+	m.mu.Unlock()
 	return nil
 }
 
 // appendLocked numbers ev, keeps it, tells the listeners and wakes the
 // readers.
-func (m *Message) appendLocked(ev Event) {
+func (m *Message) appendLocked(ev Event) { m.publishLocked(m.recordLocked(ev)) }
+
+// recordLocked numbers ev and keeps it.
+func (m *Message) recordLocked(ev Event) Event {
 	ev.Seq = uint64(len(m.events)) + 1
 	m.events = append(m.events, ev)
 	m.size += len(ev.Text)
+	return ev
+}
+
+// publishLocked tells the listeners of ev and wakes the readers.
+func (m *Message) publishLocked(ev Event) {
 	for _, l := range m.listeners {
 		l(ev)
 	}
@@ -339,6 +359,9 @@ type View struct {
 	Error *ErrorView `json:"error,omitempty"`
 	// Events counts the reply's events so far (the last event's number).
 	Events uint64 `json:"events"`
+	// TraceID is the trace of the message's invoke_agent span, "" when
+	// not traced.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // ErrorView is a failed reply's code and message.
@@ -353,6 +376,9 @@ func (m *Message) View() View {
 	defer m.mu.Unlock()
 	v := View{ID: m.id, Agent: m.agent, Session: m.session, Sender: m.sender, Status: m.status,
 		Accepted: m.accepted, Events: uint64(len(m.events))}
+	if sc := m.SpanContext(); sc.IsSampled() {
+		v.TraceID = sc.TraceID().String()
+	}
 	switch last := m.lastLocked(); {
 	case last.Kind == KindReply:
 		v.Reply = last.Text

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -100,6 +103,10 @@ type Options struct {
 	// cluster: it, not this host's table, decides whether a key was
 	// delivered (see Ledger).
 	Ledger Ledger
+	// Tracer starts each message's invoke_agent span; nil: none.
+	Tracer trace.TracerProvider
+	// CaptureContent records the message and its reply on the span.
+	CaptureContent bool
 }
 
 // Router accepts messages and keeps their replies. Its methods are safe
@@ -109,6 +116,7 @@ type Router struct {
 	opts   Options
 	log    *zap.Logger
 	t      *table
+	tracer trace.Tracer
 }
 
 // NewRouter is a router delivering to agents.
@@ -132,8 +140,12 @@ func NewRouter(agents Agents, opts Options) *Router {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	tp := opts.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	return &Router{agents: agents, opts: opts, log: log.Named("messages"),
-		t: newTable(opts.Retention, opts.MaxMessages, opts.MaxBytes, opts.Now)}
+		t: newTable(opts.Retention, opts.MaxMessages, opts.MaxBytes, opts.Now), tracer: tp.Tracer(tracerName)}
 }
 
 // Send accepts req and delivers it. With an idempotency key already
@@ -142,6 +154,19 @@ func NewRouter(agents Agents, opts Options) *Router {
 // delivering nothing. Refusals are *tooling.Error values that also match
 // this package's sentinels.
 func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bool, err error) {
+	ctx, span := r.startSpan(ctx, req)
+	m, existing, err = r.send(ctx, req, span)
+	switch {
+	case err != nil:
+		spanRefused(span, err)
+	case existing:
+		span.SetAttributes(attrMessageID.String(m.id), attribute.Bool("toolhost.message.existing", true))
+		span.End()
+	}
+	return m, existing, err
+}
+
+func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Message, existing bool, err error) {
 	start := r.opts.Now()
 	tgt, err := r.agents.Target(req.Agent)
 	if err != nil {
@@ -173,6 +198,8 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 		id = uuid.NewString()
 	}
 	m = newMessage(id, req, r.opts.MaxReplyBytes, r.opts.Now)
+	m.span = span
+	span.SetAttributes(attrMessageID.String(id))
 	if err := r.t.add(m); err != nil {
 		return nil, false, r.refused(req, start, err)
 	}
@@ -205,7 +232,7 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 		m.onFinish(func(m *Message) { claim.End(m.last()) })
 	}
 	auditContent := req.Audit || tgt.AuditContent
-	m.onFinish(func(m *Message) { r.ended(m, auditContent) })
+	m.onFinish(func(m *Message) { r.ended(m, auditContent); r.endSpan(m) })
 	return m, false, nil
 }
 
@@ -227,6 +254,7 @@ func (r *Router) ended(m *Message, auditContent bool) {
 		rec := audit.Record{Time: m.accepted, Agent: m.agent, Op: audit.OpMessage, Sender: m.sender,
 			MessageID: m.id, Session: m.session, Outcome: outcome, Duration: total,
 			Content: m.content, HasContent: true, WithArgs: auditContent, FirstToken: first, HasFirstToken: hasFirst}
+		rec.TraceID, rec.SpanID = spanIDs(m.SpanContext())
 		if outcome != "ok" {
 			rec.Message = text
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,92 +32,39 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// server is a real go-sdk MCP server reached over in-memory transports; the
-// test can end its sessions (the server going away).
-type server struct {
-	srv    *mcp.Server
-	refuse atomic.Bool // refuse subscribing to test://refused
-
-	mu       sync.Mutex
-	sessions []*mcp.ServerSession
-}
-
 var objectSchema = json.RawMessage(`{"type":"object"}`)
 
-func newServer() *server {
-	s := &server{}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "metrics-test", Version: "1.0.0"}, &mcp.ServerOptions{
-		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-			if s.refuse.Load() && req.Params.URI == "test://refused" {
-				return errors.New("no longer allowed")
-			}
-			return nil
-		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
+// newServer is the suite's MCP server: besides testenv.MCPServer's echo and
+// fail, "says-iserror" (a success whose text says isError), "invalid" (a
+// JSON-RPC invalid-params error) and "block" (blocks until cancelled); the
+// resources test://a and test://refused ("hello") and test://broken (its
+// read fails).
+func newServer() *testenv.MCPServer {
+	s := testenv.NewMCPServer(testenv.MCPServerOptions{Name: "metrics-test", Subscribable: true, SlowTool: "block"})
 	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
-	s.srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: text("echo")}, nil
-		})
-	s.srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: objectSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{IsError: true, Content: text("it failed")}, nil
-		})
-	s.srv.AddTool(&mcp.Tool{Name: "says-iserror", InputSchema: objectSchema},
+	s.Server.AddTool(&mcp.Tool{Name: "says-iserror", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text(`"isError": true`)}, nil // not an error
 		})
-	s.srv.AddTool(&mcp.Tool{Name: "invalid", InputSchema: objectSchema},
+	s.Server.AddTool(&mcp.Tool{Name: "invalid", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad argument x"}
 		})
-	s.srv.AddTool(&mcp.Tool{Name: "block", InputSchema: objectSchema},
-		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		})
 	for _, uri := range []string{"test://a", "test://refused"} {
-		s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
-			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "hello"}}}, nil
-			})
+		s.AddResource(uri, "hello")
 	}
-	s.srv.AddResource(&mcp.Resource{URI: "test://broken", Name: "broken"},
+	s.Server.AddResource(&mcp.Resource{URI: "test://broken", Name: "broken"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return nil, errors.New("disk on fire")
 		})
 	return s
 }
 
-// dial is the tooling's Dialer: a fresh pair of in-memory transports per
-// connection attempt.
-func (s *server) dial(ctx context.Context) (mcp.Transport, error) {
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.srv.Connect(ctx, st, nil)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.sessions = append(s.sessions, ss)
-	s.mu.Unlock()
-	return ct, nil
-}
-
-func (s *server) dropAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ss := range s.sessions {
-		ss.Close()
-	}
-	s.sessions = nil
-}
-
 func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} }
 
 // connect serves an MCP tooling named name on s until the test ends and
 // waits for its session.
-func connect(t testing.TB, s *server, name string) *mcpclient.Client {
+func connect(t testing.TB, s *testenv.MCPServer, name string) *mcpclient.Client {
 	t.Helper()
 	m := newClient(t, s, name)
 	testenv.ServeTooling(t, m, nil)
@@ -132,14 +78,14 @@ func waitConnected(t testing.TB, m *mcpclient.Client) {
 }
 
 // newClient is an MCP tooling named name on s, not served yet.
-func newClient(t testing.TB, s *server, name string) *mcpclient.Client {
+func newClient(t testing.TB, s *testenv.MCPServer, name string) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
 		ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second),
 		Restart: config.Restart{InitialBackoff: dur(20 * time.Millisecond), MaxBackoff: dur(200 * time.Millisecond), HealthyAfter: dur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.Options{Dialer: s.dial})
+	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.Options{Dialer: s.Dialer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,18 +276,18 @@ func TestInstrumentObserver(t *testing.T) {
 		}
 	}
 	for range 3 {
-		if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
+		if err := s.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testenv.Eventually(t, 30*time.Second, "3 updates", func() bool { return rec.updated.Load() == 3 })
-	s.srv.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
+	s.Server.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})
 	testenv.Eventually(t, 30*time.Second, "a list change", func() bool { return rec.listChanged.Load() >= 1 })
-	s.refuse.Store(true)
-	s.dropAll() // the tooling reconnects; re-subscribing test://refused fails
+	s.RefuseSubscribe("test://refused", true)
+	s.DropSessions() // the tooling reconnects; re-subscribing test://refused fails
 	testenv.Eventually(t, 30*time.Second, "a failed re-subscription", func() bool { return rec.resubFailed.Load() == 1 })
 
 	f := families(t, m)
@@ -362,7 +308,7 @@ func TestInstrumentObserver(t *testing.T) {
 	if err := tl.Subscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
+	if err := s.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing to wait for: a call after the notification orders the check.
@@ -423,10 +369,10 @@ func TestScrape(t *testing.T) {
 	if err := tl.Subscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
+	if err := s.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://a"}); err != nil {
 		t.Fatal(err)
 	}
-	s.srv.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
+	s.Server.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})

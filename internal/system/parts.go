@@ -25,7 +25,7 @@ func (s *System) openAudit() error {
 		return err
 	}
 	s.Audit = l
-	if m := s.opts.metrics; m != nil {
+	if m := s.opts.Metrics; m != nil {
 		m.AuditLog(l.Written, l.Dropped)
 	}
 	return nil
@@ -48,7 +48,7 @@ func (s *System) RunAudit(ctx context.Context) <-chan struct{} {
 // some, the token budgets kept in the state directory.
 func (s *System) openProviders() error {
 	cfg := s.Config
-	if names := s.opts.providers; names != nil {
+	if names := s.opts.Providers; names != nil {
 		only := *cfg
 		only.Provider = make(map[string]*config.Provider, len(names))
 		for _, n := range names {
@@ -63,7 +63,7 @@ func (s *System) openProviders() error {
 		return err
 	}
 	s.Providers = reg
-	if len(cfg.Provider) > 0 && !s.opts.noHost {
+	if len(cfg.Provider) > 0 && !s.opts.NoHost {
 		if s.Budgets, err = provider.OpenBudgets(provider.BudgetsDir(s.Config.StateDir())); err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (s *System) openProviders() error {
 // each instrumented when the system has metrics, with its sampling
 // answered through its provider. Reload makes the toolings it adds here.
 func (s *System) MakeToolings(cfgs map[string]*config.Tooling) (map[string]tooling.Tooling, error) {
-	opts := s.opts.toolingOpts
+	opts := s.opts.ToolingOptions
 	opts.SamplerFor = s.samplerFor
 	reg, err := mcpclient.NewRegistry(cfgs, s.log, opts)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *System) MakeToolings(cfgs map[string]*config.Tooling) (map[string]tooli
 	out := make(map[string]tooling.Tooling, len(cfgs))
 	for _, name := range reg.Names() {
 		t, _ := reg.Get(name)
-		if m := s.opts.metrics; m != nil {
+		if m := s.opts.Metrics; m != nil {
 			t = m.Instrument(t)
 		}
 		out[name] = t
@@ -105,7 +105,7 @@ func (s *System) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
 		return nil
 	}
 	opts := sampling.Options{Log: s.log, Audit: s.Audit}
-	if m := s.opts.metrics; m != nil {
+	if m := s.opts.Metrics; m != nil {
 		opts.Observer = m.ObserveChat
 	}
 	return sampling.New(p, cfg.Name, *cfg.Sampling, opts).CreateMessage

@@ -28,9 +28,9 @@ func TestStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	ref := kv.Ref{Agent: "a", Bucket: "notes"}
-	open := func(opts ...system.Option) *system.System {
+	open := func(opts system.Options) *system.System {
 		t.Helper()
-		sys, err := system.New(cfg, nil, opts...)
+		sys, err := system.New(cfg, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestStore(t *testing.T) {
 	}
 
 	obsFile, fileLogs := observer.New(zapcore.InfoLevel)
-	sys, err := system.New(cfg, zap.New(obsFile))
+	sys, err := system.New(cfg, system.Options{Log: zap.New(obsFile)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, config.StoreFile)); err != nil {
 		t.Fatalf("the store's file: %v", err)
 	}
-	sys = open()
+	sys = open(system.Options{})
 	if v, ok, err := sys.KV.Get(ctx, ref, "k"); err != nil || !ok || string(v) != "kept" {
 		t.Errorf("the next system's store: %q %v %v, want what the first wrote", v, ok, err)
 	}
@@ -65,7 +65,7 @@ func TestStore(t *testing.T) {
 	}
 
 	obs, logs := observer.New(zapcore.InfoLevel)
-	tmp, err := system.New(cfg, zap.New(obs), system.WithTemporaryStore())
+	tmp, err := system.New(cfg, system.Options{Log: zap.New(obs), TemporaryStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestStore(t *testing.T) {
 		t.Errorf("the temporary store's directory after Close: %v, want it removed", err)
 	}
 
-	if bare := open(system.WithoutHost()); bare.KV != nil {
+	if bare := open(system.Options{NoHost: true}); bare.KV != nil {
 		bare.Close()
 		t.Error("a system without a host has a key-value store")
 	} else {

@@ -35,61 +35,54 @@ import (
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
-// An Option changes what New builds.
-type Option func(*options)
-
-type options struct {
-	metrics     *metrics.Metrics
-	toolingOpts mcpclient.Options
-	serve       func(tooling string) bool // nil: every tooling
-	epochTick   time.Duration
-	fuel        *bool
-	providers   []string // nil: every [provider.*]
-	noHost      bool
-	engineOnly  bool
-	etcd        *clientv3.Client // store.go
-	tempStore   bool
+// Options say what New builds beyond the config. The zero value builds
+// everything the config names: every tooling and provider, the host with
+// its engine (fuel metering as the config's agents need) and the store.
+type Options struct {
+	// Log is the graph's logger; nil: none.
+	Log *zap.Logger
+	// Metrics instruments every tooling (including those MakeToolings
+	// makes later), gets the chats and samplings and the instances' hooks
+	// (AgentConfig), and is pointed at the audit log and the store.
+	Metrics *metrics.Metrics
+	// ToolingOptions apply to every MCP tooling made (its SamplerFor is
+	// the system's).
+	ToolingOptions mcpclient.Options
+	// Toolings, if set, starts only the toolings it reports true for; the
+	// others are served idle (an agent granted one gets it, and its
+	// operations fail with unavailable), so that their names stay known.
+	Toolings func(name string) bool
+	// EpochTick is the engine's epoch tick (engine.Options.EpochTick).
+	EpochTick time.Duration
+	// Fuel, if set, makes the engine meter fuel or not, instead of as the
+	// config's agents need (toolhostd compile --fuel, run).
+	Fuel *bool
+	// Providers, if set, opens only the providers named instead of every
+	// [provider.*] (chat asks one; another's missing key must not stop it).
+	Providers []string
+	// NoHost builds no host (no engine) and opens no token budgets: for
+	// commands that run no agent (chat).
+	NoHost bool
+	// EngineOnly builds the engine and nothing else: no audit log,
+	// providers, toolings, gateway or host; the engine checks components
+	// against the toolhost:agent world as the host's does (compile).
+	EngineOnly bool
+	// StoreClient is the cluster's etcd client, on which the key-value
+	// store's etcd backend ([host] store = { backend = "etcd" }, the
+	// default with [cluster]) keeps its keys. The caller closes it after
+	// Close.
+	StoreClient *clientv3.Client
+	// TemporaryStore keeps the key-value store in a bbolt file of a new
+	// temporary directory that Close removes, instead of the configured
+	// backend: for `toolhostd run` without a state directory of its own.
+	TemporaryStore bool
+	// Version and Member are the traces' service.version and cluster
+	// member id ("" outside a cluster).
+	Version, Member string
 }
-
-// WithMetrics instruments every tooling (including those MakeToolings
-// makes later), reports chats and samplings to m and points m at the audit
-// log and the key-value store.
-func WithMetrics(m *metrics.Metrics) Option { return func(o *options) { o.metrics = m } }
-
-// WithToolingOptions applies opts to every MCP tooling made (its
-// SamplerFor is the system's).
-func WithToolingOptions(opts mcpclient.Options) Option {
-	return func(o *options) { o.toolingOpts = opts }
-}
-
-// WithToolings starts only the toolings serve reports true for; the others
-// are served idle (an agent granted one gets it, and its operations fail
-// with unavailable), so that their names stay known.
-func WithToolings(serve func(name string) bool) Option {
-	return func(o *options) { o.serve = serve }
-}
-
-// WithEpochTick sets the engine's epoch tick (engine.Options.EpochTick).
-func WithEpochTick(d time.Duration) Option { return func(o *options) { o.epochTick = d } }
-
-// WithFuel makes the engine meter fuel or not, instead of as the config's
-// agents need (toolhostd compile --fuel).
-func WithFuel(fuel bool) Option { return func(o *options) { o.fuel = &fuel } }
-
-// WithProviders opens only the providers named instead of every
-// [provider.*] (chat asks one; another's missing key must not stop it).
-func WithProviders(names ...string) Option { return func(o *options) { o.providers = names } }
-
-// WithoutHost builds no host (no engine) and opens no token budgets: for
-// commands that run no agent (chat).
-func WithoutHost() Option { return func(o *options) { o.noHost = true } }
-
-// EngineOnly builds the engine and nothing else: no audit log, providers,
-// toolings, gateway or host; the engine checks components against the
-// toolhost:agent world as the host's does. toolhostd compile uses it.
-func EngineOnly() Option { return func(o *options) { o.engineOnly = true } }
 
 // System is the graph of one config. Its fields are set by New and not
 // changed afterwards.
@@ -110,36 +103,37 @@ type System struct {
 	// Engine compiles and loads components: Host's, or EngineOnly's own;
 	// nil WithoutHost.
 	Engine *engine.Engine
+	// Tracing is the traces ([host] traces, OTEL_*): tracing.Off when
+	// neither asks; nil only EngineOnly.
+	Tracing *tracing.Tracing
 	// KV is the key-value store the agents' wasi:keyvalue imports reach and
 	// the operators' kv commands drive; nil WithoutHost or EngineOnly.
 	KV *kv.Service
 
 	log      *zap.Logger
-	opts     options
+	opts     Options
 	store    kv.Store // KV's backend (store.go)
 	storeDir string   // a temporary store's directory, removed by Close
 }
 
 // New builds the graph of cfg. Nothing runs until Serve (the audit writer,
 // the hub); Close releases what New made.
-func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err error) {
+func New(cfg *config.Config, opts Options) (s *System, err error) {
 	if cfg == nil {
 		return nil, errors.New("system: no config")
 	}
+	log := opts.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s = &System{Config: cfg, log: log}
-	for _, o := range opts {
-		o(&s.opts)
-	}
+	s = &System{Config: cfg, log: log, opts: opts}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
 			s = nil
 		}
 	}()
-	if s.opts.engineOnly {
+	if s.opts.EngineOnly {
 		if s.Engine, err = engine.New(host.EngineOptions(s.hostOptions())); err != nil {
 			return s, &HostError{Err: err}
 		}
@@ -153,9 +147,15 @@ func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err er
 	if err := s.openProviders(); err != nil {
 		return s, err
 	}
+	if err := s.openTracing(); err != nil {
+		return s, err
+	}
+	if s.Tracing.On() {
+		s.opts.ToolingOptions.Tracer = s.Tracing.Provider()
+	}
 	serve := cfg.Tooling
 	var idle []gateway.Entry
-	if only := s.opts.serve; only != nil {
+	if only := s.opts.Toolings; only != nil {
 		serve = map[string]*config.Tooling{}
 		for _, n := range slices.Sorted(maps.Keys(cfg.Tooling)) {
 			if only(n) {
@@ -173,7 +173,7 @@ func New(cfg *config.Config, log *zap.Logger, opts ...Option) (s *System, err er
 		entries = append(entries, gateway.Entry{Tooling: s.Toolings[name], Limits: gateway.LimitsFrom(cfg.Tooling[name])})
 	}
 	s.Hub = gateway.NewHub(entries, log)
-	if s.opts.noHost {
+	if s.opts.NoHost {
 		return s, nil
 	}
 	if err := s.openStore(); err != nil {
@@ -211,9 +211,9 @@ func HostOptions(cfg *config.Config, log *zap.Logger) host.Options {
 
 func (s *System) hostOptions() host.Options {
 	o := HostOptions(s.Config, s.log)
-	o.Engine.EpochTick = s.opts.epochTick
-	if s.opts.fuel != nil {
-		o.Engine.Fuel = *s.opts.fuel
+	o.Engine.EpochTick = s.opts.EpochTick
+	if s.opts.Fuel != nil {
+		o.Engine.Fuel = *s.opts.Fuel
 	}
 	o.Agent = s.AgentOptions()
 	return o
@@ -266,6 +266,7 @@ func (s *System) Close() error {
 	if s.Providers != nil {
 		_ = s.Providers.Close()
 	}
+	s.closeTracing()
 	return err
 }
 
@@ -279,7 +280,10 @@ func (s *System) AgentOptions() contract.Options {
 	if s.Audit != nil {
 		opts.Audit = s.Audit
 	}
-	if m := s.opts.metrics; m != nil {
+	if s.Tracing != nil && s.Tracing.On() {
+		opts.Tracer, opts.CaptureContent = s.Tracing.Provider(), s.Tracing.CaptureContent()
+	}
+	if m := s.opts.Metrics; m != nil {
 		opts.ChatObserver = func(r contract.ChatRecord) {
 			m.ObserveChat(metrics.Chat{
 				Agent: r.Agent, Provider: r.Provider, Model: r.Model, Outcome: r.Outcome,
@@ -293,7 +297,7 @@ func (s *System) AgentOptions() contract.Options {
 
 // Recorder is the metrics as the policy's Recorder (nil without metrics).
 func (s *System) Recorder() policy.Recorder {
-	if m := s.opts.metrics; m != nil {
+	if m := s.opts.Metrics; m != nil {
 		return m
 	}
 	return nil

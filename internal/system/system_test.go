@@ -40,7 +40,7 @@ func newSystem(t *testing.T, extra string) (*system.System, *providertest.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := system.New(cfg, nil, system.WithoutHost())
+	sys, err := system.New(cfg, system.Options{NoHost: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestWithToolingsServesTheRestIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := system.New(cfg, nil, system.WithoutHost(), system.WithToolings(func(string) bool { return false }))
+	sys, err := system.New(cfg, system.Options{NoHost: true, Toolings: func(string) bool { return false }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestHostError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = system.New(cfg, nil, system.EngineOnly())
+	_, err = system.New(cfg, system.Options{EngineOnly: true})
 	var he *system.HostError
 	if !errors.As(err, &he) {
 		t.Fatalf("New with a cache dir under a file: %v, want a HostError", err)
@@ -154,7 +154,7 @@ func TestEngineOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := system.New(cfg, nil, system.EngineOnly())
+	sys, err := system.New(cfg, system.Options{EngineOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,10 @@
 // componentize-qjs, Go), and the npm MCP servers `make deps` installs; a
 // missing piece is an error naming the make target to run (tests fail on
 // it, they never skip). It is also the one way to wait (Eventually, Poll,
-// Recv) and holds the fixtures several suites share: Serve, an in-process
-// MCP server's dialer and echo tool, a scripted provider. Only tests
-// import this package.
+// Recv) and holds the fixtures several suites share: Serve, MCPServer (the
+// one in-process MCP server the suites configure and extend), an
+// in-process MCP server's dialer and echo tool, a scripted provider. Only
+// tests import this package.
 package testenv
 
 import (

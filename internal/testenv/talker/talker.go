@@ -3,7 +3,9 @@
 // as a guest would. "words A B C" streams each word as a delta then replies
 // "."; "session" replies with the message's session; "fail" ends with
 // reply-error; "hold" streams "holding " and waits for Release (or the
-// message's cancel); anything else is echoed.
+// message's cancel); "block" does the same but holds the guest itself, so
+// that it reads nothing more from its inbox until Release; anything else is
+// echoed.
 package talker
 
 import (
@@ -39,6 +41,9 @@ func New(t testing.TB, capacity int, agents map[string]message.Target) *Talker {
 
 // Release lets every held message reply "released".
 func (tk *Talker) Release() { tk.once.Do(func() { close(tk.release) }) }
+
+// Pending is how many envelopes wait in the agents' inbox.
+func (tk *Talker) Pending() int { return tk.in.Pending() }
 
 // Target implements message.Agents.
 func (tk *Talker) Target(agent string) (message.Target, error) {
@@ -79,6 +84,9 @@ func (tk *Talker) guest() {
 		case msg.Content == "hold":
 			_ = tk.mb.Delta(env.ID, "holding ")
 			go tk.hold(env.ID)
+		case msg.Content == "block":
+			_ = tk.mb.Delta(env.ID, "holding ")
+			tk.hold(env.ID)
 		default:
 			_ = tk.mb.Reply(env.ID, msg.Content)
 		}

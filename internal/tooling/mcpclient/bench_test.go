@@ -32,7 +32,7 @@ func BenchmarkCallEcho(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		ts := newTestServer(0)
 		ctx := context.Background()
-		cs := testenv.DirectSession(b, ts.srv, mcpclient.DefaultProtocolVersion)
+		cs := testenv.DirectSession(b, ts.Server, mcpclient.DefaultProtocolVersion)
 		lat := make([]time.Duration, 0, b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -49,7 +49,7 @@ func BenchmarkCallEcho(b *testing.B) {
 	})
 	b.Run("tooling", func(b *testing.B) {
 		ts := newTestServer(0)
-		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+		m := newMCP(b, testConfig("bench"), zap.NewNop(), mcpclient.Options{Dialer: ts.Dialer()})
 		testenv.ServeTooling(b, m, nil)
 		waitConnected(b, m)
 		ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"github.com/toolhostd/toolhostd/internal/tooling/oauth"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // acquire returns the live session, waiting for one at most the connect
@@ -240,6 +241,8 @@ func (m *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	defer untrack()
 	params := &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(a)}
 	params.SetProgressToken(token)
+	ctx, span := m.startSpan(ctx, "tools/call", name, semconv.GenAIToolName(name), semconv.GenAIOperationNameExecuteTool)
+	injectMeta(ctx, span, params)
 	// A call is repeated only if it never reached the server (see do).
 	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
 		select {
@@ -248,10 +251,12 @@ func (m *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		sessionSpan(span, cs)
 		var err error
 		res, err = cs.CallTool(ctx, params)
 		return err
 	})
+	endSpan(span, err)
 	if err != nil {
 		return tooling.ToolResult{}, err
 	}
@@ -292,12 +297,17 @@ func (m *Client) ListResources(ctx context.Context) ([]tooling.ResourceInfo, err
 
 // ReadResource reads uri and applies the contract's encoding rule
 // (EncodeContent) to the content whose uri is uri, else the first.
-func (m *Client) ReadResource(ctx context.Context, uri string) (tooling.ResourceContent, error) {
+func (m *Client) ReadResource(ctx context.Context, uri string) (_ tooling.ResourceContent, err error) {
 	op := fmt.Sprintf("resources/read %q", uri)
 	var res *mcp.ReadResourceResult
-	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+	ctx, span := m.startSpan(ctx, "resources/read", uri, semconv.McpResourceURIKey.String(uri))
+	params := &mcp.ReadResourceParams{URI: uri}
+	injectMeta(ctx, span, params)
+	defer func() { endSpan(span, err) }()
+	err = m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
+		sessionSpan(span, cs)
 		var err error
-		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		res, err = cs.ReadResource(ctx, params)
 		return err
 	})
 	if err != nil {

@@ -56,9 +56,9 @@ func (l *noticeLog) count() int {
 }
 
 // sseTooling serves ts over SSE behind log and returns a tooling for it.
-func sseTooling(t *testing.T, ts *testServer, log *noticeLog) *mcpclient.Client {
+func sseTooling(t *testing.T, ts *testenv.MCPServer, log *noticeLog) *mcpclient.Client {
 	t.Helper()
-	hs := httptest.NewServer(log.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)))
+	hs := httptest.NewServer(log.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil)))
 	t.Cleanup(hs.Close)
 	cfg := testConfig("sse")
 	cfg.Transport, cfg.Command, cfg.URL = "sse", "", hs.URL
@@ -68,7 +68,7 @@ func sseTooling(t *testing.T, ts *testServer, log *noticeLog) *mcpclient.Client 
 // stopDuringCall starts the block tool and cancels it together with the
 // tooling (as a Ctrl-C of `toolhostd call` does); it returns how long Serve
 // took to return after the cancel.
-func stopDuringCall(t *testing.T, m *mcpclient.Client, ts *testServer) time.Duration {
+func stopDuringCall(t *testing.T, m *mcpclient.Client, ts *testenv.MCPServer) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -80,7 +80,7 @@ func stopDuringCall(t *testing.T, m *mcpclient.Client, ts *testServer) time.Dura
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	testenv.Recv(t, ts.started, 10*time.Second, "the call to reach the server")
+	testenv.Recv(t, ts.SlowStarts(), 10*time.Second, "the call to reach the server")
 	cancel()
 	start := time.Now()
 	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the call to end"), tooling.CodeCancelled)
@@ -123,8 +123,8 @@ func TestSSECloseDoesNotWaitForUnansweredNotice(t *testing.T) {
 func TestHTTPTransportMistakeHints(t *testing.T) {
 	ts := newTestServer(0)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
-	mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil))
+	mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil))
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 	for _, tc := range []struct{ transport, path, want string }{
@@ -176,9 +176,9 @@ func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
 			ts := newTestServer(0)
 			var h http.Handler
 			if tr == "http" {
-				h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+				h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil)
 			} else {
-				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil)
 			}
 			hs := httptest.NewServer(h)
 			defer hs.Close()
@@ -216,7 +216,7 @@ func TestHTTPOversizedAnswerFailsOneCall(t *testing.T) {
 						_, err := m.CallTool(blockCtx, "block", nil)
 						errc <- err
 					}()
-					testenv.Recv(t, ts.started, 10*time.Second, "the call to reach the server")
+					testenv.Recv(t, ts.SlowStarts(), 10*time.Second, "the call to reach the server")
 					_, err := m.CallTool(t.Context(), "big", bigArgs(2<<20))
 					wantCode(t, err, tooling.CodeProtocol)
 					if !strings.Contains(err.Error(), "max_message_bytes (1048576)") || !strings.Contains(err.Error(), "a message of ") {

@@ -41,9 +41,9 @@ func TestHTTPTransportsSendConfiguredHeaders(t *testing.T) {
 			ts := newTestServer(0)
 			var h http.Handler
 			if tr == "http" {
-				h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+				h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil)
 			} else {
-				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)
+				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.Server }, nil)
 			}
 			log := &headerLog{}
 			hs := httptest.NewServer(log.wrap(h))

@@ -74,7 +74,7 @@ func runTestServer(mode string) int {
 			// Ignores SIGTERM and stdin EOF: only SIGKILL ends it.
 			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 		}
-		err := ts.srv.Run(context.Background(), transport)
+		err := ts.Server.Run(context.Background(), transport)
 		if mode == "stubborn" {
 			for {
 				time.Sleep(time.Hour) // (select{} would die as a deadlock)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
@@ -66,6 +67,9 @@ type Options struct {
 	// table, answered by the Sampler it returns for that config (nil: not
 	// offered): one Options serves a whole registry.
 	SamplerFor func(cfg *config.Tooling) Sampler
+	// Tracer starts a span per tools/call and resources/read, its trace
+	// context carried to the server; nil: none.
+	Tracer trace.TracerProvider
 }
 
 // options are the settings a Client runs with: its Options, defaults
@@ -108,6 +112,7 @@ type Client struct {
 	log            *zap.Logger
 	client         *mcp.Client
 	slots          chan struct{}
+	tracer         trace.Tracer // nil: no spans (trace.go)
 	inFlight       atomic.Int64
 	trackers       sync.Map     // *mcp.ClientSession → its *transport.Tracker
 	logins         atomic.Int64 // OAuth authorizations completed (Options.Login)
@@ -209,6 +214,9 @@ func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 		failed:    make(chan struct{}),
 		loginWait: signal{ch: make(chan struct{})},
 		subs:      make(map[string]*session),
+	}
+	if o.Tracer != nil {
+		m.tracer = o.Tracer.Tracer(tracerName)
 	}
 	if m.maxBackoff < m.initialBackoff {
 		m.maxBackoff = m.initialBackoff

@@ -18,15 +18,15 @@ import (
 )
 
 // connected returns an MCP tooling served against ts in memory.
-func connected(t *testing.T, ts *testServer) *mcpclient.Client {
+func connected(t *testing.T, ts *testenv.MCPServer) *mcpclient.Client {
 	t.Helper()
 	return observed(t, ts, nil)
 }
 
 // observed is connected, the notifications going to o.
-func observed(t *testing.T, ts *testServer, o tooling.Observer) *mcpclient.Client {
+func observed(t *testing.T, ts *testenv.MCPServer, o tooling.Observer) *mcpclient.Client {
 	t.Helper()
-	m := newMCP(t, testConfig("mem"), nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	m := newMCP(t, testConfig("mem"), nil, mcpclient.Options{Dialer: ts.Dialer()})
 	testenv.ServeTooling(t, m, o)
 	waitConnected(t, m)
 	return m
@@ -61,8 +61,8 @@ func TestListAndCallFollowPagination(t *testing.T) {
 	if err := json.Unmarshal([]byte(echo.InputSchema), &schema); err != nil || schema["type"] != "object" {
 		t.Errorf("echo input schema %s: %v", echo.InputSchema, err)
 	}
-	if names["fail"].Description != nil {
-		t.Errorf("fail has no description, got %q", *names["fail"].Description)
+	if names["wire-error"].Description != nil {
+		t.Errorf("wire-error has no description, got %q", *names["wire-error"].Description)
 	}
 
 	res, err := m.ListResources(ctx)
@@ -108,7 +108,7 @@ func TestListAndCallFollowPagination(t *testing.T) {
 	if err != nil {
 		t.Fatalf("isError result must not be an error: %v", err)
 	}
-	if out.Arguments != "{}" || !strings.Contains(out.Value, `"isError":true`) || !strings.Contains(out.Value, "it failed") {
+	if out.Arguments != "{}" || !strings.Contains(out.Value, `"isError":true`) || !strings.Contains(out.Value, `"text":"failed: "`) {
 		t.Errorf("fail result = %+v", out)
 	}
 
@@ -127,15 +127,15 @@ func TestToolListCachedAndRefreshedOnListChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lists := ts.toolLists.Load()
+	lists := ts.Requests("tools/list")
 	if _, err := m.ListTools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := ts.toolLists.Load(); got != lists {
+	if got := ts.Requests("tools/list"); got != lists {
 		t.Errorf("second ListTools hit the server (%d → %d tools/list requests): not cached", lists, got)
 	}
 
-	ts.srv.AddTool(&mcp.Tool{Name: "added-later", InputSchema: objectSchema},
+	ts.Server.AddTool(&mcp.Tool{Name: "added-later", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
@@ -151,11 +151,11 @@ func TestToolListCachedAndRefreshedOnListChanged(t *testing.T) {
 		}
 		return false
 	})
-	if ts.toolLists.Load() <= lists {
+	if ts.Requests("tools/list") <= lists {
 		t.Error("list_changed did not lead to a new tools/list")
 	}
 
-	ts.srv.RemoveTools("added-later")
+	ts.Server.RemoveTools("added-later")
 	testenv.Eventually(t, 10*time.Second, "added-later to disappear", func() bool {
 		tools, _ := m.ListTools(ctx)
 		return len(tools) == len(first)
@@ -219,12 +219,12 @@ func TestErrorMapping(t *testing.T) {
 			c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
 			_, err := m.CallTool(c, "block", nil)
-			<-ts.started
+			<-ts.SlowStarts()
 			return err
 		}, tooling.CodeTimeout},
 		{"caller cancel", func() error {
 			c, cancel := context.WithCancel(ctx)
-			go func() { <-ts.started; cancel() }()
+			go func() { <-ts.SlowStarts(); cancel() }()
 			_, err := m.CallTool(c, "block", nil)
 			return err
 		}, tooling.CodeCancelled},
@@ -240,13 +240,13 @@ func TestCallTimeout(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("slow")
 	cfg.CallTimeout = dur(200 * time.Millisecond)
-	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: ts.Dialer()})
 	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	_, err := m.CallTool(t.Context(), "block", nil)
 	wantCode(t, err, tooling.CodeTimeout)
 	// The server hears about it too.
-	testenv.Recv(t, ts.cancelled, 10*time.Second, "the server handler to be cancelled")
+	testenv.Recv(t, ts.SlowCancels(), 10*time.Second, "the server handler to be cancelled")
 }
 
 func TestCancelReachesServer(t *testing.T) {
@@ -258,11 +258,11 @@ func TestCancelReachesServer(t *testing.T) {
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	testenv.Recv(t, ts.started, 10*time.Second, "the call to start on the server")
+	testenv.Recv(t, ts.SlowStarts(), 10*time.Second, "the call to start on the server")
 	cancel()
 	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "CallTool to return"), tooling.CodeCancelled)
 	// The handler's context is cancelled only by notifications/cancelled.
-	testenv.Recv(t, ts.cancelled, 10*time.Second, "notifications/cancelled to reach the server")
+	testenv.Recv(t, ts.SlowCancels(), 10*time.Second, "notifications/cancelled to reach the server")
 	if _, err := m.CallTool(t.Context(), "echo", json.RawMessage(`{"text":"still fine"}`)); err != nil {
 		t.Fatalf("session unusable after a cancel: %v", err)
 	}
@@ -279,7 +279,7 @@ func TestSubscriptionsAndObserver(t *testing.T) {
 	if err := m.Subscribe(ctx, "test://text/1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/1"}); err != nil {
+	if err := ts.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := testenv.Recv(t, rec.updated, 10*time.Second, "resources/updated"); got != "test://text/1" {
@@ -291,7 +291,7 @@ func TestSubscriptionsAndObserver(t *testing.T) {
 	}
 	testenv.Recv(t, rec.updated, 10*time.Second, "resources/updated via touch")
 
-	ts.srv.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
+	ts.Server.AddResource(&mcp.Resource{URI: "test://new", Name: "new"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://new", Text: "n"}}}, nil
 		})
@@ -300,14 +300,14 @@ func TestSubscriptionsAndObserver(t *testing.T) {
 	if err := m.Unsubscribe(ctx, "test://text/1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/1"}); err != nil {
+	if err := ts.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/1"}); err != nil {
 		t.Fatal(err)
 	}
 	// A sentinel update on another subscribed uri orders the check.
 	if err := m.Subscribe(ctx, "test://text/2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/2"}); err != nil {
+	if err := ts.Server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://text/2"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := testenv.Recv(t, rec.updated, 10*time.Second, "the sentinel update"); got != "test://text/2" {

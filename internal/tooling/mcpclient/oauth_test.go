@@ -35,7 +35,7 @@ type oauthEnv struct {
 func newOAuthEnv(t *testing.T, tr string, asCfg oauthtest.Config, scopes []string, oauth *config.OAuth) *oauthEnv {
 	t.Helper()
 	as := oauthtest.NewServer(asCfg)
-	res := oauthtest.NewResource(as, newTestServer(0).srv, scopes)
+	res := oauthtest.NewResource(as, newTestServer(0).Server, scopes)
 	// The resource closes first: its sessions end before the AS goes.
 	t.Cleanup(as.Close)
 	t.Cleanup(res.Close)

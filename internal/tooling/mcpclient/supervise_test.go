@@ -107,7 +107,7 @@ func TestResubscribeAfterReconnect(t *testing.T) {
 
 func TestSessionDropFailsInFlightAndWaitsForNext(t *testing.T) {
 	ts := newTestServer(0)
-	tr := &sessionTracker{srv: ts.srv}
+	tr := &sessionTracker{srv: ts.Server}
 	m := newMCP(t, testConfig("drop"), nil, mcpclient.Options{Dialer: tr.dial, PingInterval: -1})
 	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
@@ -116,7 +116,7 @@ func TestSessionDropFailsInFlightAndWaitsForNext(t *testing.T) {
 		_, err := m.CallTool(t.Context(), "block", nil)
 		errc <- err
 	}()
-	testenv.Recv(t, ts.started, 10*time.Second, "the call to start")
+	testenv.Recv(t, ts.SlowStarts(), 10*time.Second, "the call to start")
 	tr.dropAll()
 	wantCode(t, testenv.Recv(t, errc, 10*time.Second, "the in-flight call to fail"), tooling.CodeUnavailable)
 	// The next operation waits for the new session instead of failing.
@@ -136,7 +136,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 	ts := newTestServer(0)
 	cfg := testConfig("narrow")
 	cfg.MaxConcurrentCalls = 1
-	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv)})
+	m := newMCP(t, cfg, nil, mcpclient.Options{Dialer: ts.Dialer()})
 	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -145,7 +145,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 		_, err := m.CallTool(ctx, "block", nil)
 		errc <- err
 	}()
-	testenv.Recv(t, ts.started, 10*time.Second, "the first call to start")
+	testenv.Recv(t, ts.SlowStarts(), 10*time.Second, "the first call to start")
 	short, cancelShort := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancelShort()
 	_, err := m.CallTool(short, "echo", json.RawMessage(`{"text":"queued"}`))
@@ -160,7 +160,7 @@ func TestMaxConcurrentCalls(t *testing.T) {
 func TestNewerProtocolVersion(t *testing.T) {
 	// go-sdk's default, 2026-07-28, works for list and call when asked for.
 	ts := newTestServer(2)
-	m := newMCP(t, testConfig("v2026"), nil, mcpclient.Options{Dialer: testenv.InMemoryDialer(ts.srv), ProtocolVersion: "2026-07-28"})
+	m := newMCP(t, testConfig("v2026"), nil, mcpclient.Options{Dialer: ts.Dialer(), ProtocolVersion: "2026-07-28"})
 	testenv.ServeTooling(t, m, nil)
 	waitConnected(t, m)
 	tools, err := m.ListTools(t.Context())

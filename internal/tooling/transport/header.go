@@ -6,6 +6,11 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // Header sets the configured headers on every request, and
@@ -21,10 +26,16 @@ type Header struct {
 }
 
 func (t *Header) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.Headers) > 0 {
+	traced := trace.SpanContextFromContext(r.Context()).IsValid()
+	if len(t.Headers) > 0 || traced {
 		r = r.Clone(r.Context())
 		for k, vs := range t.Headers {
 			r.Header[k] = append([]string(nil), vs...)
+		}
+		if traced {
+			// The request's trace context (the call's MCP span) goes to
+			// the server as traceparent and tracestate headers.
+			tracing.Propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 		}
 	}
 	if t.Track == nil {

@@ -1,0 +1,214 @@
+package contract
+
+// The agent's spans, by the OpenTelemetry GenAI conventions: execute_tool
+// {tool} for each tool call (the MCP client's span is its child) and chat
+// {model} for each model request, children of the message the instance is
+// working on (the last one it received that is still open) or new traces
+// of their own when it works on none.
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/provider"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+const tracerName = "github.com/toolhostd/toolhostd/internal/contract"
+
+// Attributes the conventions leave to the host.
+const (
+	attrTooling = attribute.Key("toolhost.tooling")
+	attrOutcome = attribute.Key("toolhost.outcome")
+	attrAgent   = attribute.Key("toolhost.agent")
+	attrDeltas  = attribute.Key("toolhost.chat.deltas")
+)
+
+// Received is the host's word that the guest took env from its inbox:
+// a message envelope makes that message the one the instance works on.
+func (a *Agent) Received(env inbox.Envelope) {
+	if a.tracer == nil {
+		return
+	}
+	if _, ok := env.Event.(inbox.Message); ok {
+		a.mb.Took(env.ID)
+	}
+}
+
+// spanParent is the context an operation of the agent starts its span
+// in: the agent's, with the current message's span as parent.
+func (a *Agent) spanParent() context.Context {
+	if sc := a.mb.Current(); sc.IsValid() {
+		return trace.ContextWithSpanContext(a.ctx, sc)
+	}
+	return a.ctx
+}
+
+// messageContext is ctx with the current message's span as parent (a
+// send's context: the receiver's invoke_agent is its child).
+func (a *Agent) messageContext(ctx context.Context) context.Context {
+	if a.tracer == nil {
+		return ctx
+	}
+	if sc := a.mb.Current(); sc.IsValid() {
+		return trace.ContextWithSpanContext(ctx, sc)
+	}
+	return ctx
+}
+
+// startTool starts a tool call's span; the zero span when not tracing.
+func (h *Handle) startTool(name, id, args string) (context.Context, trace.Span) {
+	a := h.a
+	if a.tracer == nil {
+		return a.ctx, nil
+	}
+	ctx, span := a.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
+			semconv.GenAIToolCallID(id), attrTooling.String(h.s.Name()), attrAgent.String(a.name))
+		if a.capture {
+			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(args))
+		}
+	}
+	return ctx, span
+}
+
+// refusedTool records a call refused before it was made (denied, over a
+// limit, bad arguments) as a span of its own.
+func (h *Handle) refusedTool(name string, err error) {
+	a := h.a
+	if a.tracer == nil {
+		return
+	}
+	_, span := a.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		herr := tooling.AsError(err)
+		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
+			attrTooling.String(h.s.Name()), attrAgent.String(a.name),
+			attrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
+		span.AddEvent("toolhost.refused", trace.WithAttributes(attribute.String("reason", herr.Message)))
+		span.SetStatus(codes.Error, herr.Message)
+	}
+	span.End()
+}
+
+// endTool ends a call's span with its outcome.
+func (c *call) endTool(res tooling.ToolResult, herr *tooling.Error) {
+	span := c.span
+	if span == nil {
+		return
+	}
+	if span.IsRecording() {
+		switch {
+		case herr != nil:
+			span.SetAttributes(attrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
+			if herr.Code == tooling.CodeCancelled {
+				span.AddEvent("toolhost.cancelled")
+			}
+			span.SetStatus(codes.Error, herr.Message)
+		case isToolError(res.Value):
+			span.SetAttributes(attrOutcome.String("tool-error"), semconv.ErrorTypeKey.String("tool_error"))
+			span.SetStatus(codes.Error, "the tool reported an error")
+		default:
+			span.SetAttributes(attrOutcome.String("ok"))
+		}
+		if c.h.a.capture && herr == nil {
+			span.SetAttributes(semconv.GenAIToolCallResultKey.String(res.Value))
+		}
+	}
+	span.End()
+}
+
+// parent is the context a model request of the handle starts in.
+func (ph *ProviderHandle) parent() context.Context {
+	if ph.a.tracer == nil {
+		return ph.a.ctx
+	}
+	return ph.a.spanParent()
+}
+
+// startChat starts a model request's span.
+func (ph *ProviderHandle) startChat(parent context.Context, req provider.Request) (context.Context, trace.Span) {
+	a := ph.a
+	if a.tracer == nil {
+		return parent, nil
+	}
+	model := req.Model
+	if model == "" {
+		model = provider.DefaultModel(ph.p)
+	}
+	ctx, span := a.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ph.p.Kind()),
+			semconv.GenAIRequestModel(model), attribute.String("toolhost.provider", ph.name), attrAgent.String(a.name))
+		if a.capture {
+			span.SetAttributes(semconv.GenAIInputMessagesKey.String(string(provider.AuditJSON(req))))
+		}
+	}
+	return ctx, span
+}
+
+// endChat ends a model request's span with its response.
+func (ph *ProviderHandle) endChat(span trace.Span, e chatEnd, deltas int) {
+	if span == nil {
+		return
+	}
+	if span.IsRecording() {
+		if e.resp.Model != "" {
+			span.SetAttributes(semconv.GenAIResponseModel(e.resp.Model))
+		}
+		if e.op == "chat-stream" {
+			span.SetAttributes(attrDeltas.Int(deltas))
+			if !e.first.IsZero() {
+				span.AddEvent("gen_ai.first_delta", trace.WithTimestamp(e.first))
+			}
+		}
+		if e.err != nil {
+			span.SetAttributes(attrOutcome.String(e.err.Code.String()), semconv.ErrorTypeKey.String(e.err.Code.String()))
+			span.SetStatus(codes.Error, e.err.Message)
+		} else {
+			span.SetAttributes(attrOutcome.String("ok"),
+				semconv.GenAIUsageInputTokens(int(e.resp.Usage.InputTokens)),
+				semconv.GenAIUsageOutputTokens(int(e.resp.Usage.OutputTokens)))
+			span.SetAttributes(semconv.GenAIResponseFinishReasons(finishReason(e.resp.FinishReason)))
+			if ph.a.capture {
+				b, _ := json.Marshal(e.resp.Message)
+				span.SetAttributes(semconv.GenAIOutputMessagesKey.String(string(b)))
+			}
+		}
+	}
+	span.End()
+}
+
+// finishReason is the conventions' name of r (OpenAI's words).
+func finishReason(r provider.FinishReason) string {
+	switch r {
+	case provider.FinishStop:
+		return "stop"
+	case provider.FinishLength:
+		return "length"
+	case provider.FinishToolCalls:
+		return "tool_calls"
+	case provider.FinishContentFilter:
+		return "content_filter"
+	}
+	return "other"
+}
+
+// spanIDs are span's trace and span ids for an audit line.
+func spanIDs(span trace.Span) (traceID, spanID string) {
+	if span == nil {
+		return "", ""
+	}
+	sc := span.SpanContext()
+	if !sc.IsSampled() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}

@@ -1,0 +1,107 @@
+package message
+
+// A message's span: invoke_agent {agent}, by the OpenTelemetry GenAI
+// conventions, from its acceptance (a child of the sender's span when the
+// request carried a traceparent, or of the sending agent's message) to its
+// reply.
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolhostd/toolhostd/internal/tooling"
+)
+
+// tracerName is the instrumentation scope of the message spans.
+const tracerName = "github.com/toolhostd/toolhostd/internal/message"
+
+// Attributes the conventions leave to the host.
+const (
+	attrMessageID = attribute.Key("toolhost.message.id")
+	attrSender    = attribute.Key("toolhost.message.sender")
+	attrOutcome   = attribute.Key("toolhost.outcome")
+)
+
+// startSpan starts req's span under ctx's.
+func (r *Router) startSpan(ctx context.Context, req Request) (context.Context, trace.Span) {
+	ctx, span := r.tracer.Start(ctx, "invoke_agent "+req.Agent, trace.WithSpanKind(trace.SpanKindInternal))
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(req.Agent),
+		attrSender.String(req.Sender),
+	}
+	if req.Session != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(req.Session))
+	}
+	if r.opts.CaptureContent {
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(messagesJSON("user", req.Content)))
+	}
+	span.SetAttributes(attrs...)
+	return ctx, span
+}
+
+// spanRefused ends the span of a message that was not accepted.
+func spanRefused(span trace.Span, err error) {
+	if span.IsRecording() {
+		code := tooling.AsError(err).Code.String()
+		span.SetAttributes(attrOutcome.String(code), semconv.ErrorTypeKey.String(code))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// endSpan ends m's span with its outcome.
+func (r *Router) endSpan(m *Message) {
+	span := m.span
+	if span == nil {
+		return
+	}
+	if span.IsRecording() {
+		outcome, text := m.outcome()
+		first, hasFirst, _ := m.timing()
+		if hasFirst {
+			span.AddEvent("gen_ai.first_delta", trace.WithTimestamp(m.accepted.Add(first)))
+		}
+		span.SetAttributes(attrOutcome.String(outcome))
+		if outcome != "ok" {
+			span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
+			span.SetStatus(codes.Error, text)
+		} else if r.opts.CaptureContent {
+			span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON("assistant", m.last().Text)))
+		}
+	}
+	span.End()
+}
+
+// SpanContext is the message's span's: its trace id names the trace, and
+// what the agent does while working on it is its child.
+func (m *Message) SpanContext() trace.SpanContext {
+	if m.span == nil {
+		return trace.SpanContext{}
+	}
+	return m.span.SpanContext()
+}
+
+// messagesJSON is one text message as the conventions' gen_ai.input
+// and output messages record it.
+func messagesJSON(role, text string) string {
+	b, _ := json.Marshal([]map[string]any{{"role": role, "parts": []map[string]string{{"type": "text", "content": text}}}})
+	return string(b)
+}
+
+// spanIDs are sc's trace and span ids for an audit line, "" when sc is
+// not sampled.
+func spanIDs(sc trace.SpanContext) (traceID, spanID string) {
+	if !sc.IsSampled() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}
