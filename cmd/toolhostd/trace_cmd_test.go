@@ -454,6 +454,32 @@ func TestTracesWithoutCollector(t *testing.T) {
 	if n := strings.Count(p.out.String(), "cannot export traces"); n != 1 {
 		t.Errorf("serve said %d times that it cannot export", n)
 	}
+	// The spans the collector did not take are counted.
+	waitFor(t, 30*time.Second, func() bool {
+		return metricValue(t, c, "toolhostd_trace_spans_dropped_total") >= 3 && metricValue(t, c, "toolhostd_trace_spans_total") >= 3
+	}, p.out)
+	if n := metricValue(t, c, "toolhostd_trace_spans_exported_total"); n != 0 {
+		t.Errorf("%v spans exported to a collector that is not there", n)
+	}
+}
+
+// metricValue is the value of an unlabelled metric in c's /metrics (-1
+// when absent).
+func metricValue(t *testing.T, c *control.Client, name string) float64 {
+	t.Helper()
+	b, err := c.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 func contains(ss []string, s string) bool {

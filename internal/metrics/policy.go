@@ -57,6 +57,32 @@ func (m *Metrics) AuditLog(written, dropped func() int64) {
 	)
 }
 
+// Spans counts what tracing did with its spans: ended (sampled), taken
+// by the collector, dropped because an export failed. Call it once.
+type Spans interface {
+	Ended() uint64
+	Exported() uint64
+	Dropped() uint64
+}
+
+// Traces makes scrapes report the host's spans (see Spans). Call it once.
+func (m *Metrics) Traces(s Spans) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhostd_trace_spans_total",
+			Help: "Spans recorded (sampled and ended).",
+		}, func() float64 { return float64(s.Ended()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhostd_trace_spans_exported_total",
+			Help: "Spans the OTLP collector took.",
+		}, func() float64 { return float64(s.Exported()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhostd_trace_spans_dropped_total",
+			Help: "Spans dropped because their export failed (an unreachable or refusing collector); agents never wait on an export.",
+		}, func() float64 { return float64(s.Dropped()) }),
+	)
+}
+
 // forgetPolicy drops the policy series matching l.
 func (m *Metrics) forgetPolicy(l prometheus.Labels) {
 	p := m.policy()

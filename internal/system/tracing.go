@@ -33,6 +33,9 @@ func (s *System) openTracing() error {
 		return err
 	}
 	s.Tracing = t
+	if m := s.opts.Metrics; m != nil && t.On() {
+		m.Traces(t)
+	}
 	if t.On() {
 		s.log.Info("traces on", zap.Bool("exporting", t.Exporting()), zap.Bool("capture_content", t.CaptureContent()))
 	}

@@ -79,6 +79,8 @@ type Tracing struct {
 	sdk       *sdktrace.TracerProvider // nil when off
 	recent    *Recent
 	capture   bool
+	ended     atomic.Uint64 // sampled spans ended
+	exported  atomic.Uint64
 	dropped   atomic.Uint64
 }
 
@@ -126,6 +128,7 @@ func New(o Options) (*Tracing, error) {
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSpanProcessor(t.recent),
+		sdktrace.WithSpanProcessor(counter{t}),
 	}
 	if o.Ratio != nil {
 		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*o.Ratio))))
@@ -165,8 +168,24 @@ func (t *Tracing) Recent() *Recent { return t.recent }
 // CaptureContent reports whether spans carry content.
 func (t *Tracing) CaptureContent() bool { return t.capture }
 
-// Dropped counts the spans that could not be exported.
+// Dropped counts the spans an export failed for (an unreachable or
+// refusing collector).
 func (t *Tracing) Dropped() uint64 { return t.dropped.Load() }
+
+// Exported counts the spans the collector took.
+func (t *Tracing) Exported() uint64 { return t.exported.Load() }
+
+// Ended counts the sampled spans ended; when exporting, those neither
+// exported nor dropped are queued or were shed by a full queue.
+func (t *Tracing) Ended() uint64 { return t.ended.Load() }
+
+// Flush exports what is queued now (bounded by ctx).
+func (t *Tracing) Flush(ctx context.Context) error {
+	if t.sdk == nil {
+		return nil
+	}
+	return t.sdk.ForceFlush(ctx)
+}
 
 // Close exports what is queued (bounded by ctx) and stops the exporter;
 // idempotent.
@@ -198,8 +217,21 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		}
 		return err
 	}
+	e.t.exported.Add(uint64(len(spans)))
 	if e.failed.Swap(false) {
 		e.log.Info("exporting traces again")
 	}
 	return nil
+}
+
+// counter counts the sampled spans ended.
+type counter struct{ t *Tracing }
+
+func (c counter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c counter) Shutdown(context.Context) error                  { return nil }
+func (c counter) ForceFlush(context.Context) error                { return nil }
+func (c counter) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanContext().IsSampled() {
+		c.t.ended.Add(1)
+	}
 }
