@@ -15,11 +15,14 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/testenv"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // TestClusterForwardServe runs two `toolhostd serve` processes as one
 // cluster, each with its control API on TCP: `toolhostd send` to the host
-// that does not run an agent gets the agent's reply from the other; a
+// that does not run an agent gets the agent's reply from the other, and
+// the message is one trace across both hosts (the owner's invoke_agent a
+// child of the forwarding host's); a
 // reply streaming through one host when the other, which runs the agent,
 // is killed (-9) ends with an unavailable error event within a bound (no
 // hang), and the next message reaches the agent on the surviving host.
@@ -55,7 +58,7 @@ func TestClusterForwardServe(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		cfg := fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\ncache_dir = %q\ncontrol_listen = %q\ncontrol_token = %q\n\n"+
+		cfg := fmt.Sprintf("version = 1\n[host]\ncontrol_socket = %q\ncache_dir = %q\ncontrol_listen = %q\ncontrol_token = %q\ntraces = {}\n\n"+
 			"[cluster]\nname = %q\nlease_ttl = \"%s\"\nsettle = \"500ms\"\netcd = { endpoints = %s }\n\n%s",
 			filepath.Join(dir, name+".sock"), cache, addr, token, name, ttl, eps, agents)
 		p := startServe(t, writeConfigFile(t, dir, name+".toml", cfg))
@@ -109,6 +112,32 @@ func TestClusterForwardServe(t *testing.T) {
 	code, out, errOut := runCLI(t, "send", "--addr", via.addr, "--token", token, "--session", "s9", "echo", "hello there")
 	if code != 0 || out != "echo: hello there (session s9)\n" {
 		t.Fatalf("send echo through %s (echo on %s): exit %d, %q, %s", via.name, owners["echo"], code, out, errOut)
+	}
+
+	// One trace across the hosts: the owner's message is a child of the
+	// forwarding host's, each host keeping its own spans of it.
+	st := sendWait(t, t.Context(), via.ctl, "echo", "traced")
+	if st.TraceID == "" {
+		t.Fatalf("no trace id: %+v", st)
+	}
+	spanOf := func(h *host) tracing.Span {
+		t.Helper()
+		tr, err := h.ctl.Trace(t.Context(), st.TraceID)
+		if err != nil {
+			t.Fatalf("trace %s on %s: %v", st.TraceID, h.name, err)
+		}
+		for _, s := range tr.Spans {
+			if s.Name == "invoke_agent echo" && s.Attributes[tracing.AttrMessageID] == st.ID {
+				return s
+			}
+		}
+		t.Fatalf("no invoke_agent echo span of message %s on %s: %+v", st.ID, h.name, tr.Spans)
+		return tracing.Span{}
+	}
+	first, second := spanOf(via), spanOf(hosts[owners["echo"]])
+	if second.ParentID != first.SpanID || first.ParentID != "" {
+		t.Fatalf("span on %s (the owner) has parent %q, want %q, the span on %s (parent %q)",
+			owners["echo"], second.ParentID, first.SpanID, via.name, first.ParentID)
 	}
 
 	// kill -9 of held's host while its reply streams through the other.

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/control"
@@ -106,7 +108,9 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 	c := control.NewClient(owner.URL, f.o.Token, f.hc) // cheap: the transport is f.hc's
 	// The stream outlives ctx (the sender's request): only the wait for
 	// the owner's answer is bounded by it.
-	sctx, cancel := context.WithCancel(f.ctx)
+	// It carries the message's trace context: the owner's message is a
+	// child of this one's span.
+	sctx, cancel := context.WithCancel(withTrace(f.ctx, ctx))
 	unbind := context.AfterFunc(ctx, cancel)
 	s, err := c.Forward(sctx, control.ForwardRequest{
 		By: f.o.Self, ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
@@ -129,6 +133,12 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 		f.relay(sctx, cancel, c, m, s, owner)
 	}()
 	return nil
+}
+
+// withTrace is ctx with the trace context (span and baggage) of from.
+func withTrace(ctx, from context.Context) context.Context {
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(from))
+	return baggage.ContextWithBaggage(ctx, baggage.FromContext(from))
 }
 
 // relay copies the owner's events into m until the reply ends, resuming

@@ -96,6 +96,11 @@ type Message struct {
 	listeners  map[int]func(Event)
 	nextL      int
 	onEnd      []func(*Message)
+	// ending is the status the reply is ending with, set as it ends and
+	// before its end hooks run; final is its terminal event while they
+	// run (it is published after them).
+	ending Status
+	final  *Event
 	onCancel   func()
 }
 
@@ -140,7 +145,7 @@ func (m *Message) Done() <-chan struct{} { return m.done }
 // delivered marks the message handed to its instance (queued -> working).
 func (m *Message) delivered() {
 	m.mu.Lock()
-	if m.status == StatusQueued {
+	if m.status == StatusQueued && m.ending == "" {
 		m.status = StatusWorking
 		m.notifyLocked()
 	}
@@ -202,7 +207,7 @@ func (m *Message) Fail(code, text string) error {
 // cancelled) and tells its instance. It reports whether it was open.
 func (m *Message) Cancel() bool {
 	m.mu.Lock()
-	if m.finishedLocked() {
+	if m.ending != "" {
 		m.mu.Unlock()
 		return false
 	}
@@ -219,7 +224,7 @@ func (m *Message) Cancel() bool {
 // deliverer tells the instance); it runs at once if already cancelled.
 func (m *Message) setOnCancel(f func()) {
 	m.mu.Lock()
-	cancelled := m.status == StatusCancelled
+	cancelled := m.ending == StatusCancelled
 	if !cancelled {
 		m.onCancel = f
 	}
@@ -231,9 +236,9 @@ func (m *Message) setOnCancel(f func()) {
 
 func (m *Message) openLocked() error {
 	switch {
-	case m.status == StatusCancelled:
+	case m.ending == StatusCancelled:
 		return refuse(ErrCancelled, tooling.CodeCancelled, "message %s was cancelled by its sender", m.id)
-	case m.finishedLocked():
+	case m.ending != "":
 		return refuse(ErrNotOpen, tooling.CodeInvalidArgument, "message %s already has its terminal reply", m.id)
 	}
 	return nil
@@ -243,25 +248,27 @@ func (m *Message) finishedLocked() bool {
 	return m.status == StatusDone || m.status == StatusFailed || m.status == StatusCancelled
 }
 
-// finishLocked ends the reply with the terminal event: it is recorded,
-// then the end hooks (the audit line, the span's end, the ledger) run,
-// unlocked, and only then are the listeners told and the readers woken, so
-// that a reader woken by the reply finds the message audited and its span
-// among the traces.
+// finishLocked ends the reply with the terminal event: first the end
+// hooks run (the audit line, the span's end, the ledger), unlocked, with
+// the message ending (nothing more is appended, m.last is ev), and only
+// then is ev published and the status set, so that a reader who sees the
+// reply finds the message audited and its span among the traces.
 func (m *Message) finishLocked(st Status, ev Event) error {
-	m.status = st // no event is appended from here on
+	m.ending = st
 	m.finished = m.now()
-	ev = m.recordLocked(ev)
 	hooks := m.onEnd
 	m.onEnd = nil
 	if len(hooks) > 0 {
+		m.final = &ev
 		m.mu.Unlock()
 		for _, h := range hooks {
 			h(m)
 		}
 		m.mu.Lock()
+		m.final = nil
 	}
-	m.publishLocked(ev)
+	m.status = st
+	m.appendLocked(ev)
 	close(m.done)
 	m.mu.Unlock()
 	return nil
@@ -269,18 +276,10 @@ func (m *Message) finishLocked(st Status, ev Event) error {
 
 // appendLocked numbers ev, keeps it, tells the listeners and wakes the
 // readers.
-func (m *Message) appendLocked(ev Event) { m.publishLocked(m.recordLocked(ev)) }
-
-// recordLocked numbers ev and keeps it.
-func (m *Message) recordLocked(ev Event) Event {
+func (m *Message) appendLocked(ev Event) {
 	ev.Seq = uint64(len(m.events)) + 1
 	m.events = append(m.events, ev)
 	m.size += len(ev.Text)
-	return ev
-}
-
-// publishLocked tells the listeners of ev and wakes the readers.
-func (m *Message) publishLocked(ev Event) {
 	for _, l := range m.listeners {
 		l(ev)
 	}
@@ -335,7 +334,7 @@ func (m *Message) Subscribe(f func(Event)) (stop func()) {
 // onFinish runs f once the reply has ended (at once if it has).
 func (m *Message) onFinish(f func(*Message)) {
 	m.mu.Lock()
-	if m.finishedLocked() {
+	if m.ending != "" { // ended, or its hooks are running
 		m.mu.Unlock()
 		f(m)
 		return
@@ -409,7 +408,7 @@ func (m *Message) replay(ev Event) {
 		st = StatusFailed
 	}
 	m.mu.Lock()
-	if m.finishedLocked() {
+	if m.ending != "" {
 		m.mu.Unlock()
 		return
 	}
@@ -417,6 +416,9 @@ func (m *Message) replay(ev Event) {
 }
 
 func (m *Message) lastLocked() Event {
+	if m.final != nil {
+		return *m.final
+	}
 	if len(m.events) == 0 {
 		return Event{}
 	}
@@ -434,6 +436,9 @@ func (m *Message) timing() (first time.Duration, hasFirst bool, total time.Durat
 func (m *Message) bytes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.final != nil {
+		return m.size + len(m.final.Text)
+	}
 	return m.size
 }
 

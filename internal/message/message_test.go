@@ -401,3 +401,56 @@ func TestOutbox(t *testing.T) {
 		t.Fatalf("after the handler ended: %+v", env)
 	}
 }
+
+// TestEndHooksBeforeReaders: a message's end hooks (its audit line, its
+// span's end) run before a reader can see its terminal event, with the
+// message already closed to more events and its last event the terminal
+// one; a hook added while they run runs at once.
+func TestEndHooksBeforeReaders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(m *Message)
+		last Event
+	}{
+		{"reply", func(m *Message) { _ = m.Reply("done") }, Event{Kind: KindReply, Text: "part done"}},
+		{"fail", func(m *Message) { _ = m.Fail("internal", "broke") }, Event{Kind: KindError, Code: "internal", Text: "broke"}},
+		{"cancel", func(m *Message) { m.Cancel() }, Event{Kind: KindError, Code: "cancelled", Text: "the sender cancelled message m1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMessage("m1", Request{Agent: "a", Sender: "api", Content: "hi"}, 1<<20, time.Now)
+			if err := m.Delta("part "); err != nil {
+				t.Fatal(err)
+			}
+			var inHook struct {
+				evs     int
+				ended   bool
+				last    Event
+				deltaOK bool
+				nested  bool
+			}
+			m.onFinish(func(m *Message) {
+				evs, ended, _ := m.After(0)
+				inHook.evs, inHook.ended, inHook.last = len(evs), ended, m.last()
+				inHook.deltaOK = m.Delta("late") == nil
+				m.onFinish(func(*Message) { inHook.nested = true })
+			})
+			tc.end(m)
+			if inHook.evs != 1 || inHook.ended || inHook.deltaOK || !inHook.nested {
+				t.Fatalf("in the hook: %d events, ended %v, a delta taken %v, a nested hook run %v; want 1, false, false, true",
+					inHook.evs, inHook.ended, inHook.deltaOK, inHook.nested)
+			}
+			if l := inHook.last; l.Kind != tc.last.Kind || l.Code != tc.last.Code || l.Text != tc.last.Text {
+				t.Fatalf("last event in the hook %+v, want %+v", l, tc.last)
+			}
+			evs, ended, _ := m.After(0)
+			if !ended || len(evs) != 2 || evs[1].Seq != 2 || evs[1].Text != tc.last.Text {
+				t.Fatalf("after: ended %v, events %+v", ended, evs)
+			}
+			select {
+			case <-m.Done():
+			default:
+				t.Fatal("Done is open after the end")
+			}
+		})
+	}
+}
