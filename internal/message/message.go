@@ -99,9 +99,9 @@ type Message struct {
 	// ending is the status the reply is ending with, set as it ends and
 	// before its end hooks run; final is its terminal event while they
 	// run (it is published after them).
-	ending Status
-	final  *Event
-	onCancel   func()
+	ending   Status
+	final    *Event
+	onCancel func()
 }
 
 func newMessage(id string, req Request, maxReply int, now func() time.Time) *Message {
