@@ -207,7 +207,9 @@ func (h *Handle) ReadResource(ctx context.Context, uri string) (tooling.Resource
 		h.recordURI(audit.OpReadResource, uri, "", start, err)
 		return tooling.ResourceContent{}, err
 	}
-	rc, err := h.s.Tooling().ReadResource(ctx, uri)
+	// The MCP client's resources/read span is a child of the message
+	// the instance works on.
+	rc, err := h.s.Tooling().ReadResource(h.a.messageContext(ctx), uri)
 	h.recordURI(audit.OpReadResource, uri, "", start, err)
 	if err != nil {
 		return tooling.ResourceContent{}, tooling.AsError(err)

@@ -36,6 +36,10 @@ import (
 // Name is the instrumentation scope of the host's spans.
 const Name = "github.com/toolhostd/toolhostd"
 
+// CaptureContentEnv is the OpenTelemetry GenAI instrumentations' switch
+// for recording content: "true" does what capture_content does.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
 // Propagator reads and writes traceparent, tracestate and baggage: on the
 // control API, the MCP and A2A endpoints, forwarded messages and outgoing
 // MCP and model requests.
@@ -59,7 +63,7 @@ type Options struct {
 	// their parent); nil: OTEL_TRACES_SAMPLER/_ARG, else always.
 	Ratio *float64
 	// CaptureContent records prompts, completions, tool arguments and
-	// results and message text on the spans.
+	// results and message text on the spans (so does CaptureContentEnv).
 	CaptureContent bool
 	// Keep bounds Recent: traces and bytes (0: the defaults).
 	Keep, KeepBytes int
@@ -109,7 +113,9 @@ func New(o Options) (*Tracing, error) {
 	// The SDK's own errors (a failed export, each retry) go to the debug
 	// log; the exporter below says once at warn that it cannot export.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Debug("opentelemetry", zap.Error(err)) }))
-	t := &Tracing{recent: NewRecent(o.Keep, o.KeepBytes), capture: o.CaptureContent}
+	// The GenAI instrumentations' own switch turns content capture on too.
+	capture := o.CaptureContent || strings.EqualFold(getenv(CaptureContentEnv), "true")
+	t := &Tracing{recent: NewRecent(o.Keep, o.KeepBytes), capture: capture}
 
 	attrs := []attribute.KeyValue{attribute.String("service.name", "toolhostd")}
 	if o.Version != "" {

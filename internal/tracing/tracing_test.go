@@ -28,17 +28,19 @@ func env(kv map[string]string) func(string) string { return func(k string) strin
 
 func TestNew(t *testing.T) {
 	for _, tc := range []struct {
-		name          string
-		opts          tracing.Options
-		env           map[string]string
-		on, exporting bool
+		name                   string
+		opts                   tracing.Options
+		env                    map[string]string
+		on, exporting, capture bool
 	}{
-		{"nothing asks", tracing.Options{}, nil, false, false},
-		{"config without endpoint", tracing.Options{Enabled: true}, nil, true, false},
-		{"config endpoint", tracing.Options{Enabled: true, Endpoint: "http://127.0.0.1:1/v1/traces"}, nil, true, true},
-		{"environment endpoint", tracing.Options{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, true, true},
-		{"environment traces endpoint", tracing.Options{}, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, true, true},
-		{"sdk disabled", tracing.Options{Enabled: true}, map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, false, false},
+		{"nothing asks", tracing.Options{}, nil, false, false, false},
+		{"config without endpoint", tracing.Options{Enabled: true}, nil, true, false, false},
+		{"config endpoint", tracing.Options{Enabled: true, Endpoint: "http://127.0.0.1:1/v1/traces"}, nil, true, true, false},
+		{"environment endpoint", tracing.Options{}, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, true, true, false},
+		{"environment traces endpoint", tracing.Options{}, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, true, true, false},
+		{"sdk disabled", tracing.Options{Enabled: true}, map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, false, false, false},
+		{"capture by config", tracing.Options{Enabled: true, CaptureContent: true}, nil, true, false, true},
+		{"capture by the GenAI switch", tracing.Options{Enabled: true}, map[string]string{tracing.CaptureContentEnv: "true"}, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Getenv = env(tc.env)
@@ -47,8 +49,8 @@ func TestNew(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close(context.Background())
-			if tr.On() != tc.on || tr.Exporting() != tc.exporting {
-				t.Fatalf("on %v exporting %v, want %v %v", tr.On(), tr.Exporting(), tc.on, tc.exporting)
+			if tr.On() != tc.on || tr.Exporting() != tc.exporting || tr.CaptureContent() != tc.capture {
+				t.Fatalf("on %v exporting %v capture %v, want %v %v %v", tr.On(), tr.Exporting(), tr.CaptureContent(), tc.on, tc.exporting, tc.capture)
 			}
 			_, span := tr.Provider().Tracer("t").Start(context.Background(), "x")
 			span.End()
