@@ -212,7 +212,13 @@ func startTraced(t *testing.T, dir, sock, cfg string, env ...string) (*control.C
 // sendWait sends content to agent under ctx and waits for the reply.
 func sendWait(t *testing.T, ctx context.Context, c *control.Client, agent, content string) control.MessageStatus {
 	t.Helper()
-	st, err := c.Send(ctx, agent, content, control.SendOptions{})
+	return sendWaitWith(t, ctx, c, agent, content, control.SendOptions{})
+}
+
+// sendWaitWith is sendWait with options (a session).
+func sendWaitWith(t *testing.T, ctx context.Context, c *control.Client, agent, content string, o control.SendOptions) control.MessageStatus {
+	t.Helper()
+	st, err := c.Send(ctx, agent, content, o)
 	for err == nil && (st.Status == message.StatusQueued || st.Status == message.StatusWorking) {
 		st, err = c.WaitMessage(ctx, agent, st.ID, control.MaxMessageWait)
 	}
@@ -418,7 +424,9 @@ func TestTraces(t *testing.T) {
 
 // TestTracesWithoutCollector: with capture_content and a collector that
 // does not answer, the agent answers as ever, serve says once that it
-// cannot export, and the in-memory trace has the content.
+// cannot export, the in-memory trace has the content, the spans the
+// collector did not take are counted in metrics, and a per-session
+// instance's start is a span of the message that caused it.
 func TestTracesWithoutCollector(t *testing.T) {
 	noConfig(t)
 	dir := shortTempDir(t, "tracesoff")
@@ -428,8 +436,9 @@ func TestTracesWithoutCollector(t *testing.T) {
 	gone.Close() // a port nobody answers on
 	gpt := providertest.New(t, providertest.OpenAI)
 	gpt.SetDefault(providertest.Reply{Text: []string{"plain answer"}, InputTokens: 3, OutputTokens: 2})
-	c, p := startTraced(t, dir, sock, tracedConfig(t, dir, sock,
-		fmt.Sprintf(`{ endpoint = "%s/v1/traces", capture_content = true }`, gone.URL), gpt, tools),
+	cfg := tracedConfig(t, dir, sock, fmt.Sprintf(`{ endpoint = "%s/v1/traces", capture_content = true }`, gone.URL), gpt, tools) +
+		fmt.Sprintf("\n[agent.echo]\ncomponent = %q\ninstances = \"per-session\"\n", testenv.Agent(t, "agents", "echo"))
+	c, p := startTraced(t, dir, sock, cfg,
 		"OTEL_EXPORTER_OTLP_TIMEOUT=300") // an export, its retries included, gives up after 0.3 s
 	st := sendWait(t, t.Context(), c, "router", "a secret-free question")
 	if !strings.Contains(st.Reply, "plain answer") || st.TraceID == "" {
@@ -450,6 +459,32 @@ func TestTracesWithoutCollector(t *testing.T) {
 	if len(captured) < 2 { // the router's message and the assistant's (and its chat's prompt)
 		t.Errorf("spans with the message content: %v", captured)
 	}
+	// A per-session instance's start is a span under the message that
+	// caused it; the session's next message finds the instance running.
+	for i, wantStart := range []bool{true, false} {
+		st := sendWaitWith(t, t.Context(), c, "echo", "hi", control.SendOptions{Session: "s1"})
+		tr, err := c.Trace(t.Context(), st.TraceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg, start tracing.Span
+		for _, s := range tr.Spans {
+			switch s.Name {
+			case "invoke_agent echo":
+				msg = s
+			case "start_instance echo":
+				start = s
+			}
+		}
+		if got := start.SpanID != ""; got != wantStart || msg.SpanID == "" {
+			t.Fatalf("message %d of session s1: start_instance span %v, want %v; spans %+v", i+1, got, wantStart, tr.Spans)
+		}
+		if wantStart && (start.ParentID != msg.SpanID || start.Attributes["gen_ai.conversation.id"] != "s1" ||
+			start.Attributes["toolhost.instance.instantiate_ms"] == nil || start.Status != "") {
+			t.Fatalf("start_instance: %+v, want a child of %s with the session and instantiate_ms", start, msg.SpanID)
+		}
+	}
+
 	waitFor(t, 60*time.Second, func() bool { return strings.Contains(p.out.String(), "cannot export traces") }, p.out)
 	if n := strings.Count(p.out.String(), "cannot export traces"); n != 1 {
 		t.Errorf("serve said %d times that it cannot export", n)

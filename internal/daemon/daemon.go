@@ -153,6 +153,9 @@ func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 	if d.cluster != nil {
 		so.Sessions = d.cluster.node
 	}
+	if t := sys.Tracing; t.On() {
+		so.Tracer = t.Provider()
+	}
 	d.sup = supervisor.New(cfg.Agent, so)
 	d.router = d.newRouter(cfg)
 	eps, err := endpoints.New(endpoints.Options{Config: cfg, Router: d.router, Version: d.opts.Version, Log: log})

@@ -37,8 +37,10 @@ type Instance interface {
 	Done() <-chan struct{}
 }
 
-// StartFunc starts an instance for session ("" for a one-off message).
-type StartFunc func(session string) (Instance, error)
+// StartFunc starts an instance for session ("" for a one-off message);
+// ctx is the delivery's, carrying the message's trace context (its
+// cancellation is not the instance's).
+type StartFunc func(ctx context.Context, session string) (Instance, error)
 
 // States of an instance, as Status reports them.
 const (
@@ -147,7 +149,7 @@ func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) erro
 	p.live[key] = e
 	p.mu.Unlock()
 
-	inst, err := p.o.Start(m.Session())
+	inst, err := p.o.Start(ctx, m.Session())
 	p.mu.Lock()
 	pending := e.pending
 	e.pending = nil

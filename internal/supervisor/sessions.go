@@ -96,7 +96,9 @@ func (v *service) serveSessions(ctx context.Context) error {
 	}
 	pool := instances.New(instances.Options{
 		Agent: v.r.name, IdleTimeout: v.cfg.IdleTimeout.Duration, MaxInstances: v.cfg.MaxInstances, Log: v.s.log,
-		Start: func(session string) (instances.Instance, error) { return v.startSession(prog, env, session) },
+		Start: func(ctx context.Context, session string) (instances.Instance, error) {
+			return v.startSession(ctx, prog, env, session)
+		},
 	})
 	v.update(func(r *record) {
 		r.st.content = prog.Content()
@@ -113,16 +115,18 @@ func (v *service) serveSessions(ctx context.Context) error {
 }
 
 // startSession starts one instance of a per-session agent.
-func (v *service) startSession(prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
+func (v *service) startSession(ctx context.Context, prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
 	cfg := v.instanceConfig(env, session) // open("session"): this session's own bucket
+	span := v.startSpan(ctx, &cfg, prog, session)
 	inst, err := v.startSessionInstance(prog, cfg, session)
 	if err != nil {
+		span.fail(err)
 		return nil, err
 	}
 	if m := v.s.opts.Metrics; m != nil {
 		m.InstanceStarted(v.r.name)
 	}
-	go v.sessionEnded(inst, session)
+	go v.sessionEnded(inst, session, span)
 	return inst, nil
 }
 
@@ -169,8 +173,9 @@ func (e heldError) Unwrap() []error {
 
 // sessionEnded records how a per-session instance ended, forgets it and,
 // in a cluster, releases its session's key.
-func (v *service) sessionEnded(inst *host.Agent, session string) {
+func (v *service) sessionEnded(inst *host.Agent, session string, span *startSpan) {
 	_, err := inst.Wait()
+	span.fail(err) // an instance that ended before it started
 	s := v.s
 	s.mu.Lock()
 	delete(s.sessions, inst)

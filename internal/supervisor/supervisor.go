@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/thejerf/suture/v4"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
@@ -56,6 +57,9 @@ type Options struct {
 	// Sessions claims a per-session instance's session before it starts
 	// and releases it after (a cluster node); nil: a single host.
 	Sessions Sessions
+	// Tracer, if set, records a per-session instance's start as a span
+	// under the message that caused it.
+	Tracer trace.TracerProvider
 }
 
 // Instance is what Options.Config builds one instance's config from.
