@@ -525,3 +525,23 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// TestObservabilityDocConfigs: each [host] traces config
+// docs/observability.md shows is one config validate takes.
+func TestObservabilityDocConfigs(t *testing.T) {
+	noConfig(t)
+	t.Setenv("OTLP_KEY", "k")
+	blocks := docBlocks(t, "docs/observability.md", "## Traces")["toml"]
+	if len(blocks) != 2 {
+		t.Fatalf("docs/observability.md's traces: %d toml blocks, want 2", len(blocks))
+	}
+	for i, b := range blocks {
+		if !strings.Contains(b, "traces = {") {
+			t.Fatalf("block %d sets no traces: %s", i, b)
+		}
+		path := writeConfigFile(t, t.TempDir(), "toolhostd.toml", "version = 1\n"+b)
+		if code, out, errOut := runCLI(t, "--config", path, "config", "validate"); code != 0 {
+			t.Errorf("block %d: config validate: exit %d, %s%s\n%s", i, code, out, errOut, b)
+		}
+	}
+}
