@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -96,6 +97,8 @@ type envOptions struct {
 	limits      gateway.Limits
 	log         *zap.Logger
 	noSubscribe bool // the server lacks resources.subscribe
+	// tracer, if set, traces the tooling's MCP requests.
+	tracer trace.TracerProvider
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -105,7 +108,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if log == nil {
 		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	}
-	m := memTooling(t, "mem", s, log, 5*time.Second)
+	m := memToolingWith(t, "mem", s, log, 5*time.Second, mcpclient.Options{Tracer: o.tracer})
 	// The tooling allows 64 calls at once: the pump's own limit is what the
 	// tests see.
 	lim := o.limits
@@ -135,6 +138,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 // yet.
 func memTooling(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger, connect time.Duration) *mcpclient.Client {
 	t.Helper()
+	return memToolingWith(t, name, s, log, connect, mcpclient.Options{})
+}
+
+// memToolingWith is memTooling with o (its Dialer is s's).
+func memToolingWith(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger, connect time.Duration, o mcpclient.Options) *mcpclient.Client {
+	t.Helper()
 	cfg := &config.Tooling{
 		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
 		ConnectTimeout:     cfgDur(connect),
@@ -142,7 +151,8 @@ func memTooling(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger
 		MaxConcurrentCalls: 64,
 		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
 	}
-	m, err := mcpclient.New(cfg, log, mcpclient.Options{Dialer: s.Dialer()})
+	o.Dialer = s.Dialer()
+	m, err := mcpclient.New(cfg, log, o)
 	if err != nil {
 		t.Fatal(err)
 	}

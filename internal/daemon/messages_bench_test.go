@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,8 +66,14 @@ func report(b *testing.B, lat []time.Duration) {
 // returns a client of it.
 func messageDaemon(b *testing.B, agents string) *http.Client {
 	b.Helper()
+	return messageDaemonHost(b, "", agents)
+}
+
+// messageDaemonHost is messageDaemon with more [host] keys.
+func messageDaemonHost(b *testing.B, host, agents string) *http.Client {
+	b.Helper()
 	dir := b.TempDir()
-	r := serve(b, writeConfig(b, dir, header(b)+agents))
+	r := serve(b, writeConfig(b, dir, header(b)+host+"\n"+agents))
 	sock := filepath.Join(dir, "c.sock")
 	srv, err := control.NewServer(control.Options{Backend: r.d, Messages: r.d.Messages(), Socket: sock})
 	if err != nil {
@@ -78,6 +85,60 @@ func messageDaemon(b *testing.B, agents string) *http.Client {
 	b.Cleanup(func() { cancel(); <-done })
 	<-srv.Listening()
 	return unixClient(sock)
+}
+
+// BenchmarkMessageTraced is a message's round trip to the echo agent
+// (componentize-js) on three daemons at once, their messages interleaved
+// so that they share the machine's noise: tracing off (the baseline), on
+// and sampled (its invoke_agent span kept in memory and exported over
+// OTLP/HTTP to a local collector that takes it), on but unsampled
+// (sampler ratio 0), and on and kept in memory only (traces = {}). It
+// reports each one's p50 and its difference to the baseline's
+// (delta-sampled-ns, ...).
+func BenchmarkMessageTraced(b *testing.B) {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	agents := fmt.Sprintf("[agent.echo]\ncomponent = %q\n", testenv.Agent(b, "agents", "echo"))
+	variants := []struct{ name, host string }{
+		{"off", ""},
+		{"sampled", fmt.Sprintf("traces = { endpoint = %q }\n", collector.URL+"/v1/traces")},
+		{"unsampled", "traces = { sampler_ratio = 0.0 }\n"},
+		{"kept", "traces = {}\n"},
+	}
+	clients := make([]*http.Client, len(variants))
+	lat := make([][]time.Duration, len(variants))
+	for i, v := range variants {
+		clients[i] = messageDaemonHost(b, v.host, agents)
+		post(b, clients[i], "http://toolhostd/v1/agents/echo/messages", `{"content":"warm"}`, "echo: warm")
+	}
+	b.ResetTimer()
+	round := 0
+	for b.Loop() {
+		for j := range clients { // each round starts at the next one: no place in the order is favoured
+			i := (round + j) % len(clients)
+			start := time.Now()
+			post(b, clients[i], "http://toolhostd/v1/agents/echo/messages", `{"content":"hi"}`, "echo: hi")
+			lat[i] = append(lat[i], time.Since(start))
+		}
+		round++
+	}
+	reportDeltas(b, []string{"off", "sampled", "unsampled", "kept"}, lat)
+}
+
+// reportDeltas reports the p50 of each of lat (named by names, the first
+// the baseline) and each one's difference to the baseline's.
+func reportDeltas(b *testing.B, names []string, lat [][]time.Duration) {
+	p50 := make([]float64, len(lat))
+	for i, l := range lat {
+		slices.Sort(l)
+		p50[i] = float64(l[len(l)/2].Nanoseconds())
+		b.ReportMetric(p50[i], names[i]+"-p50-ns")
+	}
+	for i := 1; i < len(lat); i++ {
+		b.ReportMetric(p50[i]-p50[0], "delta-"+names[i]+"-ns")
+	}
 }
 
 func BenchmarkMessageRoundTrip(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Recent's bounds by default.
@@ -70,8 +71,11 @@ type Filter struct {
 	Agent, Session, Message string
 }
 
+// kept is one trace: its spans as the SDK ended them (converted only
+// when asked for, off the agents' paths) and what List shows of it.
 type kept struct {
-	t        Trace
+	id       string
+	spans    []sdktrace.ReadOnlySpan
 	bytes    int
 	start    time.Time
 	end      time.Time
@@ -87,8 +91,8 @@ type Recent struct {
 	keep, keepBytes int
 
 	mu    sync.Mutex
-	byID  map[string]*kept
-	order []string // trace ids, oldest first
+	byID  map[trace.TraceID]*kept
+	order []trace.TraceID // oldest first
 	bytes int
 }
 
@@ -100,7 +104,7 @@ func NewRecent(keep, keepBytes int) *Recent {
 	if keepBytes <= 0 {
 		keepBytes = DefaultKeepBytes
 	}
-	return &Recent{keep: keep, keepBytes: keepBytes, byID: map[string]*kept{}}
+	return &Recent{keep: keep, keepBytes: keepBytes, byID: map[trace.TraceID]*kept{}}
 }
 
 // OnStart is part of sdktrace.SpanProcessor.
@@ -112,40 +116,61 @@ func (r *Recent) Shutdown(context.Context) error { return nil }
 // ForceFlush is part of sdktrace.SpanProcessor.
 func (r *Recent) ForceFlush(context.Context) error { return nil }
 
-// OnEnd keeps s.
+// OnEnd keeps s. It only indexes it: the conversion to a Span happens
+// when the trace is asked for.
 func (r *Recent) OnEnd(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
+	sc := s.SpanContext()
+	if !sc.IsSampled() {
 		return
 	}
-	sp := convert(s)
-	size := spanSize(&sp)
+	var msg, agent, session string
+	size := 200 + len(s.Name()) + len(s.Status().Description)
+	for _, kv := range s.Attributes() {
+		size += len(kv.Key) + valueSize(kv.Value)
+		switch kv.Key {
+		case AttrMessageID:
+			msg = kv.Value.AsString()
+		case AttrAgentName:
+			agent = kv.Value.AsString()
+		case AttrSession:
+			session = kv.Value.AsString()
+		}
+	}
+	for _, e := range s.Events() {
+		size += 64 + len(e.Name)
+		for _, kv := range e.Attributes {
+			size += len(kv.Key) + valueSize(kv.Value)
+		}
+	}
+	start, end := s.StartTime(), s.EndTime()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := r.byID[sp.TraceID]
+	id := sc.TraceID()
+	k := r.byID[id]
 	if k == nil {
-		k = &kept{t: Trace{TraceID: sp.TraceID}, start: sp.Start, end: sp.End}
-		r.byID[sp.TraceID] = k
-		r.order = append(r.order, sp.TraceID)
+		k = &kept{id: id.String(), start: start, end: end}
+		r.byID[id] = k
+		r.order = append(r.order, id)
 	}
-	if len(k.t.Spans) >= maxSpansPerTrace {
+	if len(k.spans) >= maxSpansPerTrace {
 		return
 	}
-	k.t.Spans = append(k.t.Spans, sp)
+	k.spans = append(k.spans, s)
 	k.bytes += size
 	r.bytes += size
-	if sp.Start.Before(k.start) {
-		k.start = sp.Start
+	if start.Before(k.start) {
+		k.start = start
 	}
-	if sp.End.After(k.end) {
-		k.end = sp.End
+	if end.After(k.end) {
+		k.end = end
 	}
-	if id, ok := sp.Attributes[AttrMessageID].(string); ok {
-		k.messages = appendNew(k.messages, id)
-		if a, ok := sp.Attributes[AttrAgentName].(string); ok {
-			k.agents = appendNew(k.agents, a)
+	if msg != "" {
+		k.messages = appendNew(k.messages, msg)
+		if agent != "" {
+			k.agents = appendNew(k.agents, agent)
 		}
-		if a, ok := sp.Attributes[AttrSession].(string); ok {
-			k.sessions = appendNew(k.sessions, a)
+		if session != "" {
+			k.sessions = appendNew(k.sessions, session)
 		}
 	}
 	for len(r.order) > 1 && (len(r.order) > r.keep || r.bytes > r.keepBytes) {
@@ -158,13 +183,24 @@ func (r *Recent) OnEnd(s sdktrace.ReadOnlySpan) {
 
 // Get is the trace id while it is kept.
 func (r *Recent) Get(id string) (Trace, bool) {
+	tid, err := trace.TraceIDFromHex(id)
+	if err != nil {
+		return Trace{}, false
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	k, ok := r.byID[id]
+	k, ok := r.byID[tid]
+	var spans []sdktrace.ReadOnlySpan
+	if ok {
+		spans = append(spans, k.spans...)
+	}
+	r.mu.Unlock()
 	if !ok {
 		return Trace{}, false
 	}
-	t := Trace{TraceID: k.t.TraceID, Spans: append([]Span(nil), k.t.Spans...)}
+	t := Trace{TraceID: id, Spans: make([]Span, 0, len(spans))}
+	for _, s := range spans {
+		t.Spans = append(t.Spans, convert(s))
+	}
 	return t, true
 }
 
@@ -178,7 +214,7 @@ func (r *Recent) List(f Filter) []Summary {
 		if !match(k.agents, f.Agent) || !match(k.sessions, f.Session) || !match(k.messages, f.Message) {
 			continue
 		}
-		out = append(out, Summary{TraceID: k.t.TraceID, Start: k.start, End: k.end, Spans: len(k.t.Spans),
+		out = append(out, Summary{TraceID: k.id, Start: k.start, End: k.end, Spans: len(k.spans),
 			Agents: k.agents, Sessions: k.sessions, Messages: k.messages})
 	}
 	return out
@@ -238,28 +274,14 @@ func attrMap(kvs []attribute.KeyValue) map[string]any {
 	return m
 }
 
-// spanSize is about what a span holds: its strings and a fixed overhead.
-func spanSize(s *Span) int {
-	n := 200 + len(s.Name) + len(s.StatusText)
-	for k, v := range s.Attributes {
-		n += len(k) + valueSize(v)
-	}
-	for _, e := range s.Events {
-		n += 64 + len(e.Name)
-		for k, v := range e.Attributes {
-			n += len(k) + valueSize(v)
-		}
-	}
-	return n
-}
-
-func valueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return len(x)
-	case []string:
+// valueSize is about what an attribute value holds.
+func valueSize(v attribute.Value) int {
+	switch v.Type() {
+	case attribute.STRING:
+		return len(v.AsString())
+	case attribute.STRINGSLICE:
 		n := 0
-		for _, s := range x {
+		for _, s := range v.AsStringSlice() {
 			n += len(s)
 		}
 		return n
