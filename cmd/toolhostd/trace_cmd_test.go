@@ -83,6 +83,19 @@ func (r *otlpReceiver) trace(id string) map[string]*tracepb.Span {
 	return out
 }
 
+// named is every span of trace id called name.
+func (r *otlpReceiver) named(id, name string) []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range r.spans {
+		if hex.EncodeToString(s.TraceId) == id && s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func attrStrings(kvs []*commonpb.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
@@ -235,7 +248,9 @@ func sendWaitWith(t *testing.T, ctx context.Context, c *control.Client, agent, c
 // receiver: the caller's span is the parent of the router's invoke_agent,
 // whose child is the assistant's, whose children are its chat and
 // execute_tool spans, and the MCP client's tools/call is execute_tool's
-// child. The MCP server got the trace context in _meta and in headers,
+// child, and the assistant's key-value reads and writes and both agents'
+// waits in recv are spans of their messages. The MCP server got the trace
+// context in _meta and in headers,
 // the model API in headers; no span has content; the audit lines carry
 // the trace id; send --json prints it; GET /v1/traces and toolhostd trace
 // have the trace.
@@ -259,13 +274,14 @@ func TestTraces(t *testing.T) {
 		SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
 		TraceFlags: trace.FlagsSampled, Remote: true,
 	})
-	st := sendWait(t, trace.ContextWithRemoteSpanContext(t.Context(), caller), c, "router", "use the echo tool")
+	st := sendWaitWith(t, trace.ContextWithRemoteSpanContext(t.Context(), caller), c, "router", "use the echo tool", control.SendOptions{Session: "t1"})
 	tid := caller.TraceID().String()
 	if st.TraceID != tid || !strings.Contains(st.Reply, "The tool said: hi from the tool") {
 		t.Fatalf("reply %+v, want trace %s", st, tid)
 	}
 
-	names := []string{"invoke_agent router", "invoke_agent assistant-service", "chat " + providertest.DefaultModel, "execute_tool echo", "tools/call echo"}
+	names := []string{"invoke_agent router", "invoke_agent assistant-service", "chat " + providertest.DefaultModel, "execute_tool echo", "tools/call echo",
+		"kv get", "kv set", "recv"}
 	var spans map[string]*tracepb.Span
 	if err := testenv.Poll(30*time.Second, func() bool {
 		spans = rcv.trace(tid)
@@ -296,6 +312,25 @@ func TestTraces(t *testing.T) {
 			t.Errorf("%s: parent %s, want %s", child, got, want)
 		}
 	}
+	// The assistant's key-value reads and writes and the waits in recv of
+	// both agents are spans of their messages.
+	for _, n := range []string{"kv get", "kv set"} {
+		if got, want := parent(n), id("invoke_agent assistant-service"); got != want {
+			t.Errorf("%s: parent %s, want the assistant's message %s", n, got, want)
+		}
+		if b := attrStrings(spans[n].Attributes)["toolhost.kv.bucket"]; b != "conversations" {
+			t.Errorf("%s: bucket %q", n, b)
+		}
+	}
+	waits := map[string]int{}
+	for _, s := range rcv.named(tid, "recv") {
+		waits[hex.EncodeToString(s.ParentSpanId)+" "+attrStrings(s.Attributes)["toolhost.inbox.received"]]++
+	}
+	for _, w := range []string{id("invoke_agent assistant-service") + " chat-delta", id("invoke_agent router") + " reply"} {
+		if waits[w] == 0 {
+			t.Errorf("no recv span %q (parent, received) among %v", w, waits)
+		}
+	}
 	attrs := func(n string) map[string]string { return attrStrings(spans[n].Attributes) }
 	checks := []struct {
 		span string
@@ -303,7 +338,7 @@ func TestTraces(t *testing.T) {
 	}{
 		{"invoke_agent assistant-service", map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant-service",
 			"toolhost.message.sender": "agent:router", "toolhost.outcome": "ok"}},
-		{"invoke_agent router", map[string]string{"toolhost.message.id": st.ID, "toolhost.message.sender": "api"}},
+		{"invoke_agent router", map[string]string{"toolhost.message.id": st.ID, "toolhost.message.sender": "api", "gen_ai.conversation.id": "t1"}},
 		{"chat " + providertest.DefaultModel, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
 			"gen_ai.request.model": providertest.DefaultModel, "gen_ai.response.model": providertest.DefaultModel}},
 		{"execute_tool echo", map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "toolhost.tooling": "tools", "toolhost.outcome": "ok"}},

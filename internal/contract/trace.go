@@ -212,3 +212,31 @@ func spanIDs(span trace.Span) (traceID, spanID string) {
 	}
 	return sc.TraceID().String(), sc.SpanID().String()
 }
+
+// noWork ends no span.
+func noWork(error, ...attribute.KeyValue) {}
+
+// Work starts a short span of the instance's work on the message it is
+// working on (a key-value operation, a wait in recv), so that a trace
+// shows where the message's time went; the span is a child of the
+// message's and end ends it, with err as its status. When the agent does
+// not trace, or works on no sampled message, there is no span and end
+// does nothing.
+func (a *Agent) Work(name string, attrs ...attribute.KeyValue) (end func(err error, attrs ...attribute.KeyValue)) {
+	if a.tracer == nil {
+		return noWork
+	}
+	sc := a.mb.Current()
+	if !sc.IsSampled() {
+		return noWork
+	}
+	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, attrAgent.String(a.name))...))
+	return func(err error, attrs ...attribute.KeyValue) {
+		span.SetAttributes(attrs...)
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}

@@ -109,6 +109,37 @@ func eventVal(ev inbox.Event) (wt.Val, error) {
 	return nil, fmt.Errorf("inbox event %T has no WIT case", ev)
 }
 
+// receivedKind names what recv returned, for its span: the event's WIT
+// case, or "none" (its timeout passed, or the agent is stopping).
+func receivedKind(env inbox.Envelope, got bool) string {
+	if !got {
+		return "none"
+	}
+	switch env.Event.(type) {
+	case inbox.ToolResult:
+		return "tool-result"
+	case inbox.Error:
+		return "error"
+	case inbox.ResourceListUpdated:
+		return "resource-list-updated"
+	case inbox.ResourceUpdated:
+		return "resource-updated"
+	case inbox.Shutdown:
+		return "shutdown"
+	case inbox.ChatDelta:
+		return "chat-delta"
+	case inbox.ChatDone:
+		return "chat-done"
+	case inbox.Message:
+		return "message"
+	case inbox.ReplyDelta:
+		return "reply-delta"
+	case inbox.Reply:
+		return "reply"
+	}
+	return "other"
+}
+
 // envelopeOption is option<envelope>: none when ok is false.
 func envelopeOption(env inbox.Envelope, ok bool) (wt.Val, error) {
 	if !ok {

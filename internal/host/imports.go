@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -112,6 +113,9 @@ func stateOf(c *wt.Caller) *agentState { return c.Data().(*agentState) }
 // errBadArgs is a host-side defect or a guest built against another WIT:
 // the call traps.
 var errBadArgs = errors.New("arguments do not match toolhost:agent")
+
+// attrReceived is what a recv's span got (receivedKind).
+const attrReceived = attribute.Key("toolhost.inbox.received")
 
 func argString(args []wt.Val, i int) (string, error) {
 	if i < len(args) {
@@ -371,7 +375,9 @@ func defineInbox(root *wt.LinkerInstance, iface string) error {
 			if st.image != nil {
 				st.started()
 			}
+			end := st.pa.Work("recv")
 			env, got := st.in.Recv(st.killed, timeout)
+			end(nil, attrReceived.String(receivedKind(env, got)))
 			if got {
 				st.pa.Received(env)
 			}

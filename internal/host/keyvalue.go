@@ -12,6 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/toolhostd/toolhostd/internal/kv"
 	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
@@ -111,15 +114,22 @@ func argCount(args []wt.Val, n int, fn string) error {
 // HostFunc; body gets the other arguments and the context of the call
 // (the agent's, until its hard stop).
 func bucketFunc(fn string, n int, body func(ctx context.Context, st *agentState, b *kv.Bucket, args []wt.Val) (wt.Val, error)) wt.HostFunc {
+	span := "kv " + strings.TrimPrefix(fn, "bucket.") // kv get, kv increment, kv get-many
 	return methodOf(func(st *agentState, args []wt.Val) (*kv.Bucket, error) {
 		if err := argCount(args, n, fn); err != nil {
 			return nil, err
 		}
 		return selfArg(st.buckets, bucketType, "bucket", args)
 	}, func(st *agentState, b *kv.Bucket, args []wt.Val) (wt.Val, error) {
-		return body(st.killed, st, b, args)
+		end := st.pa.Work(span, attrBucket.String(b.Ref().Bucket))
+		v, err := body(st.killed, st, b, args)
+		end(err)
+		return v, err
 	})
 }
+
+// attrBucket names the bucket of a key-value operation's span.
+const attrBucket = attribute.Key("toolhost.kv.bucket")
 
 // keyFunc is a bucketFunc of (bucket, key).
 func keyFunc(fn string, body func(ctx context.Context, st *agentState, b *kv.Bucket, key string) wt.Val) wt.HostFunc {
