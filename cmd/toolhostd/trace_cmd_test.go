@@ -243,7 +243,7 @@ func sendWaitWith(t *testing.T, ctx context.Context, c *control.Client, agent, c
 
 // TestTraces: one message from a caller with a traceparent, to the router
 // example, which asks the assistant-service example, which asks the fake
-// OpenAI model, calls the tool it asks for on a real MCP server over
+// model (OpenAI's wire format, then Anthropic's), calls the tool it asks for on a real MCP server over
 // streamable HTTP and asks the model again, is one trace at an OTLP/HTTP
 // receiver: the caller's span is the parent of the router's invoke_agent,
 // whose child is the assistant's, whose children are its chat and
@@ -254,13 +254,20 @@ func sendWaitWith(t *testing.T, ctx context.Context, c *control.Client, agent, c
 // the model API in headers; no span has content; the audit lines carry
 // the trace id; send --json prints it; GET /v1/traces and toolhostd trace
 // have the trace.
+// It runs against the fake of each model API's wire format.
 func TestTraces(t *testing.T) {
 	noConfig(t)
+	for _, api := range []providertest.API{providertest.OpenAI, providertest.Anthropic} {
+		t.Run(api.String(), func(t *testing.T) { testTraces(t, api) })
+	}
+}
+
+func testTraces(t *testing.T, api providertest.API) {
 	dir := shortTempDir(t, "traces")
 	sock := filepath.Join(dir, "c.sock")
 	rcv := newOTLPReceiver(t)
 	tools := newTracedTools(t)
-	gpt := providertest.New(t, providertest.OpenAI)
+	gpt := providertest.New(t, api)
 	gpt.Script(
 		providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "call_1", Name: "echo", Arguments: []string{`{"text":"hi from the tool"}`}}}, InputTokens: 20, OutputTokens: 8},
 		providertest.Reply{Text: []string{"The tool said: hi from the tool"}, InputTokens: 40, OutputTokens: 6},
@@ -339,7 +346,7 @@ func TestTraces(t *testing.T) {
 		{"invoke_agent assistant-service", map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant-service",
 			"toolhost.message.sender": "agent:router", "toolhost.outcome": "ok"}},
 		{"invoke_agent router", map[string]string{"toolhost.message.id": st.ID, "toolhost.message.sender": "api", "gen_ai.conversation.id": "t1"}},
-		{"chat " + providertest.DefaultModel, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+		{"chat " + providertest.DefaultModel, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": api.String(),
 			"gen_ai.request.model": providertest.DefaultModel, "gen_ai.response.model": providertest.DefaultModel}},
 		{"execute_tool echo", map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "toolhost.tooling": "tools", "toolhost.outcome": "ok"}},
 		{"tools/call echo", map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "network.transport": "tcp"}},
