@@ -243,8 +243,9 @@ func sendWaitWith(t *testing.T, ctx context.Context, c *control.Client, agent, c
 
 // TestTraces: one message from a caller with a traceparent, to the router
 // example, which asks the assistant-service example, which asks the fake
-// model (OpenAI's wire format, then Anthropic's), calls the tool it asks for on a real MCP server over
-// streamable HTTP and asks the model again, is one trace at an OTLP/HTTP
+// model (OpenAI's wire format, then Anthropic's), calls the tool it asks
+// for on a real MCP server over streamable HTTP and asks the model again,
+// is one trace at an OTLP/HTTP
 // receiver: the caller's span is the parent of the router's invoke_agent,
 // whose child is the assistant's, whose children are its chat and
 // execute_tool spans, and the MCP client's tools/call is execute_tool's
