@@ -1,7 +1,6 @@
 package a2aserve_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -12,17 +11,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-// headerTransport adds a traceparent header to every request.
-type headerTransport struct{ traceparent string }
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if h.traceparent != "" {
-		r.Header.Set("Traceparent", h.traceparent)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // TestTraceparent: an A2A request with a traceparent header, blocking or
 // streaming, makes the task's invoke_agent span a child of the caller's
@@ -47,7 +35,7 @@ func TestTraceparent(t *testing.T) {
 			t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
 			f := serveWith(t, "", message.Options{Tracer: tp})
 			c, err := a2aclient.NewFromCard(t.Context(), f.card(t, "talk"),
-				a2aclient.WithJSONRPCTransport(&http.Client{Transport: headerTransport{tc.traceparent}}))
+				a2aclient.WithJSONRPCTransport(testenv.HeaderClient("Traceparent", tc.traceparent)))
 			if err != nil {
 				t.Fatal(err)
 			}

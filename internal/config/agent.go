@@ -132,14 +132,8 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 // logRate decodes limits.log_rate (lines per second, an integer or a
 // float, 0 for unlimited) and reports whether it was valid.
 func (d *decoder) logRate(p []string, v any, out *float64) bool {
-	var x float64
-	switch n := v.(type) {
-	case int64:
-		x = float64(n)
-	case float64:
-		x = n
-	default:
-		d.errAt(p, "want a number of lines per second (0: unlimited), got %s", typeName(v))
+	x, ok := d.asNumber(p, v, "a number of lines per second (0: unlimited)")
+	if !ok {
 		return false
 	}
 	if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {

@@ -63,17 +63,24 @@ func (d *decoder) asInt(path []string, v any, min int64) (int, bool) {
 }
 
 // asRefString is a string whose ${...} references are expanded at use.
+// asNumber is an integer or a float, as a float64; its error says it
+// wants want ("a number", "a number from 0 to 1").
+func (d *decoder) asNumber(p []string, v any, want string) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	d.errAt(p, "want %s, got %s", want, typeName(v))
+	return 0, false
+}
+
 // asRate is a rate (per second or per minute): a finite number above 0
 // and at most 1000000.
 func (d *decoder) asRate(p []string, v any) (float64, bool) {
-	var x float64
-	switch n := v.(type) {
-	case int64:
-		x = float64(n)
-	case float64:
-		x = n
-	default:
-		d.errAt(p, "want a number, got %s", typeName(v))
+	x, ok := d.asNumber(p, v, "a number")
+	if !ok {
 		return 0, false
 	}
 	if !(x > 0) || x > 1e6 || math.IsInf(x, 0) {

@@ -45,14 +45,8 @@ func (d *decoder) traces(p []string, v any) *Traces {
 			t.Headers, _ = d.asStringMap(p, v, func(string) string { return "" })
 		},
 		"sampler_ratio": func(p []string, v any) {
-			var x float64
-			switch n := v.(type) {
-			case int64:
-				x = float64(n)
-			case float64:
-				x = n
-			default:
-				d.errAt(p, "want a number from 0 to 1, got %s", typeName(v))
+			x, ok := d.asNumber(p, v, "a number from 0 to 1")
+			if !ok {
 				return
 			}
 			if !(x >= 0 && x <= 1) {

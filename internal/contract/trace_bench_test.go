@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
@@ -74,13 +74,9 @@ func BenchmarkCallEchoTraced(b *testing.B) {
 		}
 		round++
 	}
-	p50 := make([]float64, len(lat))
-	for i, l := range lat {
-		slices.Sort(l)
-		p50[i] = float64(l[len(l)/2].Nanoseconds())
-		b.ReportMetric(p50[i], variants[i].name+"-p50-ns")
-		if i > 0 {
-			b.ReportMetric(p50[i]-p50[0], "delta-"+variants[i].name+"-ns")
-		}
+	names := make([]string, len(variants))
+	for i, v := range variants {
+		names[i] = v.name
 	}
+	testenv.ReportDeltas(b, names, lat)
 }

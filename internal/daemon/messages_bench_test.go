@@ -124,21 +124,7 @@ func BenchmarkMessageTraced(b *testing.B) {
 		}
 		round++
 	}
-	reportDeltas(b, []string{"off", "sampled", "unsampled", "kept"}, lat)
-}
-
-// reportDeltas reports the p50 of each of lat (named by names, the first
-// the baseline) and each one's difference to the baseline's.
-func reportDeltas(b *testing.B, names []string, lat [][]time.Duration) {
-	p50 := make([]float64, len(lat))
-	for i, l := range lat {
-		slices.Sort(l)
-		p50[i] = float64(l[len(l)/2].Nanoseconds())
-		b.ReportMetric(p50[i], names[i]+"-p50-ns")
-	}
-	for i := 1; i < len(lat); i++ {
-		b.ReportMetric(p50[i]-p50[0], "delta-"+names[i]+"-ns")
-	}
+	testenv.ReportDeltas(b, []string{"off", "sampled", "unsampled", "kept"}, lat)
 }
 
 func BenchmarkMessageRoundTrip(b *testing.B) {

@@ -1,7 +1,6 @@
 package mcpserve_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -12,15 +11,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
-
-// headerTransport adds a traceparent header to every request.
-type headerTransport struct{ traceparent string }
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Traceparent", h.traceparent)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // TestTraceparent: a tool call carrying a traceparent, in its _meta (the
 // MCP conventions) or in its HTTP headers, makes the message's
@@ -50,7 +40,7 @@ func TestTraceparent(t *testing.T) {
 			f := serveWith(t, "", message.Options{Tracer: tp})
 			tr := &mcp.StreamableClientTransport{Endpoint: f.url}
 			if tc.header != "" {
-				tr.HTTPClient = &http.Client{Transport: headerTransport{tc.header}}
+				tr.HTTPClient = testenv.HeaderClient("Traceparent", tc.header)
 			}
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(t.Context(), tr, nil)
 			if err != nil {

@@ -20,6 +20,22 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// HeaderClient is an HTTP client that sets header key to value on every
+// request (a traceparent, say); "" sets nothing.
+func HeaderClient(key, value string) *http.Client {
+	return &http.Client{Transport: headerSetter{key, value}}
+}
+
+type headerSetter struct{ key, value string }
+
+func (h headerSetter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.value != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set(h.key, h.value)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // PostJSON posts body as JSON (bearer token unless "") and returns the
 // status and body: for the input no SDK client sends (malformed,
 // oversized, unauthenticated), which the bad-input tests send raw.
