@@ -23,13 +23,12 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/baggage"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // Bounds of a relayed stream.
@@ -110,7 +109,7 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 	// the owner's answer is bounded by it.
 	// It carries the message's trace context: the owner's message is a
 	// child of this one's span.
-	sctx, cancel := context.WithCancel(withTrace(f.ctx, ctx))
+	sctx, cancel := context.WithCancel(tracing.Detached(f.ctx, ctx))
 	unbind := context.AfterFunc(ctx, cancel)
 	s, err := c.Forward(sctx, control.ForwardRequest{
 		By: f.o.Self, ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
@@ -133,12 +132,6 @@ func (f *Forwarder) Deliver(ctx context.Context, m *message.Message, owner Owner
 		f.relay(sctx, cancel, c, m, s, owner)
 	}()
 	return nil
-}
-
-// withTrace is ctx with the trace context (span and baggage) of from.
-func withTrace(ctx, from context.Context) context.Context {
-	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(from))
-	return baggage.ContextWithBaggage(ctx, baggage.FromContext(from))
 }
 
 // relay copies the owner's events into m until the reply ends, resuming

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // cancelTimeout bounds telling the remote agent that a message was
@@ -62,19 +63,17 @@ func New(opts Options) (*Peer, error) {
 	if opts.CardURL == "" {
 		return nil, fmt.Errorf("peer %s: no card URL", opts.Name)
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	if opts.Token != "" {
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c := *hc
-		c.Transport = bearer{token: opts.Token, base: base}
+	hc := &http.Client{}
+	if opts.HTTPClient != nil {
+		c := *opts.HTTPClient
 		hc = &c
 	}
+	// A message's trace continues at the remote agent (traceparent).
+	var base http.RoundTripper = tracing.Transport{Base: hc.Transport}
+	if opts.Token != "" {
+		base = bearer{token: opts.Token, base: base}
+	}
+	hc.Transport = base
 	log := opts.Log
 	if log == nil {
 		log = zap.NewNop()
@@ -111,7 +110,7 @@ func (p *Peer) Deliver(ctx context.Context, m *message.Message) error {
 	if err != nil {
 		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "peer %s: %v", p.name, err)
 	}
-	sctx, cancel := context.WithCancel(p.ctx)
+	sctx, cancel := context.WithCancel(tracing.Detached(p.ctx, ctx)) // the message's trace, not its sender's wait
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
