@@ -62,7 +62,7 @@ func TestToolSpans(t *testing.T) {
 	attr := func(s sdktrace.ReadOnlySpan, key string) string {
 		for _, kv := range s.Attributes() {
 			if string(kv.Key) == key {
-				return kv.Value.Emit()
+				return kv.Value.String()
 			}
 		}
 		return ""
@@ -167,7 +167,7 @@ func TestChatSpans(t *testing.T) {
 		s := spans[i]
 		got := map[string]string{}
 		for _, kv := range s.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
+			got[string(kv.Key)] = kv.Value.String()
 		}
 		if s.Name() != want.name || got["gen_ai.request.model"] != want.model || got["gen_ai.provider.name"] != "scripted" ||
 			got["gen_ai.operation.name"] != "chat" || got["error.type"] != want.errType {
