@@ -468,8 +468,9 @@ func testTraces(t *testing.T, api providertest.API) {
 // TestTracesWithoutCollector: with capture_content and a collector that
 // does not answer, the agent answers as ever, serve says once that it
 // cannot export, the in-memory trace has the content, the spans the
-// collector did not take are counted in metrics, and a per-session
-// instance's start is a span of the message that caused it.
+// collector did not take are counted in metrics, and the start of a
+// per-session instance and of an on-message agent is a span of the message
+// that caused it.
 func TestTracesWithoutCollector(t *testing.T) {
 	noConfig(t)
 	dir := shortTempDir(t, "tracesoff")
@@ -480,7 +481,8 @@ func TestTracesWithoutCollector(t *testing.T) {
 	gpt := providertest.New(t, providertest.OpenAI)
 	gpt.SetDefault(providertest.Reply{Text: []string{"plain answer"}, InputTokens: 3, OutputTokens: 2})
 	cfg := tracedConfig(t, dir, sock, fmt.Sprintf(`{ endpoint = "%s/v1/traces", capture_content = true }`, gone.URL), gpt, tools) +
-		fmt.Sprintf("\n[agent.echo]\ncomponent = %q\ninstances = \"per-session\"\n", testenv.Agent(t, "agents", "echo"))
+		fmt.Sprintf("\n[agent.echo]\ncomponent = %q\ninstances = \"per-session\"\n\n[agent.late]\ncomponent = %q\nstart = \"on-message\"\n",
+			testenv.Agent(t, "agents", "echo"), testenv.Agent(t, "agents", "echo"))
 	c, p := startTraced(t, dir, sock, cfg,
 		"OTEL_EXPORTER_OTLP_TIMEOUT=300") // an export, its retries included, gives up after 0.3 s
 	st := sendWait(t, t.Context(), c, "router", "a secret-free question")
@@ -526,6 +528,27 @@ func TestTracesWithoutCollector(t *testing.T) {
 			start.Attributes["toolhost.instance.instantiate_ms"] == nil || start.Status != "") {
 			t.Fatalf("start_instance: %+v, want a child of %s with the session and instantiate_ms", start, msg.SpanID)
 		}
+	}
+
+	// An on-message agent woken by a message: its start, the component's
+	// load included, is a span of that message.
+	st = sendWaitWith(t, t.Context(), c, "late", "wake up", control.SendOptions{})
+	tr, err = c.Trace(t.Context(), st.TraceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg, start tracing.Span
+	for _, s := range tr.Spans {
+		switch s.Name {
+		case "invoke_agent late":
+			msg = s
+		case "start_instance late":
+			start = s
+		}
+	}
+	if start.SpanID == "" || start.ParentID != msg.SpanID || start.Attributes["toolhost.component.cached"] == nil ||
+		start.Attributes["toolhost.component.load_ms"] == nil || start.Attributes["toolhost.instance.instantiate_ms"] == nil {
+		t.Fatalf("on-message start: %+v, want a child of %+v with the load and the instantiation", start, msg)
 	}
 
 	waitFor(t, 60*time.Second, func() bool { return strings.Contains(p.out.String(), "cannot export traces") }, p.out)

@@ -97,7 +97,7 @@ func (d *Dispatcher) Deliver(ctx context.Context, m *message.Message) error {
 				continue
 			}
 		}
-		e, ok := d.agents.Lookup(m.Agent())
+		e, ok := d.agents.Lookup(ctx, m.Agent())
 		if !ok {
 			continue // removed meanwhile: the lookup above says so
 		}

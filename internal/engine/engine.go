@@ -166,10 +166,16 @@ type Program struct {
 	share *sharing        // set for a Program of Open
 	live  *atomic.Int64   // the engine's count of live Programs
 	gone  atomic.Bool     // released
+	// cached: the compile cache held the component when it was loaded.
+	cached bool
 }
 
 // Component is the compiled component.
 func (p *Program) Component() *wt.Component { return p.comp }
+
+// FromCache reports whether the component came from the compile cache
+// when it was loaded (false: it was compiled).
+func (p *Program) FromCache() bool { return p.cached }
 
 // Meta is what Options.Link returned beside the linker.
 func (p *Program) Meta() any { return p.meta }
@@ -253,7 +259,7 @@ func (e *Engine) Load(name string, component []byte) (*Program, error) {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	e.log.Debug("component loaded", zap.String("component", name), zap.Bool("cached", c.cached), zap.Duration("duration", time.Since(start)))
-	p := &Program{Name: name, comp: comp, meta: meta, link: l, live: &e.live}
+	p := &Program{Name: name, comp: comp, meta: meta, link: l, live: &e.live, cached: c.cached}
 	if c.mapped != "" && !e.noPrefault {
 		if p.image, err = prefault.Open(c.mapped); err != nil {
 			e.log.Debug("no prefault", zap.String("component", name), zap.Error(err))

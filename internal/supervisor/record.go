@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/thejerf/suture/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
@@ -41,7 +42,9 @@ type status struct {
 type running struct {
 	inst *host.Agent     // the running instance, if any
 	pool *instances.Pool // a per-session agent's instances while its service runs
-	wake chan struct{}   // an on-message agent's first message (buffered 1)
+	// wake brings an on-message agent's first message, as its trace
+	// context (buffered 1).
+	wake chan trace.SpanContext
 }
 
 // slot is the agent's place in the root supervisor and its restart policy's
@@ -70,7 +73,7 @@ func newRecord(name string, cfg *config.Agent, rec policy.Recorder) *record {
 	return &record{
 		name: name, cfg: cfg, pol: policy.FromConfig(cfg, rec),
 		st:   status{state: Stopped, since: time.Now(), changed: make(chan struct{})},
-		run:  running{wake: make(chan struct{}, 1)},
+		run:  running{wake: make(chan trace.SpanContext, 1)},
 		slot: slot{backoff: cfg.RestartBackoff.Initial.Duration},
 	}
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/thejerf/suture/v4"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
@@ -80,10 +82,15 @@ func (v *service) Serve(ctx context.Context) error {
 		return v.serveSessions(ctx)
 	}
 	for {
-		if v.cfg.Start == config.StartOnMessage && !v.awaitMessage(ctx) {
-			return ctx.Err()
+		var cause trace.SpanContext // the message that woke an on-message agent
+		if v.cfg.Start == config.StartOnMessage {
+			sc, ok := v.awaitMessage(ctx)
+			if !ok {
+				return ctx.Err()
+			}
+			cause = sc
 		}
-		idle, err := v.serveOnce(ctx)
+		idle, err := v.serveOnce(ctx, cause)
 		if !idle {
 			return err
 		}
@@ -93,7 +100,8 @@ func (v *service) Serve(ctx context.Context) error {
 // serveOnce waits out the pending backoff, loads the component and runs
 // one instance to its end; idle reports an on-message agent's instance
 // stopped for being idle (to wait for the next message, not restarted).
-func (v *service) serveOnce(ctx context.Context) (idle bool, err error) {
+// An instance started for a message (cause) is a span of it.
+func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle bool, err error) {
 	var delay time.Duration
 	v.update(func(r *record) { delay, r.slot.delay = r.slot.delay, 0 })
 	if delay > 0 {
@@ -108,29 +116,37 @@ func (v *service) serveOnce(ctx context.Context) (idle bool, err error) {
 		}
 	}
 	v.set(Starting)
+	span := v.startSpan(cause, "")
 	// A stop while the component compiles ends the wait at once (the
 	// compile goes on without us; see host.OpenContext).
+	loading := time.Now()
 	prog, err := v.s.opts.Host.OpenContext(ctx, v.cfg.Component)
 	if err != nil && ctx.Err() != nil {
+		span.fail(ctx.Err())
 		v.set(Stopped)
 		v.log().Info("agent stopped while loading")
 		return false, ctx.Err()
 	}
 	if err != nil {
+		span.fail(err)
 		return false, v.cannotRun(err)
 	}
+	span.loaded(prog, time.Since(loading))
 	defer prog.Close()
 	v.update(func(r *record) { r.st.content = prog.Content() })
 	env, err := v.cfg.ExpandedEnv()
 	if err != nil {
+		span.fail(err)
 		return false, v.cannotRun(err)
 	}
 	if ctx.Err() != nil {
+		span.fail(ctx.Err())
 		v.set(Stopped)
 		return false, ctx.Err()
 	}
-	inst := v.startInstance(prog, env)
+	inst := v.startInstance(prog, env, span)
 	if inst == nil {
+		span.fail(errors.New("the cluster host is fenced"))
 		v.set(Stopped)
 		return false, fmt.Errorf("agent %s: the cluster host is fenced: %w", v.r.name, suture.ErrDoNotRestart)
 	}
@@ -163,6 +179,7 @@ func (v *service) serveOnce(ctx context.Context) (idle bool, err error) {
 		return true, nil
 	}
 	out, runErr := inst.Wait()
+	span.fail(runErr) // an instance that ended before it started
 	ran := time.Since(start)
 	if ce := v.log().Check(zap.DebugLevel, "agent output"); ce != nil && runErr == nil {
 		ce.Write(zap.String("output", truncate(out, maxOutputLog)))
@@ -185,8 +202,9 @@ func (v *service) serveOnce(ctx context.Context) (idle bool, err error) {
 // is halted (nil then). The check, the start and the record happen under
 // the supervisor's lock, so Halt sees every instance that started before
 // it.
-func (v *service) startInstance(prog *host.Program, env map[string]string) *host.Agent {
+func (v *service) startInstance(prog *host.Program, env map[string]string, span *startSpan) *host.Agent {
 	cfg := v.instanceConfig(env, "")
+	span.hook(&cfg)
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

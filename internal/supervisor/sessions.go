@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
@@ -23,17 +24,17 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
-// awaitMessage is an on-message agent waiting for its first message:
-// false when ctx ended first.
-func (v *service) awaitMessage(ctx context.Context) bool {
+// awaitMessage is an on-message agent waiting for its first message, whose
+// trace context it returns: false when ctx ended first.
+func (v *service) awaitMessage(ctx context.Context) (trace.SpanContext, bool) {
 	v.set(Idle)
 	v.started() // an agent waiting for messages is up
 	select {
-	case <-v.r.run.wake:
-		return true
+	case sc := <-v.r.run.wake:
+		return sc, true
 	case <-ctx.Done():
 		v.set(Stopped)
-		return false
+		return trace.SpanContext{}, false
 	}
 }
 
@@ -117,7 +118,9 @@ func (v *service) serveSessions(ctx context.Context) error {
 // startSession starts one instance of a per-session agent.
 func (v *service) startSession(ctx context.Context, prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
 	cfg := v.instanceConfig(env, session) // open("session"): this session's own bucket
-	span := v.startSpan(ctx, &cfg, prog, session)
+	span := v.startSpan(trace.SpanContextFromContext(ctx), session)
+	span.loaded(prog, 0)
+	span.hook(&cfg)
 	inst, err := v.startSessionInstance(prog, cfg, session)
 	if err != nil {
 		span.fail(err)

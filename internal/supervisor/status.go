@@ -1,8 +1,11 @@
 package supervisor
 
 import (
+	"context"
 	"maps"
 	"slices"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
@@ -107,8 +110,9 @@ type Endpoint struct {
 }
 
 // Lookup is where a message to name goes now (false: no such agent). An
-// idle on-message agent is woken: its instance starts.
-func (s *Supervisor) Lookup(name string) (Endpoint, bool) {
+// idle on-message agent is woken: its instance starts, its start a span
+// under ctx's (the message's).
+func (s *Supervisor) Lookup(ctx context.Context, name string) (Endpoint, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.agents[name]
@@ -119,7 +123,7 @@ func (s *Supervisor) Lookup(name string) (Endpoint, bool) {
 		Serving: (r.slot.hasSup && !r.slot.final) || (s.root == nil && !s.isStarted()), Changed: r.st.changed}
 	if r.st.state == Idle {
 		select {
-		case r.run.wake <- struct{}{}:
+		case r.run.wake <- trace.SpanContextFromContext(ctx):
 		default:
 		}
 	}

@@ -1,10 +1,12 @@
 package supervisor
 
-// The span of a per-session instance's start: start_instance {agent}, a
-// child of the message that caused it, from the delivery to the instance
-// existing (its store made and the component instantiated), or to its
-// failure to. The conventions name no such span; its attributes are
-// toolhost.*.
+// The span of an instance's start caused by a message: start_instance
+// {agent}, a child of the message's span, for a per-session instance
+// (from the delivery to the instance existing) and an on-message agent
+// woken by the message (its component's load included: from the compile
+// cache, or compiled). It ends once the component is instantiated, or
+// with the error that stopped the start. The conventions name no such
+// span; its attributes are toolhost.*.
 
 import (
 	"context"
@@ -28,21 +30,41 @@ type startSpan struct {
 	ended atomic.Bool
 }
 
-// startSpan starts the span of an instance start under ctx's message and
-// makes cfg's OnStarted end it.
-func (v *service) startSpan(ctx context.Context, cfg *host.AgentConfig, prog *host.Program, session string) *startSpan {
+// startSpan starts the span of an instance start under cause, the
+// message's span context (session: a per-session instance's).
+func (v *service) startSpan(cause trace.SpanContext, session string) *startSpan {
 	tp := v.s.opts.Tracer
-	sc := trace.SpanContextFromContext(ctx)
-	if tp == nil || !sc.IsSampled() {
+	if tp == nil || !cause.IsSampled() {
 		return nil
 	}
-	attrs := []attribute.KeyValue{attribute.String("toolhost.agent", v.r.name), attribute.String("toolhost.component.content", prog.Content())}
+	attrs := []attribute.KeyValue{attribute.String("toolhost.agent", v.r.name)}
 	if session != "" {
 		attrs = append(attrs, semconv.GenAIConversationID(session))
 	}
-	_, span := tp.Tracer(tracerName).Start(trace.ContextWithSpanContext(context.Background(), sc), "start_instance "+v.r.name,
+	_, span := tp.Tracer(tracerName).Start(trace.ContextWithSpanContext(context.Background(), cause), "start_instance "+v.r.name,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	s := &startSpan{span: span}
+	return &startSpan{span: span}
+}
+
+// loaded records the component the instance runs: its digest, whether
+// the compile cache held it when it was loaded, and how long this start
+// waited for it (0 for a program already open).
+func (s *startSpan) loaded(prog *host.Program, took time.Duration) {
+	if s == nil {
+		return
+	}
+	s.span.SetAttributes(attribute.String("toolhost.component.content", prog.Content()),
+		attribute.Bool("toolhost.component.cached", prog.FromCache()))
+	if took > 0 {
+		s.span.SetAttributes(attribute.Float64("toolhost.component.load_ms", ms(took)))
+	}
+}
+
+// hook makes cfg's OnStarted end the span.
+func (s *startSpan) hook(cfg *host.AgentConfig) {
+	if s == nil {
+		return
+	}
 	prev := cfg.OnStarted
 	cfg.OnStarted = func(d time.Duration) {
 		if prev != nil {
@@ -50,7 +72,6 @@ func (v *service) startSpan(ctx context.Context, cfg *host.AgentConfig, prog *ho
 		}
 		s.started(d)
 	}
-	return s
 }
 
 // started ends the span of an instance that exists, instantiated in d.
@@ -58,7 +79,7 @@ func (s *startSpan) started(d time.Duration) {
 	if s == nil || s.ended.Swap(true) {
 		return
 	}
-	s.span.SetAttributes(attribute.Float64("toolhost.instance.instantiate_ms", float64(d.Microseconds())/1000))
+	s.span.SetAttributes(attribute.Float64("toolhost.instance.instantiate_ms", ms(d)))
 	s.span.End()
 }
 
@@ -72,3 +93,6 @@ func (s *startSpan) fail(err error) {
 	}
 	s.span.End()
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
