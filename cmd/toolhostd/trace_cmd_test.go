@@ -334,9 +334,14 @@ func testTraces(t *testing.T, api providertest.API) {
 	for _, s := range rcv.named(tid, "recv") {
 		waits[hex.EncodeToString(s.ParentSpanId)+" "+attrStrings(s.Attributes)["toolhost.inbox.received"]]++
 	}
-	for _, w := range []string{id("invoke_agent assistant-service") + " chat-delta", id("invoke_agent router") + " reply"} {
+	for _, w := range []string{id("invoke_agent assistant-service") + " chat-done", id("invoke_agent router") + " reply"} {
 		if waits[w] == 0 {
 			t.Errorf("no recv span %q (parent, received) among %v", w, waits)
+		}
+	}
+	for w := range waits {
+		if strings.HasSuffix(w, "-delta") {
+			t.Errorf("a recv span of each delta of a stream: %q", w)
 		}
 	}
 	attrs := func(n string) map[string]string { return attrStrings(spans[n].Attributes) }

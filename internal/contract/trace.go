@@ -9,6 +9,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -213,12 +214,31 @@ func spanIDs(span trace.Span) (traceID, spanID string) {
 	return sc.TraceID().String(), sc.SpanID().String()
 }
 
+// Traced reports whether the agent records spans.
+func (a *Agent) Traced() bool { return a.tracer != nil }
+
+// Waited records a wait of the instance that began at start and ended now
+// (in recv) as a span of the message it works on, when it works on a
+// sampled one.
+func (a *Agent) Waited(name string, start time.Time, attrs ...attribute.KeyValue) {
+	if a.tracer == nil {
+		return
+	}
+	sc := a.mb.Current()
+	if !sc.IsSampled() {
+		return
+	}
+	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name, trace.WithTimestamp(start),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, attrAgent.String(a.name))...))
+	span.End()
+}
+
 // noWork ends no span.
 func noWork(error, ...attribute.KeyValue) {}
 
 // Work starts a short span of the instance's work on the message it is
-// working on (a key-value operation, a wait in recv), so that a trace
-// shows where the message's time went; the span is a child of the
+// working on (a key-value operation), so that a trace shows where the
+// message's time went; the span is a child of the
 // message's and end ends it, with err as its status. When the agent does
 // not trace, or works on no sampled message, there is no span and end
 // does nothing.

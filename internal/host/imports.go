@@ -375,9 +375,19 @@ func defineInbox(root *wt.LinkerInstance, iface string) error {
 			if st.image != nil {
 				st.started()
 			}
-			end := st.pa.Work("recv")
+			var waited time.Time
+			if st.pa.Traced() {
+				waited = time.Now()
+			}
 			env, got := st.in.Recv(st.killed, timeout)
-			end(nil, attrReceived.String(receivedKind(env, got)))
+			if !waited.IsZero() {
+				// A wait is a span of the message the agent works on, but
+				// not each delta of a stream: its chat span (or the callee's
+				// message) has the stream's time, and counts its deltas.
+				if kind := receivedKind(env, got); kind != "chat-delta" && kind != "reply-delta" {
+					st.pa.Waited("recv", waited, attrReceived.String(kind))
+				}
+			}
 			if got {
 				st.pa.Received(env)
 			}
