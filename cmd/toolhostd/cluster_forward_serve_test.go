@@ -127,7 +127,7 @@ func TestClusterForwardServe(t *testing.T) {
 			t.Fatalf("trace %s on %s: %v", st.TraceID, h.name, err)
 		}
 		for _, s := range tr.Spans {
-			if s.Name == "invoke_agent echo" && s.Attributes[tracing.AttrMessageID] == st.ID {
+			if s.Name == "invoke_agent echo" && s.Attributes[string(tracing.AttrMessageID)] == st.ID {
 				return s
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 const tracerName = "github.com/toolhostd/toolhostd/internal/contract"
@@ -26,8 +27,6 @@ const tracerName = "github.com/toolhostd/toolhostd/internal/contract"
 // Attributes the conventions leave to the host.
 const (
 	attrTooling = attribute.Key("toolhost.tooling")
-	attrOutcome = attribute.Key("toolhost.outcome")
-	attrAgent   = attribute.Key("toolhost.agent")
 	attrDeltas  = attribute.Key("toolhost.chat.deltas")
 )
 
@@ -72,7 +71,7 @@ func (h *Handle) startTool(name, id, args string) (context.Context, trace.Span) 
 	ctx, span := a.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
-			semconv.GenAIToolCallID(id), attrTooling.String(h.s.Name()), attrAgent.String(a.name))
+			semconv.GenAIToolCallID(id), attrTooling.String(h.s.Name()), tracing.AttrAgent.String(a.name))
 		if a.capture {
 			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(args))
 		}
@@ -91,8 +90,8 @@ func (h *Handle) refusedTool(name string, err error) {
 	if span.IsRecording() {
 		herr := tooling.AsError(err)
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
-			attrTooling.String(h.s.Name()), attrAgent.String(a.name),
-			attrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
+			attrTooling.String(h.s.Name()), tracing.AttrAgent.String(a.name),
+			tracing.AttrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
 		span.AddEvent("toolhost.refused", trace.WithAttributes(attribute.String("reason", herr.Message)))
 		span.SetStatus(codes.Error, herr.Message)
 	}
@@ -108,16 +107,16 @@ func (c *call) endTool(res tooling.ToolResult, herr *tooling.Error) {
 	if span.IsRecording() {
 		switch {
 		case herr != nil:
-			span.SetAttributes(attrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
+			span.SetAttributes(tracing.AttrOutcome.String(herr.Code.String()), semconv.ErrorTypeKey.String(herr.Code.String()))
 			if herr.Code == tooling.CodeCancelled {
 				span.AddEvent("toolhost.cancelled")
 			}
 			span.SetStatus(codes.Error, herr.Message)
 		case isToolError(res.Value):
-			span.SetAttributes(attrOutcome.String("tool-error"), semconv.ErrorTypeKey.String("tool_error"))
+			span.SetAttributes(tracing.AttrOutcome.String("tool-error"), semconv.ErrorTypeKey.String("tool_error"))
 			span.SetStatus(codes.Error, "the tool reported an error")
 		default:
-			span.SetAttributes(attrOutcome.String("ok"))
+			span.SetAttributes(tracing.AttrOutcome.String("ok"))
 		}
 		if c.h.a.capture && herr == nil {
 			span.SetAttributes(semconv.GenAIToolCallResultKey.String(res.Value))
@@ -147,7 +146,7 @@ func (ph *ProviderHandle) startChat(parent context.Context, req provider.Request
 	ctx, span := a.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ph.p.Kind()),
-			semconv.GenAIRequestModel(model), attribute.String("toolhost.provider", ph.name), attrAgent.String(a.name))
+			semconv.GenAIRequestModel(model), attribute.String("toolhost.provider", ph.name), tracing.AttrAgent.String(a.name))
 		if a.capture {
 			span.SetAttributes(semconv.GenAIInputMessagesKey.String(string(provider.AuditJSON(req))))
 		}
@@ -171,10 +170,10 @@ func (ph *ProviderHandle) endChat(span trace.Span, e chatEnd, deltas int) {
 			}
 		}
 		if e.err != nil {
-			span.SetAttributes(attrOutcome.String(e.err.Code.String()), semconv.ErrorTypeKey.String(e.err.Code.String()))
+			span.SetAttributes(tracing.AttrOutcome.String(e.err.Code.String()), semconv.ErrorTypeKey.String(e.err.Code.String()))
 			span.SetStatus(codes.Error, e.err.Message)
 		} else {
-			span.SetAttributes(attrOutcome.String("ok"),
+			span.SetAttributes(tracing.AttrOutcome.String("ok"),
 				semconv.GenAIUsageInputTokens(int(e.resp.Usage.InputTokens)),
 				semconv.GenAIUsageOutputTokens(int(e.resp.Usage.OutputTokens)))
 			span.SetAttributes(semconv.GenAIResponseFinishReasons(finishReason(e.resp.FinishReason)))
@@ -202,16 +201,13 @@ func finishReason(r provider.FinishReason) string {
 	return "other"
 }
 
-// spanIDs are span's trace and span ids for an audit line.
+// spanIDs are span's trace and span ids for an audit line ("" without a
+// span).
 func spanIDs(span trace.Span) (traceID, spanID string) {
 	if span == nil {
 		return "", ""
 	}
-	sc := span.SpanContext()
-	if !sc.IsSampled() {
-		return "", ""
-	}
-	return sc.TraceID().String(), sc.SpanID().String()
+	return tracing.AuditIDs(span.SpanContext())
 }
 
 // Traced reports whether the agent records spans.
@@ -229,7 +225,7 @@ func (a *Agent) Waited(name string, start time.Time, attrs ...attribute.KeyValue
 		return
 	}
 	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name, trace.WithTimestamp(start),
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, attrAgent.String(a.name))...))
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, tracing.AttrAgent.String(a.name))...))
 	span.End()
 }
 
@@ -251,7 +247,7 @@ func (a *Agent) Work(name string, attrs ...attribute.KeyValue) (end func(err err
 		return noWork
 	}
 	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, attrAgent.String(a.name))...))
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, tracing.AttrAgent.String(a.name))...))
 	return func(err error, attrs ...attribute.KeyValue) {
 		span.SetAttributes(attrs...)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,8 +31,7 @@ func TestTraceRoutes(t *testing.T) {
 	tr := tp.Tracer("t")
 	message := func(agent, session, id string) trace.SpanContext {
 		ctx, span := tr.Start(context.Background(), "invoke_agent "+agent, trace.WithAttributes(
-			attribute.String(tracing.AttrAgentName, agent), attribute.String(tracing.AttrSession, session),
-			attribute.String(tracing.AttrMessageID, id)))
+			tracing.AttrAgentName.String(agent), tracing.AttrSession.String(session), tracing.AttrMessageID.String(id)))
 		_, child := tr.Start(ctx, "execute_tool echo")
 		child.End()
 		span.End()

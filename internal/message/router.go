@@ -14,6 +14,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/audit"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // Size defaults.
@@ -160,7 +161,7 @@ func (r *Router) Send(ctx context.Context, req Request) (m *Message, existing bo
 	case err != nil:
 		spanRefused(span, err)
 	case existing:
-		span.SetAttributes(attrMessageID.String(m.id), attribute.Bool("toolhost.message.existing", true))
+		span.SetAttributes(tracing.AttrMessageID.String(m.id), attribute.Bool("toolhost.message.existing", true))
 		span.End()
 	}
 	return m, existing, err
@@ -199,7 +200,7 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 	}
 	m = newMessage(id, req, r.opts.MaxReplyBytes, r.opts.Now)
 	m.span = span
-	span.SetAttributes(attrMessageID.String(id))
+	span.SetAttributes(tracing.AttrMessageID.String(id))
 	if err := r.t.add(m); err != nil {
 		return nil, false, r.refused(req, start, err)
 	}
@@ -254,7 +255,7 @@ func (r *Router) ended(m *Message, auditContent bool) {
 		rec := audit.Record{Time: m.accepted, Agent: m.agent, Op: audit.OpMessage, Sender: m.sender,
 			MessageID: m.id, Session: m.session, Outcome: outcome, Duration: total,
 			Content: m.content, HasContent: true, WithArgs: auditContent, FirstToken: first, HasFirstToken: hasFirst}
-		rec.TraceID, rec.SpanID = spanIDs(m.SpanContext())
+		rec.TraceID, rec.SpanID = tracing.AuditIDs(m.SpanContext())
 		if outcome != "ok" {
 			rec.Message = text
 		}

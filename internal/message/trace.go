@@ -15,17 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhostd/toolhostd/internal/tooling"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 // tracerName is the instrumentation scope of the message spans.
 const tracerName = "github.com/toolhostd/toolhostd/internal/message"
 
-// Attributes the conventions leave to the host.
-const (
-	attrMessageID = attribute.Key("toolhost.message.id")
-	attrSender    = attribute.Key("toolhost.message.sender")
-	attrOutcome   = attribute.Key("toolhost.outcome")
-)
+// attrSender is a message's sender (the conventions have no key for it).
+const attrSender = attribute.Key("toolhost.message.sender")
 
 // startSpan starts req's span under ctx's.
 func (r *Router) startSpan(ctx context.Context, req Request) (context.Context, trace.Span) {
@@ -52,7 +49,7 @@ func (r *Router) startSpan(ctx context.Context, req Request) (context.Context, t
 func spanRefused(span trace.Span, err error) {
 	if span.IsRecording() {
 		code := tooling.AsError(err).Code.String()
-		span.SetAttributes(attrOutcome.String(code), semconv.ErrorTypeKey.String(code))
+		span.SetAttributes(tracing.AttrOutcome.String(code), semconv.ErrorTypeKey.String(code))
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
@@ -70,7 +67,7 @@ func (r *Router) endSpan(m *Message) {
 		if hasFirst {
 			span.AddEvent("gen_ai.first_delta", trace.WithTimestamp(m.accepted.Add(first)))
 		}
-		span.SetAttributes(attrOutcome.String(outcome))
+		span.SetAttributes(tracing.AttrOutcome.String(outcome))
 		if outcome != "ok" {
 			span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
 			span.SetStatus(codes.Error, text)
@@ -95,13 +92,4 @@ func (m *Message) SpanContext() trace.SpanContext {
 func messagesJSON(role, text string) string {
 	b, _ := json.Marshal([]map[string]any{{"role": role, "parts": []map[string]string{{"type": "text", "content": text}}}})
 	return string(b)
-}
-
-// spanIDs are sc's trace and span ids for an audit line, "" when sc is
-// not sampled.
-func spanIDs(sc trace.SpanContext) (traceID, spanID string) {
-	if !sc.IsSampled() {
-		return "", ""
-	}
-	return sc.TraceID().String(), sc.SpanID().String()
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
@@ -53,7 +51,7 @@ func Open(name string, cfg config.Provider, log *zap.Logger) (Provider, error) {
 	b := &base{
 		name: name, kind: cfg.Kind, src: &cfg, cfg: x,
 		log:  log.Named("provider").With(zap.String("provider", name), zap.String("kind", cfg.Kind)),
-		http: &http.Client{Transport: traceHeaders{http.DefaultTransport.(*http.Transport).Clone()}},
+		http: &http.Client{Transport: tracing.Transport{Base: http.DefaultTransport.(*http.Transport).Clone()}},
 	}
 	// Values that came from references are secrets too.
 	if x.BaseURL != cfg.BaseURL {
@@ -210,16 +208,4 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// traceHeaders sends a request's trace context (its chat span) to the
-// model API as traceparent and tracestate headers.
-type traceHeaders struct{ base http.RoundTripper }
-
-func (t traceHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
-	if trace.SpanContextFromContext(r.Context()).IsValid() {
-		r = r.Clone(r.Context())
-		tracing.Propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
-	}
-	return t.base.RoundTrip(r)
 }

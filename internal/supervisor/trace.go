@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
 const tracerName = "github.com/toolhostd/toolhostd/internal/supervisor"
@@ -37,7 +38,7 @@ func (v *service) startSpan(cause trace.SpanContext, session string) *startSpan 
 	if tp == nil || !cause.IsSampled() {
 		return nil
 	}
-	attrs := []attribute.KeyValue{attribute.String("toolhost.agent", v.r.name)}
+	attrs := []attribute.KeyValue{tracing.AttrAgent.String(v.r.name)}
 	if session != "" {
 		attrs = append(attrs, semconv.GenAIConversationID(session))
 	}

@@ -19,12 +19,31 @@ const (
 	maxSpansPerTrace = 2000
 )
 
-// Attribute keys Recent indexes traces by (the spans set them).
+// Attribute keys Recent indexes traces by (the message spans set them).
 const (
-	AttrMessageID = "toolhost.message.id"
-	AttrAgentName = "gen_ai.agent.name"
-	AttrSession   = "gen_ai.conversation.id"
+	AttrMessageID = attribute.Key("toolhost.message.id")
+	AttrAgentName = attribute.Key("gen_ai.agent.name")
+	AttrSession   = attribute.Key("gen_ai.conversation.id")
 )
+
+// The host's keys where the conventions are silent, shared by the
+// packages that start spans.
+const (
+	// AttrOutcome is an operation's outcome: ok, or its error code.
+	AttrOutcome = attribute.Key("toolhost.outcome")
+	// AttrAgent names the agent whose work a span is (beside the
+	// conventions' gen_ai.agent.name, which names a message's agent).
+	AttrAgent = attribute.Key("toolhost.agent")
+)
+
+// AuditIDs are sc's trace and span ids for an audit line, "" when sc is
+// not sampled (no trace has it).
+func AuditIDs(sc trace.SpanContext) (traceID, spanID string) {
+	if !sc.IsSampled() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}
 
 // Span is one ended span as the control API serves it.
 type Span struct {

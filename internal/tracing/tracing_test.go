@@ -192,8 +192,8 @@ func TestRecentBounds(t *testing.T) {
 			var ids []string
 			for i := range tc.traces {
 				_, span := tr.Provider().Tracer("t").Start(context.Background(), "invoke_agent a", trace.WithAttributes(
-					attribute.String(tracing.AttrMessageID, "m"+string(rune('a'+i))),
-					attribute.String(tracing.AttrAgentName, "a"),
+					tracing.AttrMessageID.String("m"+string(rune('a'+i))),
+					tracing.AttrAgentName.String("a"),
 					attribute.String("pad", strings.Repeat("x", 1000))))
 				span.End()
 				ids = append(ids, span.SpanContext().TraceID().String())
