@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,10 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -31,90 +27,24 @@ import (
 	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
-// otlpReceiver is an OTLP/HTTP traces endpoint: it decodes the real
-// protobuf requests and keeps their spans and resources.
-type otlpReceiver struct {
-	srv *httptest.Server
-
-	mu        sync.Mutex
-	spans     []*tracepb.Span
-	resources []map[string]string
+// spanNamed is tr's last span called name (the zero Span when none is).
+func spanNamed(tr tracing.Trace, name string) tracing.Span {
+	var out tracing.Span
+	for _, s := range tr.Spans {
+		if s.Name == name {
+			out = s
+		}
+	}
+	return out
 }
 
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	r := &otlpReceiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
-			http.Error(w, "want a protobuf POST to /v1/traces", http.StatusBadRequest)
-			return
-		}
-		b, _ := io.ReadAll(req.Body)
-		var ex collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &ex); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		for _, rs := range ex.ResourceSpans {
-			r.resources = append(r.resources, attrStrings(rs.GetResource().GetAttributes()))
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		r.mu.Unlock()
-		out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-// trace is the spans received of trace id, by name (each name once).
-func (r *otlpReceiver) trace(id string) map[string]*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// spansByName are spans by name (the last of each name).
+func spansByName(spans []*tracepb.Span) map[string]*tracepb.Span {
 	out := map[string]*tracepb.Span{}
-	for _, s := range r.spans {
-		if hex.EncodeToString(s.TraceId) == id {
-			out[s.Name] = s
-		}
+	for _, s := range spans {
+		out[s.Name] = s
 	}
 	return out
-}
-
-// named is every span of trace id called name.
-func (r *otlpReceiver) named(id, name string) []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*tracepb.Span
-	for _, s := range r.spans {
-		if hex.EncodeToString(s.TraceId) == id && s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func attrStrings(kvs []*commonpb.KeyValue) map[string]string {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		switch v := kv.Value.Value.(type) {
-		case *commonpb.AnyValue_StringValue:
-			m[kv.Key] = v.StringValue
-		case *commonpb.AnyValue_IntValue:
-			m[kv.Key] = fmt.Sprint(v.IntValue)
-		case *commonpb.AnyValue_ArrayValue:
-			var parts []string
-			for _, x := range v.ArrayValue.Values {
-				parts = append(parts, x.GetStringValue())
-			}
-			m[kv.Key] = strings.Join(parts, ",")
-		default:
-			m[kv.Key] = fmt.Sprint(kv.Value)
-		}
-	}
-	return m
 }
 
 // tracedTools is an MCP server over streamable HTTP whose echo tool keeps
@@ -266,7 +196,7 @@ func TestTraces(t *testing.T) {
 func testTraces(t *testing.T, api providertest.API) {
 	dir := shortTempDir(t, "traces")
 	sock := filepath.Join(dir, "c.sock")
-	rcv := newOTLPReceiver(t)
+	rcv := testenv.NewOTLPReceiver(t)
 	tools := newTracedTools(t)
 	gpt := providertest.New(t, api)
 	gpt.Script(
@@ -275,7 +205,7 @@ func testTraces(t *testing.T, api providertest.API) {
 	)
 	gpt.SetDefault(providertest.Reply{Text: []string{"again"}, InputTokens: 3, OutputTokens: 1})
 	c, p := startTraced(t, dir, sock, tracedConfig(t, dir, sock,
-		fmt.Sprintf(`{ endpoint = "%s/v1/traces" }`, rcv.srv.URL), gpt, tools))
+		fmt.Sprintf(`{ endpoint = %q }`, rcv.URL), gpt, tools))
 
 	caller := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
@@ -292,7 +222,7 @@ func testTraces(t *testing.T, api providertest.API) {
 		"kv get", "kv set", "recv"}
 	var spans map[string]*tracepb.Span
 	if err := testenv.Poll(30*time.Second, func() bool {
-		spans = rcv.trace(tid)
+		spans = spansByName(rcv.Spans(tid))
 		for _, n := range names {
 			if spans[n] == nil {
 				return false
@@ -326,13 +256,16 @@ func testTraces(t *testing.T, api providertest.API) {
 		if got, want := parent(n), id("invoke_agent assistant-service"); got != want {
 			t.Errorf("%s: parent %s, want the assistant's message %s", n, got, want)
 		}
-		if b := attrStrings(spans[n].Attributes)["toolhost.kv.bucket"]; b != "conversations" {
+		if b := testenv.AttrStrings(spans[n].Attributes)["toolhost.kv.bucket"]; b != "conversations" {
 			t.Errorf("%s: bucket %q", n, b)
 		}
 	}
 	waits := map[string]int{}
-	for _, s := range rcv.named(tid, "recv") {
-		waits[hex.EncodeToString(s.ParentSpanId)+" "+attrStrings(s.Attributes)["toolhost.inbox.received"]]++
+	for _, s := range rcv.Spans(tid) {
+		if s.Name != "recv" {
+			continue
+		}
+		waits[hex.EncodeToString(s.ParentSpanId)+" "+testenv.AttrStrings(s.Attributes)["toolhost.inbox.received"]]++
 	}
 	for _, w := range []string{id("invoke_agent assistant-service") + " chat-done", id("invoke_agent router") + " reply"} {
 		if waits[w] == 0 {
@@ -344,7 +277,7 @@ func testTraces(t *testing.T, api providertest.API) {
 			t.Errorf("a recv span of each delta of a stream: %q", w)
 		}
 	}
-	attrs := func(n string) map[string]string { return attrStrings(spans[n].Attributes) }
+	attrs := func(n string) map[string]string { return testenv.AttrStrings(spans[n].Attributes) }
 	checks := []struct {
 		span string
 		want map[string]string
@@ -374,11 +307,10 @@ func testTraces(t *testing.T, api providertest.API) {
 	// Both model calls are in the trace, with their tokens and finish
 	// reasons; by name the map keeps one, so count them.
 	chats, tokens := 0, map[string]bool{}
-	rcv.mu.Lock()
-	for _, s := range rcv.spans {
+	for _, s := range rcv.Spans("") {
 		if hex.EncodeToString(s.TraceId) == tid && s.Name == "chat "+providertest.DefaultModel {
 			chats++
-			a := attrStrings(s.Attributes)
+			a := testenv.AttrStrings(s.Attributes)
 			tokens[a["gen_ai.usage.input_tokens"]+"/"+a["gen_ai.usage.output_tokens"]+" "+a["gen_ai.response.finish_reasons"]] = true
 		}
 		for _, kv := range s.Attributes {
@@ -387,8 +319,7 @@ func testTraces(t *testing.T, api providertest.API) {
 			}
 		}
 	}
-	res := rcv.resources[0]
-	rcv.mu.Unlock()
+	res := rcv.Resources()[0]
 	if chats != 2 || !tokens["20/8 tool_calls"] || !tokens["40/6 stop"] {
 		t.Errorf("%d chat spans, tokens and reasons %v", chats, tokens)
 	}
@@ -517,15 +448,7 @@ func TestTracesWithoutCollector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var msg, start tracing.Span
-		for _, s := range tr.Spans {
-			switch s.Name {
-			case "invoke_agent echo":
-				msg = s
-			case "start_instance echo":
-				start = s
-			}
-		}
+		msg, start := spanNamed(tr, "invoke_agent echo"), spanNamed(tr, "start_instance echo")
 		if got := start.SpanID != ""; got != wantStart || msg.SpanID == "" {
 			t.Fatalf("message %d of session s1: start_instance span %v, want %v; spans %+v", i+1, got, wantStart, tr.Spans)
 		}
@@ -542,15 +465,7 @@ func TestTracesWithoutCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msg, start tracing.Span
-	for _, s := range tr.Spans {
-		switch s.Name {
-		case "invoke_agent late":
-			msg = s
-		case "start_instance late":
-			start = s
-		}
-	}
+	msg, start := spanNamed(tr, "invoke_agent late"), spanNamed(tr, "start_instance late")
 	if start.SpanID == "" || start.ParentID != msg.SpanID || start.Attributes["toolhost.component.cached"] == nil ||
 		start.Attributes["toolhost.component.load_ms"] == nil || start.Attributes["toolhost.instance.instantiate_ms"] == nil {
 		t.Fatalf("on-message start: %+v, want a child of %+v with the load and the instantiation", start, msg)

@@ -2,7 +2,6 @@ package a2aserve_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -49,17 +48,7 @@ func TestTraceparent(t *testing.T) {
 			} else if _, err := c.SendMessage(t.Context(), userMessage("hello", "")); err != nil {
 				t.Fatal(err)
 			}
-			// The span ends as the reply is published, a moment after
-			// the client may have read it.
-			var span sdktrace.ReadOnlySpan
-			testenv.Eventually(t, 5*time.Second, "the invoke_agent span", func() bool {
-				for _, s := range rec.Ended() {
-					if s.Name() == "invoke_agent talk" {
-						span = s
-					}
-				}
-				return span != nil
-			})
+			span := testenv.EndedSpan(t, rec, "invoke_agent talk")
 			got := span.Parent()
 			if tc.traceparent == "" {
 				if got.IsValid() {

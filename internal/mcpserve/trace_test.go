@@ -2,7 +2,6 @@ package mcpserve_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -51,17 +50,7 @@ func TestTraceparent(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("call: %v %+v", err, res)
 			}
-			// The span ends as the reply is published, a moment after
-			// the client may have read it.
-			var span sdktrace.ReadOnlySpan
-			testenv.Eventually(t, 5*time.Second, "the invoke_agent span", func() bool {
-				for _, s := range rec.Ended() {
-					if s.Name() == "invoke_agent talk" {
-						span = s
-					}
-				}
-				return span != nil
-			})
+			span := testenv.EndedSpan(t, rec, "invoke_agent talk")
 			got := span.Parent()
 			if !tc.child {
 				if got.IsValid() {

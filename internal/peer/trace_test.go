@@ -3,7 +3,6 @@ package peer_test
 import (
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -51,20 +50,7 @@ func TestTraceContinues(t *testing.T) {
 	if evs := events(t, m); evs[len(evs)-1].Text != "hello" {
 		t.Fatalf("reply %+v", evs)
 	}
-	var sent, got sdktrace.ReadOnlySpan
-	testenv.Eventually(t, 10*time.Second, "both invoke_agent spans", func() bool {
-		for _, s := range recLocal.Ended() {
-			if s.Name() == "invoke_agent far" {
-				sent = s
-			}
-		}
-		for _, s := range recRemote.Ended() {
-			if s.Name() == "invoke_agent talk" {
-				got = s
-			}
-		}
-		return sent != nil && got != nil
-	})
+	sent, got := testenv.EndedSpan(t, recLocal, "invoke_agent far"), testenv.EndedSpan(t, recRemote, "invoke_agent talk")
 	if got.Parent().SpanID() != sent.SpanContext().SpanID() || got.SpanContext().TraceID() != sent.SpanContext().TraceID() {
 		t.Fatalf("remote span %s/%s has parent %s, want the local span %s/%s",
 			got.SpanContext().TraceID(), got.SpanContext().SpanID(), got.Parent().SpanID(), sent.SpanContext().TraceID(), sent.SpanContext().SpanID())

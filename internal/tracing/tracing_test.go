@@ -2,22 +2,19 @@ package tracing_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/toolhostd/toolhostd/internal/testenv"
 	"github.com/toolhostd/toolhostd/internal/tracing"
 )
 
@@ -61,42 +58,11 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// receiver is an OTLP/HTTP endpoint counting the spans it decodes.
-type receiver struct {
-	mu        sync.Mutex
-	spans     int
-	resources []string
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	b, _ := io.ReadAll(req.Body)
-	var ex collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &ex); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	for _, rs := range ex.ResourceSpans {
-		for _, kv := range rs.GetResource().GetAttributes() {
-			r.resources = append(r.resources, kv.Key+"="+kv.Value.GetStringValue())
-		}
-		for _, ss := range rs.ScopeSpans {
-			r.spans += len(ss.Spans)
-		}
-	}
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
 // TestExport: spans reach a collector with the resource; the counters
 // say so; Close flushes.
 func TestExport(t *testing.T) {
-	rcv := &receiver{}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
-	tr, err := tracing.New(tracing.Options{Enabled: true, Endpoint: srv.URL + "/v1/traces", Version: "1.2.3", Member: "m1", Getenv: env(nil)})
+	rcv := testenv.NewOTLPReceiver(t)
+	tr, err := tracing.New(tracing.Options{Enabled: true, Endpoint: rcv.URL, Version: "1.2.3", Member: "m1", Getenv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,16 +73,17 @@ func TestExport(t *testing.T) {
 	if err := tr.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if rcv.spans != 5 || tr.Exported() != 5 || tr.Ended() != 5 || tr.Dropped() != 0 {
-		t.Fatalf("received %d, exported %d, ended %d, dropped %d; want 5 5 5 0", rcv.spans, tr.Exported(), tr.Ended(), tr.Dropped())
+	if n := len(rcv.Spans("")); n != 5 || tr.Exported() != 5 || tr.Ended() != 5 || tr.Dropped() != 0 {
+		t.Fatalf("received %d, exported %d, ended %d, dropped %d; want 5 5 5 0", n, tr.Exported(), tr.Ended(), tr.Dropped())
 	}
-	res := strings.Join(rcv.resources, " ")
-	for _, want := range []string{"service.name=toolhostd", "service.version=1.2.3", "toolhost.cluster.member=m1", "host.name="} {
-		if !strings.Contains(res, want) {
-			t.Errorf("resource %s lacks %s", res, want)
+	res := rcv.Resources()[0]
+	for k, want := range map[string]string{"service.name": "toolhostd", "service.version": "1.2.3", "toolhost.cluster.member": "m1"} {
+		if res[k] != want {
+			t.Errorf("resource %s = %q, want %q (all: %v)", k, res[k], want, res)
 		}
+	}
+	if res["host.name"] == "" {
+		t.Errorf("resource has no host.name: %v", res)
 	}
 }
 
