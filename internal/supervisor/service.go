@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -146,9 +145,10 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 	}
 	inst := v.startInstance(prog, env, span)
 	if inst == nil {
-		span.fail(errors.New("the cluster host is fenced"))
+		err := fmt.Errorf("agent %s: the cluster host is fenced: %w", v.r.name, suture.ErrDoNotRestart)
+		span.fail(err)
 		v.set(Stopped)
-		return false, fmt.Errorf("agent %s: the cluster host is fenced: %w", v.r.name, suture.ErrDoNotRestart)
+		return false, err
 	}
 	start := time.Now()
 	if m := v.s.opts.Metrics; m != nil {
