@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/audit"
@@ -117,7 +116,7 @@ type Router struct {
 	opts   Options
 	log    *zap.Logger
 	t      *table
-	tracer trace.Tracer
+	tracer trace.Tracer // nil: no spans (Options.Tracer unset)
 }
 
 // NewRouter is a router delivering to agents.
@@ -141,12 +140,12 @@ func NewRouter(agents Agents, opts Options) *Router {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	tp := opts.Tracer
-	if tp == nil {
-		tp = noop.NewTracerProvider()
+	r := &Router{agents: agents, opts: opts, log: log.Named("messages"),
+		t: newTable(opts.Retention, opts.MaxMessages, opts.MaxBytes, opts.Now)}
+	if opts.Tracer != nil {
+		r.tracer = opts.Tracer.Tracer(tracerName)
 	}
-	return &Router{agents: agents, opts: opts, log: log.Named("messages"),
-		t: newTable(opts.Retention, opts.MaxMessages, opts.MaxBytes, opts.Now), tracer: tp.Tracer(tracerName)}
+	return r
 }
 
 // Send accepts req and delivers it. With an idempotency key already

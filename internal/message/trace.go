@@ -24,8 +24,15 @@ const tracerName = "github.com/toolhostd/toolhostd/internal/message"
 // attrSender is a message's sender (the conventions have no key for it).
 const attrSender = attribute.Key("toolhost.message.sender")
 
+// noSpan is the span of a message when the router does not trace: it
+// records nothing, and costs the message no context.
+var noSpan = trace.SpanFromContext(context.Background())
+
 // startSpan starts req's span under ctx's.
 func (r *Router) startSpan(ctx context.Context, req Request) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noSpan
+	}
 	ctx, span := r.tracer.Start(ctx, "invoke_agent "+req.Agent, trace.WithSpanKind(trace.SpanKindInternal))
 	if !span.IsRecording() {
 		return ctx, span
