@@ -20,6 +20,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	var backoffSet, logRateSet bool
 	h := d.messagingHandlers(&a.Messaging)
 	maps.Copy(h, d.agentStoreHandlers(&a.AgentStore))
+	maps.Copy(h, d.agentDurableHandlers(&a.AgentDurable))
 	maps.Copy(h, handlers{
 		"component": func(p []string, v any) {
 			s, ok := d.asPlainString(p, v)
@@ -103,6 +104,7 @@ func (d *decoder) agent(path []string, name string, v any) *Agent {
 	d.fields(path, m, h)
 	d.checkGrants(path, a)
 	d.checkMessaging(path, m, &a.Messaging)
+	d.checkDurable(&a.AgentDurable)
 	if _, ok := m["component"]; !ok {
 		d.errAt(child(path, "component"), "missing (the agent's WebAssembly component)")
 	}

@@ -137,7 +137,8 @@ type Agent struct {
 	// Messaging is who may talk to the agent and how its instances are
 	// made (messages.go).
 	Messaging
-	AgentStore // stores, store: its key-value buckets (store.go)
+	AgentStore   // stores, store: its key-value buckets (store.go)
+	AgentDurable // durable, max_oplog (durable.go)
 }
 
 // Backoff is an initial and a maximum delay.

@@ -185,6 +185,23 @@ func (h *Handle) ListTools(ctx context.Context) ([]tooling.Tool, error) {
 	return allowedTools(h.pol.Grant(), ts), nil
 }
 
+// Repeatable reports whether the tooling's server says a call of tool
+// may be made again with no further effect (tooling.Tool.Repeatable):
+// what a durable agent's replay asks of a call whose outcome was lost.
+// A tool it cannot list is not repeatable.
+func (h *Handle) Repeatable(ctx context.Context, tool string) bool {
+	ts, err := h.ListTools(ctx)
+	if err != nil {
+		return false
+	}
+	for _, t := range ts {
+		if t.Name == tool {
+			return t.Repeatable
+		}
+	}
+	return false
+}
+
 // ListResources returns every resource of the tooling.
 func (h *Handle) ListResources(ctx context.Context) ([]tooling.ResourceInfo, error) {
 	if err := h.usable(); err != nil {

@@ -149,7 +149,7 @@ func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	d.sys = sys
 	so := supervisor.Options{Host: sys.Host, Log: d.log, Metrics: d.metrics, Recorder: d.recorder(),
-		Config: d.instanceConfig, Limit: sys.Limit}
+		Config: d.instanceConfig, Limit: sys.Limit, Oplog: sys.Oplog}
 	if d.cluster != nil {
 		so.Sessions = d.cluster.node
 	}

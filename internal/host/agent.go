@@ -18,6 +18,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/kv"
 	"github.com/toolhostd/toolhostd/internal/message"
+	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
@@ -66,6 +67,19 @@ type AgentConfig struct {
 	// bound to its agent, session and store policy (kv.Service.Open); nil:
 	// the agent has no key-value store, and every open fails.
 	OpenBucket func(identifier string) (*kv.Bucket, error)
+	// Oplog, if set, makes the instance durable (journal.go): each host
+	// call's result is appended to it before the guest gets it, and what
+	// it recorded before is replayed first. It was opened with the
+	// program's Content as its header's component; the caller closes it,
+	// or deletes it once the instance ended for good.
+	Oplog *oplog.Log
+	// MaxOplogEntries and MaxOplogBytes bound the oplog (0: unbounded):
+	// the call that reaches either traps with ErrOplogFull.
+	MaxOplogEntries int
+	MaxOplogBytes   int64
+	// OnReplayed, if set, is called on the agent's goroutine when the
+	// replay of a durable instance ends, with the entries it replayed.
+	OnReplayed func(entries int, took time.Duration)
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -181,6 +195,19 @@ func (a *Agent) Stop() {
 	})
 }
 
+// Suspend ends a durable instance where it is, to be resumed from its
+// oplog: it is interrupted at once, without the shutdown envelope, and
+// what it waited on ends without being recorded (journal.go). Wait
+// returns an error wrapping ErrSuspended. Returns at once.
+func (a *Agent) Suspend() {
+	a.stopOnce.Do(func() {
+		a.phase.Lock()
+		a.stopAsked = true
+		a.phase.Unlock()
+		a.interrupt(fmt.Errorf("%w: %w (its oplog resumes it)", ErrInterrupted, ErrSuspended))
+	})
+}
+
 // enterRun marks the agent as in run, unless it was stopped before.
 func (a *Agent) enterRun() bool {
 	a.phase.Lock()
@@ -220,6 +247,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		openBucket: a.cfg.OpenBucket,
 		buckets:    make(map[uint32]*kv.Bucket),
 		cases:      make(map[uint32]*kv.CAS),
+		journal:    newJournal(a.cfg, a.log),
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")
@@ -272,6 +300,9 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		}
 	}
 	defer release()
+	if err := checkOplog(p, a.cfg); err != nil {
+		return "", err
+	}
 	store, err := wt.NewStore(h.Wasmtime(), wt.StoreConfig{
 		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
 		MemoryLimit: a.cfg.MemoryLimit,

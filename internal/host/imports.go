@@ -78,6 +78,9 @@ type agentState struct {
 	buckets    map[uint32]*kv.Bucket
 	cases      map[uint32]*kv.CAS
 
+	// journal is a durable instance's oplog (journal.go); nil: not durable.
+	journal *journal
+
 	// image is the instance's mapping of its memory image; the first recv
 	// teaches its write set (package prefault), then it is cleared.
 	image *prefault.Mapping
@@ -424,7 +427,7 @@ func defineLog(root *wt.LinkerInstance, iface string) error {
 	if err != nil {
 		return err
 	}
-	return li.AddFunc("write", func(c *wt.Caller, args []wt.Val, _ []wt.Val) error {
+	return li.AddFunc("write", journaled(iface, "write", func(c *wt.Caller, args []wt.Val, _ []wt.Val) error {
 		if len(args) != 2 {
 			return fmt.Errorf("%w: log.write takes two arguments", errBadArgs)
 		}
@@ -446,12 +449,13 @@ func defineLog(root *wt.LinkerInstance, iface string) error {
 			ce.Write()
 		}
 		return nil
-	})
+	}))
 }
 
+// addFuncs defines funcs in li, each journaled for durable instances.
 func addFuncs(li *wt.LinkerInstance, funcs map[string]wt.HostFunc) error {
 	for name, fn := range funcs {
-		if err := li.AddFunc(name, fn); err != nil {
+		if err := li.AddFunc(name, journaled(li.Path(), name, fn)); err != nil {
 			return fmt.Errorf("define %s: %w", name, err)
 		}
 	}

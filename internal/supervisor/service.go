@@ -143,9 +143,15 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 		v.set(Stopped)
 		return false, ctx.Err()
 	}
-	inst := v.startInstance(prog, env, span)
+	cfg := v.instanceConfig(env, "")
+	if err := v.openOplog(prog, "", &cfg); err != nil {
+		span.fail(err)
+		return false, v.cannotRun(err)
+	}
+	inst := v.startInstance(prog, cfg, span)
 	if inst == nil {
 		err := fmt.Errorf("agent %s: the cluster host is fenced: %w", v.r.name, suture.ErrDoNotRestart)
+		v.endOplog(cfg.Oplog, err, false) // kept: it never ran
 		span.fail(err)
 		v.set(Stopped)
 		return false, err
@@ -162,12 +168,17 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 	case <-inst.Done():
 	case <-ctx.Done():
 		v.set(Stopping)
-		inst.Stop()
+		if cfg.Oplog != nil {
+			inst.Suspend() // a durable instance's work resumes from its oplog
+		} else {
+			inst.Stop()
+		}
 		<-inst.Done()
 	case <-idleCh:
 		v.set(Stopping)
 		inst.Stop()
 		<-inst.Done()
+		v.endOplog(cfg.Oplog, nil, true)
 		v.update(func(r *record) {
 			r.run.inst = nil
 			v.s.setState(r, Idle)
@@ -179,6 +190,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 		return true, nil
 	}
 	out, runErr := inst.Wait()
+	v.endOplog(cfg.Oplog, runErr, false)
 	span.fail(runErr) // an instance that ended before it started
 	ran := time.Since(start)
 	if ce := v.log().Check(zap.DebugLevel, "agent output"); ce != nil && runErr == nil {
@@ -202,8 +214,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 // is halted (nil then). The check, the start and the record happen under
 // the supervisor's lock, so Halt sees every instance that started before
 // it.
-func (v *service) startInstance(prog *host.Program, env map[string]string, span *startSpan) *host.Agent {
-	cfg := v.instanceConfig(env, "")
+func (v *service) startInstance(prog *host.Program, cfg host.AgentConfig, span *startSpan) *host.Agent {
 	span.hook(&cfg)
 	s := v.s
 	s.mu.Lock()
@@ -228,7 +239,7 @@ func (v *service) startInstance(prog *host.Program, env map[string]string, span 
 func (v *service) decide(runErr error, ran time.Duration) error {
 	failed := runErr != nil
 	trap := host.IsTrap(runErr)
-	restart := restarts(v.cfg.Restart, failed)
+	restart := restarts(v.cfg.Restart, failed) && !finalOplogError(runErr)
 	var delay time.Duration
 	v.update(func(r *record) {
 		r.run.inst = nil

@@ -21,6 +21,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/instances"
 	"github.com/toolhostd/toolhostd/internal/message"
+	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
 
@@ -121,15 +122,20 @@ func (v *service) startSession(ctx context.Context, prog *host.Program, env map[
 	span := v.startSpan(trace.SpanContextFromContext(ctx), session)
 	span.loaded(prog, 0)
 	span.hook(&cfg)
+	if err := v.openOplog(prog, session, &cfg); err != nil {
+		span.fail(err)
+		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "session %q of agent %q cannot start: %v", session, v.r.name, err)
+	}
 	inst, err := v.startSessionInstance(prog, cfg, session)
 	if err != nil {
+		v.endOplog(cfg.Oplog, err, false) // kept: it never ran
 		span.fail(err)
 		return nil, err
 	}
 	if m := v.s.opts.Metrics; m != nil {
 		m.InstanceStarted(v.r.name)
 	}
-	go v.sessionEnded(inst, session, span)
+	go v.sessionEnded(inst, cfg.Oplog, session, span)
 	return inst, nil
 }
 
@@ -176,8 +182,9 @@ func (e heldError) Unwrap() []error {
 
 // sessionEnded records how a per-session instance ended, forgets it and,
 // in a cluster, releases its session's key.
-func (v *service) sessionEnded(inst *host.Agent, session string, span *startSpan) {
+func (v *service) sessionEnded(inst *host.Agent, l *oplog.Log, session string, span *startSpan) {
 	_, err := inst.Wait()
+	v.endOplog(l, err, false)
 	span.fail(err) // an instance that ended before it started
 	s := v.s
 	s.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/metrics"
+	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/policy"
 	"github.com/toolhostd/toolhostd/internal/provider"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// Tracer, if set, records a per-session instance's start as a span
 	// under the message that caused it.
 	Tracer trace.TracerProvider
+	// Oplog is the durable agents' oplog store (System.Oplog), opened on
+	// first use; nil: no agent is durable.
+	Oplog func() (*oplog.Store, error)
 }
 
 // Instance is what Options.Config builds one instance's config from.

@@ -113,6 +113,7 @@ type System struct {
 	log      *zap.Logger
 	opts     Options
 	store    kv.Store // KV's backend (store.go)
+	oplogs   oplogs   // the durable agents' (oplog.go)
 	storeDir string   // a temporary store's directory, removed by Close
 }
 
@@ -261,6 +262,9 @@ func (s *System) Close() error {
 	}
 	if serr := s.closeStore(); err == nil {
 		err = serr
+	}
+	if oerr := s.closeOplog(); err == nil {
+		err = oerr
 	}
 	s.Audit.Close()
 	if s.Providers != nil {

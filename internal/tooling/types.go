@@ -21,6 +21,10 @@ type Tool struct {
 	Description *string
 	// InputSchema is the tool's JSON Schema as JSON text.
 	InputSchema string
+	// Repeatable: the server's annotations say a call may be made again
+	// with no further effect (MCP readOnlyHint or idempotentHint), as a
+	// durable agent's replay asks of a call whose outcome was lost.
+	Repeatable bool `json:",omitempty"`
 }
 
 // ToolResult is the outcome of one successful call (WIT types.tool-result).

@@ -108,6 +108,9 @@ func (li *LinkerInstance) qualify(name string) string {
 	return li.path + "/" + name
 }
 
+// Path is the instance's qualified name ("" for the root).
+func (li *LinkerInstance) Path() string { return li.path }
+
 // Instance returns the nested instance name, creating it on first use (a
 // WIT interface import such as "toolhost:agent/types@0.1.0").
 func (li *LinkerInstance) Instance(name string) (*LinkerInstance, error) {

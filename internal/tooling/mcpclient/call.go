@@ -219,6 +219,9 @@ func convertTool(t *mcp.Tool) tooling.Tool {
 			out.InputSchema = string(b)
 		}
 	}
+	if a := t.Annotations; a != nil {
+		out.Repeatable = a.ReadOnlyHint || a.IdempotentHint
+	}
 	return out
 }
 

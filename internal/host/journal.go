@@ -1,0 +1,363 @@
+package host
+
+// Durable instances (AgentConfig.Oplog): every host call whose result the
+// guest did not compute itself is recorded in the instance's oplog, and an
+// instance started on an oplog that holds entries is first replayed from
+// them: each call is answered with its recorded result, without reaching a
+// tooling, a provider, the store or the inbox, until the last entry; from
+// the next call on the instance is live again. The calls are classed
+// (callClasses): some are re-run in replay (those that make a handle), some
+// recorded as started before they are issued and completed after (a
+// blocking tool or model call), the rest recorded once they returned.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/inbox"
+	"github.com/toolhostd/toolhostd/internal/oplog"
+	"github.com/toolhostd/toolhostd/internal/tooling"
+	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
+)
+
+// callClass is how a durable instance's journal treats a host function.
+type callClass uint8
+
+const (
+	// classRecord: recorded once it returned; answered from the oplog in
+	// replay.
+	classRecord callClass = iota
+	// classLocal: re-run in replay and not recorded: it makes a handle
+	// or reads what the host holds for the instance (a name), the same
+	// on every run.
+	classLocal
+	// classQuiet: not recorded, and skipped in replay (a log line already
+	// written).
+	classQuiet
+	// classEffect: a blocking call with an outside effect, recorded as
+	// started before it is issued and completed with its result.
+	classEffect
+	// classRefused: a durable instance may not make it (its result holds
+	// a handle on live store state that replay cannot re-create).
+	classRefused
+)
+
+// callClasses are the host functions that are not classRecord, by name
+// within their interface. Those marked opens return the id of work that
+// goes on after the call (its envelopes come later).
+var callClasses = map[string]callClass{
+	"get":                   classLocal, // tooling.get, provider.get: a handle
+	"open":                  classLocal, // wasi:keyvalue/store.open: a bucket
+	"[method]tooling.kind":  classLocal,
+	"[method]tooling.name":  classLocal,
+	"[method]provider.kind": classLocal,
+	"[method]provider.name": classLocal,
+	"write":                 classQuiet, // log.write
+
+	"[method]tooling.call-tool-blocking": classEffect,
+	"[method]provider.chat":              classEffect,
+
+	"[static]cas.new":     classRefused,
+	"[method]cas.current": classRefused,
+	"swap":                classRefused,
+}
+
+// opens are the functions whose ok result is the id of work that goes on
+// (a call, a stream, a subscription, a sent message): a replay that ends
+// with one not ended in the oplog tells the guest its outcome is unknown.
+var opens = map[string]bool{
+	"[method]tooling.call-tool":               true,
+	"[method]tooling.subscribe-resource-list": true,
+	"[method]tooling.subscribe-resource":      true,
+	"[method]provider.chat-stream":            true,
+	"send":                                    true,
+}
+
+// terminal are the inbox events that end the work of an id.
+var terminal = map[string]bool{"tool-result": true, "error": true, "chat-done": true, "reply": true}
+
+// journal is a durable instance's side of its oplog, used on the instance's
+// goroutine only.
+type journal struct {
+	log    *oplog.Log
+	zap    *zap.Logger
+	rec    []oplog.Entry     // what the oplog held when the instance started
+	pos    int               // the next recorded entry replay answers with
+	max    int               // entries; 0: unbounded
+	maxB   int64             // bytes; 0: unbounded
+	open   map[string]string // ids of work the replayed calls opened, by the call
+	start  time.Time
+	done   func(entries int, took time.Duration)
+	failed error // the first append that failed: every later call traps
+}
+
+func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
+	if cfg.Oplog == nil {
+		return nil
+	}
+	return &journal{log: cfg.Oplog, zap: log, rec: cfg.Oplog.Recorded(), max: cfg.MaxOplogEntries,
+		maxB: cfg.MaxOplogBytes, open: map[string]string{}, start: time.Now(), done: cfg.OnReplayed}
+}
+
+// replaying reports whether recorded entries remain.
+func (j *journal) replaying() bool { return j.pos < len(j.rec) }
+
+// journaled wraps fn, the host function call (its interface and name),
+// for durable instances; a function of an instance without an oplog runs
+// as it is.
+func journaled(iface, name string, fn wt.HostFunc) wt.HostFunc {
+	class := callClasses[name]
+	if class == classLocal {
+		return fn
+	}
+	call := iface + "#" + name
+	return func(c *wt.Caller, args []wt.Val, results []wt.Val) error {
+		st := stateOf(c)
+		j := st.journal
+		if j == nil {
+			return fn(c, args, results)
+		}
+		switch class {
+		case classQuiet:
+			if j.replaying() {
+				return nil
+			}
+			return fn(c, args, results)
+		case classRefused:
+			return fmt.Errorf("%w: %s", ErrNotDurable, call)
+		}
+		return j.do(st, c, call, name, class, args, results, fn)
+	}
+}
+
+// do is one recorded call: answered from the oplog in replay, else made
+// and recorded.
+func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class callClass, args, results []wt.Val, fn wt.HostFunc) error {
+	if j.failed != nil {
+		return j.failed
+	}
+	digest := digestCall(call, args)
+	if j.replaying() {
+		e := j.rec[j.pos]
+		want := oplog.KindResult
+		if class == classEffect {
+			want = oplog.KindStarted
+		}
+		if e.Kind != want || e.Call != call || string(e.Digest) != string(digest) {
+			return j.diverged(e, call, args)
+		}
+		if class == classEffect {
+			if j.pos+1 == len(j.rec) {
+				// Started, never completed: the host stopped while it was
+				// out. Issue it again only if that repeats nothing.
+				j.pos++
+				j.ended(st)
+				return j.lost(st, c, call, name, args, results, fn)
+			}
+			e = j.rec[j.pos+1]
+			if e.Kind != oplog.KindCompleted || e.Call != call {
+				return j.diverged(e, call, args)
+			}
+			j.pos++
+		}
+		if err := decodeResults(e.Data, results); err != nil {
+			return fmt.Errorf("%w: entry %d (%s): %w", ErrOplogCorrupt, e.Seq, call, err)
+		}
+		j.pos++
+		if opens[name] {
+			if id, ok := okString(results); ok {
+				j.open[id] = call
+			}
+		}
+		if name == "recv" || name == "try-recv" {
+			j.received(results)
+		}
+		if !j.replaying() {
+			j.ended(st)
+		}
+		return nil
+	}
+	if class == classEffect {
+		if err := j.append(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest}); err != nil {
+			return err
+		}
+		if err := j.live(st, c, args, results, fn); err != nil {
+			return err
+		}
+		return j.record(oplog.KindCompleted, call, nil, results)
+	}
+	if err := j.live(st, c, args, results, fn); err != nil {
+		return err
+	}
+	return j.record(oplog.KindResult, call, digest, results)
+}
+
+// live makes a call. What a call returns once the instance is being cut
+// off (a suspension, an interrupt) is what the cut made of it (a recv
+// woken with nothing, a call cancelled), not its outcome: it is not
+// recorded, and the guest traps instead of seeing it.
+func (j *journal) live(st *agentState, c *wt.Caller, args, results []wt.Val, fn wt.HostFunc) error {
+	if err := fn(c, args, results); err != nil {
+		return err
+	}
+	if st.killed.Err() != nil {
+		return fmt.Errorf("%w: the instance is being cut off: its call is not recorded", ErrInterrupted)
+	}
+	return nil
+}
+
+// lost settles a call recorded as started and never completed: a model
+// call, or a tool call its server says is repeatable, is issued again
+// (and recorded as completed); any other gets unavailable, "outcome
+// unknown after a restart", and the guest decides.
+func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, results []wt.Val, fn wt.HostFunc) error {
+	again := strings.HasSuffix(name, "provider.chat")
+	if !again {
+		if h, err := selfArg(st.handles, toolingType, "tooling", args); err == nil && len(args) > 1 {
+			if tool, ok := args[1].(wt.String); ok {
+				again = h.Repeatable(st.stopping, string(tool))
+			}
+		}
+	}
+	j.zap.Warn("a call was out when the instance stopped", zap.String("call", call), zap.Bool("issued_again", again))
+	if again {
+		if err := fn(c, args, results); err != nil {
+			return err
+		}
+	} else {
+		results[0] = errResult(tooling.Errorf(tooling.CodeUnavailable, "outcome unknown after a restart"))
+	}
+	return j.record(oplog.KindCompleted, call, nil, results)
+}
+
+// record appends a call's results.
+func (j *journal) record(kind oplog.Kind, call string, digest []byte, results []wt.Val) error {
+	data, err := encodeResults(results)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrNotDurable, call, err)
+	}
+	return j.append(oplog.Entry{Kind: kind, Call: call, Digest: digest, Data: data})
+}
+
+// append writes e (durable when it returns); past the oplog's bounds, or
+// when the write fails, the call traps and so does every later one.
+func (j *journal) append(e oplog.Entry) error {
+	if _, err := j.log.Append(e); err != nil {
+		j.failed = fmt.Errorf("%w: %w", ErrOplogWrite, err)
+		return j.failed
+	}
+	n, b := j.log.Len()
+	if (j.max > 0 && n >= j.max) || (j.maxB > 0 && b >= j.maxB) {
+		j.failed = fmt.Errorf("%w: %d entries, %d bytes", ErrOplogFull, n, b)
+		return j.failed
+	}
+	return nil
+}
+
+// diverged is the error of a call other than the one recorded at pos.
+func (j *journal) diverged(e oplog.Entry, call string, args []wt.Val) error {
+	return &DivergenceError{Seq: e.Seq, Recorded: e.Call, RecordedKind: e.Kind.String(), Call: call, Args: argsText(args)}
+}
+
+// received notes the ids a replayed recv ended.
+func (j *journal) received(results []wt.Val) {
+	opt, ok := results[0].(wt.Option)
+	if !ok || opt.Some == nil {
+		return
+	}
+	rec, _ := opt.Some.(wt.Record)
+	id, _ := rec.Get("id").(wt.String)
+	ev, _ := rec.Get("event").(wt.Variant)
+	if terminal[ev.Case] {
+		delete(j.open, string(id))
+	}
+}
+
+// ended is the end of the replay: the work the replayed calls opened and
+// the oplog does not end was lost with the instance that started it; each
+// gets an error envelope, as a call whose server died does.
+func (j *journal) ended(st *agentState) {
+	for id, call := range j.open {
+		msg := "outcome unknown after a restart"
+		if strings.Contains(call, "subscribe") {
+			msg = "the subscription ended with a restart: subscribe again"
+		}
+		if st.in.Reserve(id) == nil {
+			st.in.Deliver(id, inbox.Error{Err: tooling.Error{Code: tooling.CodeUnavailable, Message: msg}})
+		}
+	}
+	clear(j.open)
+	took := time.Since(j.start)
+	j.zap.Info("replayed", zap.Int("entries", len(j.rec)), zap.Duration("took", took))
+	if j.done != nil {
+		j.done(len(j.rec), took)
+	}
+}
+
+// okString is the id of an ok(string) result.
+func okString(results []wt.Val) (string, bool) {
+	if len(results) != 1 {
+		return "", false
+	}
+	r, ok := results[0].(wt.Result)
+	if !ok || r.Err {
+		return "", false
+	}
+	s, ok := r.Payload.(wt.String)
+	return string(s), ok
+}
+
+// argsText shows a call's arguments in a divergence error, bounded.
+func argsText(args []wt.Val) string {
+	s := fmt.Sprint(args)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// DivergenceError stops a replayed instance that made a call other than
+// the one its oplog recorded at that position (or with other arguments):
+// its component or its input is not what made the oplog, or it reads
+// something replay does not reproduce.
+type DivergenceError struct {
+	Seq          uint64 // the recorded entry
+	Recorded     string // its call
+	RecordedKind string
+	Call         string // the call the guest made instead
+	Args         string
+}
+
+func (e *DivergenceError) Error() string {
+	return fmt.Sprintf("replay diverged at oplog entry %d: recorded %s (%s), the guest called %s with %s",
+		e.Seq, e.Recorded, e.RecordedKind, e.Call, e.Args)
+}
+
+// Is makes errors.Is(err, ErrDiverged) true.
+func (e *DivergenceError) Is(target error) bool { return target == ErrDiverged }
+
+// checkOplog refuses an oplog recorded by another component (or engine
+// settings): replay into it would answer calls it does not make.
+func checkOplog(p *Program, cfg AgentConfig) error {
+	if cfg.Oplog == nil || len(cfg.Oplog.Recorded()) == 0 {
+		return nil
+	}
+	if got, want := p.Content(), cfg.Oplog.Header().Component; got != want {
+		return fmt.Errorf("%w: the oplog %s was recorded by component %s, this is %s: it is not replayed",
+			ErrComponentChanged, cfg.Oplog.Key(), short(want), short(got))
+	}
+	return nil
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	if digest == "" {
+		return "(none)"
+	}
+	return digest
+}

@@ -1,0 +1,62 @@
+package oplog
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkAppend appends to one log, one entry at a time: each Append is
+// a transaction of its own, so ns/op is about one fsync.
+func BenchmarkAppend(b *testing.B) {
+	s := testStore(b, Options{})
+	l := openLog(b, s, "agent/session")
+	defer l.Close()
+	e := testEntry(1)
+	before := s.Stats()
+	b.SetBytes(int64(len(appendEntry(nil, &e))))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := l.Append(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCommits(b, before, s.Stats())
+}
+
+// BenchmarkAppendParallel appends from many goroutines, each to a log of
+// its own, as the instances of a host do: their appends share
+// transactions, so ns/op falls below an fsync.
+func BenchmarkAppendParallel(b *testing.B) {
+	const parallelism = 16
+	s := testStore(b, Options{})
+	logs := make([]*Log, parallelism*runtime.GOMAXPROCS(0)) // one per goroutine of RunParallel
+	for i := range logs {
+		logs[i] = openLog(b, s, fmt.Sprintf("agent%d/session", i))
+		defer logs[i].Close()
+	}
+	var n atomic.Int64
+	e := testEntry(1)
+	before := s.Stats()
+	b.SetBytes(int64(len(appendEntry(nil, &e))))
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		l := logs[n.Add(1)-1]
+		for pb.Next() {
+			if _, err := l.Append(e); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportCommits(b, before, s.Stats())
+}
+
+// reportCommits reports the transactions per append between two Stats.
+func reportCommits(b *testing.B, before, after Stats) {
+	if appends := after.Appends - before.Appends; appends > 0 {
+		b.ReportMetric(float64(after.Commits-before.Commits)/float64(appends), "commits/append")
+	}
+}

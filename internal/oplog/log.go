@@ -1,0 +1,178 @@
+package oplog
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+)
+
+// Log is one open log of a Store: the operation log of one live instance.
+// Its methods are safe for concurrent use.
+type Log struct {
+	s        *Store
+	key      string
+	header   Header
+	recorded []Entry
+
+	entries atomic.Int64 // recorded + appended
+	bytes   atomic.Int64
+
+	mu       sync.Mutex // serialises Append; guards the fields below
+	next     uint64     // the seq of the next Append
+	closed   bool
+	deleting bool           // Delete closed it: finish removes the log
+	inflight sync.WaitGroup // Appends handed to the committer, not yet answered
+
+	finishOnce sync.Once
+	deleteErr  error
+
+	// broken is the error of a failed commit of one of the log's entries:
+	// the log may now have a gap after its last durable entry, so the
+	// committer refuses its later ones. Only the committer touches it.
+	broken error
+}
+
+// Open opens the log key: "agent" or "agent/session" (not empty, at most
+// 512 bytes, valid UTF-8). If the file has no log of that key, Open
+// creates it, durably, with header h; if it has, the log keeps its own
+// header (see Log.Header) and Open reads and verifies its entries (see
+// Log.Recorded), failing with ErrCorrupt if they do not verify. A key
+// already open in this Store is an error, ErrBusy, until that Log is
+// closed.
+func (s *Store) Open(key string, h Header) (*Log, error) {
+	if err := checkKey(key); err != nil {
+		return nil, fmt.Errorf("oplog: %s: %w", s.path, err)
+	}
+	if err := s.acquire(key); err != nil {
+		return nil, err
+	}
+	l, err := s.openLog(key, h)
+	if err != nil {
+		s.release(key)
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s *Store) openLog(key string, h Header) (*Log, error) {
+	var st *stored
+	err := s.view(func(root *bolt.Bucket) error {
+		var err error
+		st, err = read(root, key)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("oplog: %s: log %q is %w", s.path, key, err)
+		s.log.Warn("log not opened", zap.String("file", s.path), zap.String("key", key), zap.Error(err))
+		return nil, err
+	}
+	if st == nil {
+		h.Started = h.Started.UTC()
+		if err := s.submit(&request{op: opCreate, key: key, value: appendHeader(nil, h)}); err != nil {
+			return nil, err
+		}
+		st = &stored{header: h}
+	}
+	l := &Log{s: s, key: key, header: st.header, recorded: st.entries, next: uint64(len(st.entries)) + 1}
+	l.entries.Store(int64(len(st.entries)))
+	l.bytes.Store(st.bytes)
+	return l, nil
+}
+
+// Key is the log's key.
+func (l *Log) Key() string { return l.key }
+
+// Header is what the log recorded at its start: the h of the Store.Open
+// that created it.
+func (l *Log) Header() Header { return l.header }
+
+// Recorded are the entries the log held when it was opened, in Seq order:
+// what to replay. The caller must not modify them.
+func (l *Log) Recorded() []Entry { return l.recorded }
+
+// Len is how many entries the log holds, recorded and appended, and their
+// stored size.
+func (l *Log) Len() (entries int, bytes int64) {
+	return int(l.entries.Load()), l.bytes.Load()
+}
+
+// Append adds e to the log, setting its Seq (the next of the log: 1, 2, 3
+// …) and At (now), and returns its Seq once it is in a committed, fsynced
+// transaction. Concurrent Appends are serialised in the order they were
+// called. After Close, Delete or Store.Close it fails with ErrClosed. An
+// Append that fails for another reason (the disk) leaves the log unusable,
+// as the file may lack that entry but not the next: later Appends fail too
+// and the log must be closed and opened again.
+func (l *Log) Append(e Entry) (uint64, error) {
+	s := l.s
+	s.appends.Add(1)
+	if err := checkEntry(&e); err != nil {
+		return 0, s.errorf(l.key, err)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, s.errorf(l.key, ErrClosed)
+	}
+	e.Seq, e.At = l.next, time.Now().UTC()
+	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
+	l.inflight.Add(1)
+	defer l.inflight.Done()
+	if !s.send(r) {
+		l.mu.Unlock()
+		return 0, s.errorf(l.key, ErrClosed)
+	}
+	l.next++
+	l.mu.Unlock()
+	if err := s.wait(r); err != nil {
+		return 0, err
+	}
+	l.entries.Add(1)
+	l.bytes.Add(int64(len(r.value)))
+	return e.Seq, nil
+}
+
+// Close closes the log, once the Appends under way are answered, and
+// releases its key; the log stays in the file for a later Store.Open.
+// Close is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.finish()
+	return nil
+}
+
+// Delete closes the log and removes it from the file, durably: its
+// instance ended cleanly. After Close or Delete it fails with ErrClosed.
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return l.s.errorf(l.key, ErrClosed)
+	}
+	l.closed, l.deleting = true, true
+	l.mu.Unlock()
+	l.finish()
+	return l.deleteErr
+}
+
+// finish waits for the Appends under way, removes the log from the file
+// if Delete closed it, and releases the key. It runs once; other callers
+// wait for it.
+func (l *Log) finish() {
+	l.finishOnce.Do(func() {
+		l.inflight.Wait()
+		l.mu.Lock()
+		deleting := l.deleting
+		l.mu.Unlock()
+		if deleting {
+			l.deleteErr = l.s.submit(&request{op: opDelete, key: l.key})
+		}
+		l.s.release(l.key)
+	})
+}

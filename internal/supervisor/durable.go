@@ -1,0 +1,96 @@
+package supervisor
+
+// Durable agents ([agent.X] durable = true): each instance has an oplog
+// (package oplog) the host records its calls in (host.AgentConfig.Oplog).
+// It is kept when the instance is cut off (a trap, an interrupt, a crash,
+// a stop of its service: the next start replays it) and ends with the
+// instance's run (it returned, or stopped idle), or with a replay that
+// cannot go on (a changed component, a divergence, a corrupt entry).
+
+import (
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/oplog"
+)
+
+// oplogKey is the key of an instance's oplog: the agent's name, and a
+// per-session instance's session after a '/'.
+func oplogKey(agent, session string) string {
+	if session == "" {
+		return agent
+	}
+	return agent + "/" + session
+}
+
+// openOplog gives cfg the oplog of an instance of a durable agent (nothing
+// for one that is not): the one its last instance left, to replay, or a
+// new one under prog's content.
+func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentConfig) error {
+	if !v.cfg.Durable || v.s.opts.Oplog == nil {
+		return nil
+	}
+	st, err := v.s.opts.Oplog()
+	if err != nil {
+		return err
+	}
+	l, err := st.Open(oplogKey(v.r.name, session), oplog.Header{Component: prog.Content(), Started: time.Now()})
+	if err != nil {
+		return err
+	}
+	cfg.Oplog = l
+	cfg.MaxOplogEntries, cfg.MaxOplogBytes = v.cfg.MaxOplog.Entries, int64(v.cfg.MaxOplog.Bytes)
+	if n := len(l.Recorded()); n > 0 {
+		_, bytes := l.Len()
+		v.log().Info("resuming from its oplog", zap.String("session", session), zap.Int("entries", n), zap.Int64("bytes", bytes))
+	}
+	return nil
+}
+
+// endOplog keeps or deletes an instance's oplog by how it ended: kept
+// when it was cut off (runErr is a trap, an interrupt, a suspension or a
+// host failure), deleted when its run returned, it stopped idle, or its
+// replay cannot go on.
+func (v *service) endOplog(l *oplog.Log, runErr error, idle bool) {
+	if l == nil {
+		return
+	}
+	if !idle && keepsOplog(runErr) {
+		if err := l.Close(); err != nil {
+			v.log().Warn("oplog close", zap.String("oplog", l.Key()), zap.Error(err))
+		}
+		n, bytes := l.Len()
+		v.log().Info("oplog kept: the next start replays it", zap.String("oplog", l.Key()), zap.Int("entries", n), zap.Int64("bytes", bytes))
+		return
+	}
+	if err := l.Delete(); err != nil {
+		v.log().Warn("oplog delete", zap.String("oplog", l.Key()), zap.Error(err))
+	}
+}
+
+// keepsOplog reports whether an instance that ended with runErr left work
+// its next start resumes.
+func keepsOplog(runErr error) bool {
+	var re *host.RunError
+	switch {
+	case runErr == nil, errors.As(runErr, &re):
+		return false // its run returned
+	case errors.Is(runErr, host.ErrDiverged), errors.Is(runErr, host.ErrComponentChanged),
+		errors.Is(runErr, host.ErrOplogCorrupt), errors.Is(runErr, host.ErrOplogFull),
+		errors.Is(runErr, host.ErrNotDurable), errors.Is(runErr, oplog.ErrCorrupt):
+		return false // a replay of it cannot go on
+	}
+	return true
+}
+
+// finalOplogError reports the errors after which a durable agent is not
+// restarted: its oplog cannot be replayed, and a restart would only
+// repeat the failure (a changed component, a divergence, a corrupt
+// oplog). The operator starts it again, fresh.
+func finalOplogError(err error) bool {
+	return errors.Is(err, host.ErrDiverged) || errors.Is(err, host.ErrComponentChanged) ||
+		errors.Is(err, host.ErrOplogCorrupt) || errors.Is(err, oplog.ErrCorrupt)
+}

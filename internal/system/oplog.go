@@ -1,0 +1,53 @@
+package system
+
+import (
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/toolhostd/toolhostd/internal/oplog"
+)
+
+// oplogs is the durable agents' oplog store (oplog.db in the state
+// directory), opened by the first durable instance: a config without one
+// never creates the file, and a reload that adds one opens it then.
+type oplogs struct {
+	mu     sync.Mutex
+	st     *oplog.Store
+	closed bool
+}
+
+// Oplog is the durable agents' oplog store, opened on first use; Close
+// closes it.
+func (s *System) Oplog() (*oplog.Store, error) {
+	o := &s.oplogs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.closed:
+		return nil, fmt.Errorf("oplog: %w", oplog.ErrClosed)
+	case o.st != nil:
+		return o.st, nil
+	}
+	path := s.Config.OplogPath()
+	st, err := oplog.Open(oplog.Options{Path: path, Log: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("durable agents' oplog: a bbolt file", zap.String("oplog_file", path))
+	o.st = st
+	return st, nil
+}
+
+// closeOplog closes the oplog store, if it was opened.
+func (s *System) closeOplog() error {
+	o := &s.oplogs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.st == nil {
+		return nil
+	}
+	return o.st.Close()
+}
