@@ -113,18 +113,28 @@ func (cs *countServer) count(key string) int {
 // The run completes with all n results in order, and its oplog ends with it.
 func TestDurableAgentSurvivesKill(t *testing.T) {
 	const n, k = 6, 3
-	for _, tc := range []struct {
-		tool   string
-		repeat bool
-	}{
-		{"step", true},
-		{"charge", false},
-	} {
-		t.Run(tc.tool, func(t *testing.T) {
-			cs, url := newCountServer(t, k+1)
-			dir := t.TempDir()
-			input, _ := json.Marshal(map[string]any{"tool": tc.tool, "n": n})
-			cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+	for _, dir := range []string{"test-agents", "test-agents-qjs", "test-agents-go"} {
+		for _, tc := range []struct {
+			tool   string
+			repeat bool
+		}{
+			{"step", true},
+			{"charge", false},
+		} {
+			t.Run(dir+"/"+tc.tool, func(t *testing.T) {
+				durableKill(t, testenv.Agent(t, dir, "durable"), tc.tool, tc.repeat, n, k)
+			})
+		}
+	}
+}
+
+// durableKill is one run of TestDurableAgentSurvivesKill: component's
+// loop of n calls of tool, its host killed while call k+1 is out.
+func durableKill(t *testing.T, component, tool string, repeat bool, n, k int) {
+	cs, url := newCountServer(t, k+1)
+	dir := t.TempDir()
+	input, _ := json.Marshal(map[string]any{"tool": tool, "n": n})
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
 [host]
 state_dir = %q
 control_socket = %q
@@ -138,62 +148,93 @@ toolings = ["count"]
 durable = true
 restart = "never"
 input = '%s'
-`, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), url, testenv.Agent(t, "test-agents", "durable"), input))
+`, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), url, component, input))
 
-			first := startServe(t, cfg)
-			testenv.Recv(t, cs.held, 60*time.Second, "call k+1 of the first run")
-			if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = first.wait(t, 10*time.Second)
-			cs.releaseHeld()
-
-			second := startServe(t, cfg)
-			got := testenv.Recv(t, cs.done, 60*time.Second, "the resumed run's done call")
-			if len(got) != n {
-				t.Fatalf("done got %d results, want %d: %q\n%s", len(got), n, got, second.out.String())
-			}
-			for i := 1; i <= n; i++ {
-				key := fmt.Sprintf("%s %d", tc.tool, i)
-				want := 1
-				if i == k+1 && tc.repeat {
-					want = 2
-				}
-				if c := cs.count(key); c != want {
-					t.Errorf("the server took %q %d times, want %d", key, c, want)
-				}
-				res := got[i-1]
-				switch {
-				case i == k+1 && !tc.repeat:
-					if res != "unavailable: outcome unknown after a restart" {
-						t.Errorf("result %d = %q, want the outcome-unknown error", i, res)
-					}
-				case !strings.HasPrefix(res, key+" #"):
-					t.Errorf("result %d = %q, want %q's", i, res, key)
-				case i <= k && res != fmt.Sprintf("%s #%d", key, i):
-					t.Errorf("result %d = %q: not the first run's (serial %d): the call was made again", i, res, i)
-				}
-			}
-			testenv.Eventually(t, 30*time.Second, "the resumed run to return", func() bool {
-				return strings.Contains(second.out.String(), "agent run returned ok")
-			})
-			if !strings.Contains(second.out.String(), "resuming from its oplog") {
-				t.Errorf("the second host did not say it resumed from the oplog\n%s", second.out.String())
-			}
-			if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			if err := second.wait(t, 30*time.Second); err != nil {
-				t.Fatalf("serve: %v\n%s", err, second.out.String())
-			}
-			st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			if keys, err := st.Keys(); err != nil || len(keys) != 0 {
-				t.Errorf("oplogs left after the run returned: %v %v", keys, err)
-			}
-		})
+	first := startServe(t, cfg)
+	testenv.Recv(t, cs.held, 60*time.Second, "call k+1 of the first run")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
+	_ = first.wait(t, 10*time.Second)
+	cs.releaseHeld()
+	logged := resultLines(first.out.String())
+	if len(logged) != k {
+		t.Fatalf("the first run logged %d results, want %d\n%s", len(logged), k, first.out.String())
+	}
+
+	second := startServe(t, cfg)
+	got := testenv.Recv(t, cs.done, 60*time.Second, "the resumed run's done call")
+	if len(got) != n {
+		t.Fatalf("done got %d results, want %d: %q\n%s", len(got), n, got, second.out.String())
+	}
+	for i := 1; i <= n; i++ {
+		key := fmt.Sprintf("%s %d", tool, i)
+		want := 1
+		if i == k+1 && repeat {
+			want = 2
+		}
+		if c := cs.count(key); c != want {
+			t.Errorf("the server took %q %d times, want %d", key, c, want)
+		}
+		res := got[i-1]
+		switch {
+		case i == k+1 && !repeat:
+			if res != "unavailable: outcome unknown after a restart" {
+				t.Errorf("result %d = %q, want the outcome-unknown error", i, res)
+			}
+		case !strings.HasPrefix(res, key+" #"):
+			t.Errorf("result %d = %q, want %q's", i, res, key)
+		case i <= k && res != logged[i]:
+			// The server's serial, the wall clock and the random value
+			// are the first run's: answered from the oplog.
+			t.Errorf("result %d = %q, the first run had %q", i, res, logged[i])
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the resumed run to return", func() bool {
+		return strings.Contains(second.out.String(), "agent run returned ok")
+	})
+	out := second.out.String()
+	if !strings.Contains(out, "resuming from its oplog") {
+		t.Errorf("the second host did not say it resumed from the oplog\n%s", out)
+	}
+	again := resultLines(out)
+	for i := 1; i <= n; i++ {
+		if _, ok := again[i]; ok != (i > k) {
+			t.Errorf("the resumed run logged result %d: %v; a replay writes no log line again, what comes after it does", i, ok)
+		}
+	}
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("serve: %v\n%s", err, out)
+	}
+	st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if keys, err := st.Keys(); err != nil || len(keys) != 0 {
+		t.Errorf("oplogs left after the run returned: %v %v", keys, err)
+	}
+}
+
+// resultLines are the "result i: ..." lines the durable agent logged:
+// the text of each, by i.
+func resultLines(out string) map[int]string {
+	rs := map[int]string{}
+	for _, line := range strings.Split(out, "\n") {
+		_, rest, ok := strings.Cut(line, "result ")
+		if !ok {
+			continue
+		}
+		num, text, ok := strings.Cut(rest, ": ")
+		var i int
+		if _, err := fmt.Sscan(num, &i); !ok || err != nil {
+			continue
+		}
+		text, _, _ = strings.Cut(text, "\t") // the log line's fields
+		rs[i] = strings.TrimSpace(text)
+	}
+	return rs
 }

@@ -142,7 +142,8 @@ func isRunType(f *wt.FuncType) bool {
 		r != nil && r.Kind == wt.TypeResult && isString(r.Ok) && isString(r.Err)
 }
 
-// link builds the component's linker: WASI p2, toolhost:agent, and traps
+// link builds the component's linker: WASI p2 (its clocks and random
+// the host's own, wasiclock.go), toolhost:agent, and traps
 // for every other import (engine.Options.Link); beside it, whether the
 // component receives messages.
 func link(eng *wt.Engine, c *wt.Component) (*wt.Linker, any, error) {
@@ -155,6 +156,9 @@ func link(eng *wt.Engine, c *wt.Component) (*wt.Linker, any, error) {
 		return nil, nil, err
 	}
 	err = l.AddWASIP2()
+	if err == nil {
+		err = defineCapturedWASI(l, c)
+	}
 	if err == nil {
 		err = defineImports(l)
 	}
