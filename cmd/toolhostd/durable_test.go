@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,7 +17,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	bolt "go.etcd.io/bbolt"
 
+	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -237,4 +241,145 @@ func resultLines(out string) map[int]string {
 		rs[i] = strings.TrimSpace(text)
 	}
 	return rs
+}
+
+// TestDurableReplayRefuses: an oplog that cannot be replayed into the
+// instance fails that agent alone, with an error that says why, and the
+// server sees no call of it: the guest makes another call than the one
+// recorded (its input changed: a divergence naming the entry and both
+// calls), the component changed, or the oplog is corrupt. The daemon goes
+// on serving; the oplog of a divergence or a changed component is dropped,
+// so that the agent's next start is a fresh run.
+func TestDurableReplayRefuses(t *testing.T) {
+	const n, k = 4, 2
+	js, qjs := testenv.Agent(t, "test-agents", "durable"), testenv.Agent(t, "test-agents-qjs", "durable")
+	echo := testenv.Agent(t, "agents", "echo") // waits for messages: running
+	for _, tc := range []struct {
+		name       string
+		component  string // the second run's
+		tool       string // the second run's
+		corrupt    bool
+		want       []string
+		oplogsLeft int
+	}{
+		{name: "divergence", component: js, tool: "charge",
+			want: []string{"replay diverged at oplog entry 1: recorded toolhost:agent/tooling@0.3.0#[method]tooling.call-tool-blocking with (\"step\", \"{\\\"i\\\":1}\") (started)",
+				"the guest called toolhost:agent/tooling@0.3.0#[method]tooling.call-tool-blocking with (\"charge\", \"{\\\"i\\\":1}\")"}},
+		{name: "component", component: qjs, tool: "step",
+			want: []string{"the component changed since its oplog was recorded", `the oplog loop was recorded by component`}},
+		{name: "corrupt", component: js, tool: "step", corrupt: true,
+			want: []string{`log "loop" is corrupt at entry 2`}, oplogsLeft: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, url := newCountServer(t, k+1)
+			dir := t.TempDir()
+			sock := filepath.Join(dir, "ctl.sock")
+			config := func(component, tool string) string {
+				input, _ := json.Marshal(map[string]any{"tool": tool, "n": n})
+				return writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+[host]
+state_dir = %q
+control_socket = %q
+
+[tooling.count]
+url = %q
+
+[agent.loop]
+component = %q
+toolings = ["count"]
+durable = true
+restart = "on-failure"
+input = '%s'
+
+[agent.other]
+component = %q
+`, filepath.Join(dir, "state"), sock, url, component, input, echo))
+			}
+			first := startServe(t, config(js, "step"))
+			testenv.Recv(t, cs.held, 60*time.Second, "call k+1 of the first run")
+			if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = first.wait(t, 10*time.Second)
+			cs.releaseHeld()
+			oplogPath := filepath.Join(dir, "state", "oplog.db")
+			if tc.corrupt {
+				corruptEntry(t, oplogPath, "loop", 2)
+			}
+			calls := cs.total()
+
+			second := startServe(t, config(tc.component, tc.tool))
+			var st control.AgentStatus
+			waitFor(t, 60*time.Second, func() bool {
+				c, err := control.Dial(sock)
+				if err != nil {
+					return false
+				}
+				defer c.Close()
+				st, err = c.Agent(t.Context(), "loop")
+				return err == nil && st.State == "failed"
+			}, second.out)
+			for _, w := range tc.want {
+				if !strings.Contains(st.LastError, w) {
+					t.Errorf("last_error = %q\nwant it to say %q", st.LastError, w)
+				}
+			}
+			if got := cs.total(); got != calls {
+				t.Errorf("the server took %d calls after the restart, want none", got-calls)
+			}
+			c, err := control.Dial(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if other, err := c.Agent(t.Context(), "other"); err != nil || other.State != "running" {
+				t.Errorf("the other agent: %+v %v, want it running", other, err)
+			}
+			if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := second.wait(t, 30*time.Second); err != nil {
+				t.Fatalf("serve: %v\n%s", err, second.out.String())
+			}
+			store, err := oplog.Open(oplog.Options{Path: oplogPath})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if keys, _ := store.Keys(); len(keys) != tc.oplogsLeft {
+				t.Errorf("oplogs left: %v, want %d", keys, tc.oplogsLeft)
+			}
+		})
+	}
+}
+
+// total is how many tool calls the server took.
+func (cs *countServer) total() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.serial
+}
+
+// corruptEntry flips a byte of entry seq of the oplog key in the bbolt
+// file at path (its layout: internal/oplog's doc).
+func corruptEntry(t *testing.T, path, key string, seq uint64) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		entries := tx.Bucket([]byte("logs")).Bucket([]byte(key)).Bucket([]byte("entries"))
+		k := binary.BigEndian.AppendUint64(nil, seq)
+		v := slices.Clone(entries.Get(k))
+		if v == nil {
+			return fmt.Errorf("no entry %d", seq)
+		}
+		v[len(v)/2] ^= 0xff
+		return entries.Put(k, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

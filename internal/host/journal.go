@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -181,7 +182,9 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		return nil
 	}
 	if class == classEffect {
-		if err := j.append(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest}); err != nil {
+		// A started entry keeps its arguments' text (bounded), for a
+		// divergence's error and toolhostd oplog.
+		if err := j.append(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest, Data: []byte(argsText(args))}); err != nil {
 			return err
 		}
 		if err := j.live(st, c, args, results, fn); err != nil {
@@ -259,7 +262,11 @@ func (j *journal) append(e oplog.Entry) error {
 
 // diverged is the error of a call other than the one recorded at pos.
 func (j *journal) diverged(e oplog.Entry, call string, args []wt.Val) error {
-	return &DivergenceError{Seq: e.Seq, Recorded: e.Call, RecordedKind: e.Kind.String(), Call: call, Args: argsText(args)}
+	d := &DivergenceError{Seq: e.Seq, Recorded: e.Call, RecordedKind: e.Kind.String(), Call: call, Args: argsText(args)}
+	if e.Kind == oplog.KindStarted {
+		d.RecordedArgs = string(e.Data)
+	}
+	return d
 }
 
 // received notes the ids a replayed recv ended.
@@ -312,9 +319,29 @@ func okString(results []wt.Val) (string, bool) {
 
 // argsText shows a call's arguments in a divergence error, bounded.
 func argsText(args []wt.Val) string {
-	s := fmt.Sprint(args)
+	var b strings.Builder
+	b.WriteByte('(')
+	for _, a := range args {
+		if _, self := a.(wt.ResourceHost); self {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		if s, ok := a.(wt.String); ok {
+			fmt.Fprintf(&b, "%q", string(s))
+		} else {
+			fmt.Fprint(&b, a)
+		}
+	}
+	b.WriteByte(')')
+	s := b.String()
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		n := 200
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }
@@ -327,13 +354,18 @@ type DivergenceError struct {
 	Seq          uint64 // the recorded entry
 	Recorded     string // its call
 	RecordedKind string
+	RecordedArgs string // its arguments, for a started entry ("": not kept)
 	Call         string // the call the guest made instead
 	Args         string
 }
 
 func (e *DivergenceError) Error() string {
+	recorded := e.Recorded
+	if e.RecordedArgs != "" {
+		recorded += " with " + e.RecordedArgs
+	}
 	return fmt.Sprintf("replay diverged at oplog entry %d: recorded %s (%s), the guest called %s with %s",
-		e.Seq, e.Recorded, e.RecordedKind, e.Call, e.Args)
+		e.Seq, recorded, e.RecordedKind, e.Call, e.Args)
 }
 
 // Is makes errors.Is(err, ErrDiverged) true.
