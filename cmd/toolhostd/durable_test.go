@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/toolhostd/toolhostd/internal/control"
+	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
@@ -381,5 +382,135 @@ func corruptEntry(t *testing.T, path, key string, seq uint64) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDurableMessageSurvivesKill: a message accepted by a durable agent
+// (the paced test agent: it tells "delivered" of its tooling the content,
+// then streams it word by word, calling "pause" after each) is answered
+// after its host was killed (SIGKILL) mid-reply and started again: the
+// restarted host has the message under its id and under its idempotency
+// key, its reply is the whole content, and the agent was given the
+// message once ("delivered" called once: the replay answered it from the
+// oplog). "pause" is read-only by its annotations, so the one out at the
+// kill is made again.
+func TestDurableMessageSurvivesKill(t *testing.T) {
+	const content = "one two three four five six "
+	const holdAt = 3 // the pause held at the kill
+	var (
+		mu        sync.Mutex
+		delivered int
+		pauses    int
+	)
+	held, release := make(chan struct{}), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pace", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "delivered"}, func(_ context.Context, _ *mcp.CallToolRequest, in paceIn) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		delivered++
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pause", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ paceIn) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			pauses++
+			hold := pauses == holdAt
+			mu.Unlock()
+			if hold {
+				close(held)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil, nil, errors.New("released")
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	var once sync.Once
+	releaseHeld := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(releaseHeld)
+
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "ctl.sock")
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+[host]
+state_dir = %q
+control_socket = %q
+
+[tooling.pace]
+url = %q
+
+[agent.paced]
+component = %q
+toolings = ["pace"]
+durable = true
+stop_grace = "2s"
+`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced")))
+	dial := func(p *serveProc) *control.Client {
+		var c *control.Client
+		waitFor(t, 60*time.Second, func() bool {
+			var err error
+			if c, err = control.Dial(sock); err != nil {
+				return false
+			}
+			if a, err := c.Agent(t.Context(), "paced"); err != nil || a.State != "running" {
+				c.Close()
+				return false
+			}
+			return true
+		}, p.out)
+		return c
+	}
+
+	first := startServe(t, cfg)
+	c1 := dial(first)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c1.Send(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1"})
+		sent <- err
+	}()
+	testenv.Recv(t, held, 60*time.Second, "the reply's third pause")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.wait(t, 10*time.Second)
+	releaseHeld()
+	if err := testenv.Recv(t, sent, 30*time.Second, "the first send to end with its host"); err == nil {
+		t.Fatal("the send to the killed host succeeded")
+	}
+	c1.Close()
+
+	second := startServe(t, cfg)
+	c2 := dial(second)
+	defer c2.Close()
+	// A retry with the key finds the message the first host accepted.
+	st, err := c2.Send(t.Context(), "paced", content, control.SendOptions{IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatalf("retry: %v\n%s", err, second.out.String())
+	}
+	st, err = c2.WaitMessage(t.Context(), "paced", st.ID, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != message.StatusDone || st.Reply != content {
+		t.Fatalf("after the restart, message %s: %s %q %+v, want done with the whole content\n%s", st.ID, st.Status, st.Reply, st.Error, second.out.String())
+	}
+	if got, err := c2.Message(t.Context(), "paced", st.ID); err != nil || got.Reply != content {
+		t.Errorf("GET of message %s: %+v %v", st.ID, got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if delivered != 1 {
+		t.Errorf("the agent was given the message %d times, want once", delivered)
+	}
+	if want := len(strings.Fields(content)) + 1; pauses != want {
+		t.Errorf("%d pauses, want %d (one per word, the one out at the kill twice)", pauses, want)
 	}
 }

@@ -56,6 +56,9 @@ type Options struct {
 	Messaging Messaging
 	// Tracer starts the agent's execute_tool and chat spans; nil: none.
 	Tracer trace.TracerProvider
+	// MailJournal, if set, records the messages of a durable instance
+	// (message.NewJournaledMailbox).
+	MailJournal message.Journal
 	// CaptureContent records tool arguments and results, prompts and
 	// completions on the spans.
 	CaptureContent bool
@@ -91,7 +94,11 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent 
 	if o.Tracer != nil {
 		a.tracer = o.Tracer.Tracer(tracerName)
 	}
-	a.mb = message.NewMailbox(in, nil)
+	if o.MailJournal != nil {
+		a.mb = message.NewJournaledMailbox(in, nil, o.MailJournal)
+	} else {
+		a.mb = message.NewMailbox(in, nil)
+	}
 	if a.messaging.Router != nil {
 		a.ob = message.NewOutbox(a.messaging.Router, name, in)
 	}

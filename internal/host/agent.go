@@ -95,6 +95,7 @@ type Agent struct {
 	log      *zap.Logger
 	pa       *contract.Agent
 	receives bool // the program can be given messages
+	journal  *journal // a durable instance's (journal.go); nil: not durable
 
 	stopping   context.Context
 	stop       context.CancelFunc
@@ -130,6 +131,9 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	a.killed, a.kill = context.WithCancel(context.Background())
 	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg))
 	a.receives = Receives(p)
+	if a.journal = newJournal(a.cfg, a.log); a.journal != nil {
+		a.resumeMessages(a.journal) // before any message can be put
+	}
 	go a.main(h, p, input)
 	return a
 }
@@ -247,7 +251,7 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		openBucket: a.cfg.OpenBucket,
 		buckets:    make(map[uint32]*kv.Bucket),
 		cases:      make(map[uint32]*kv.CAS),
-		journal:    newJournal(a.cfg, a.log),
+		journal:    a.journal,
 	}
 	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")

@@ -44,6 +44,10 @@ const (
 	// classRefused: a durable instance may not make it (its result holds
 	// a handle on live store state that replay cannot re-create).
 	classRefused
+	// classReapply: recorded once it returned; in replay, made again
+	// (its effect is on what the host keeps: a reply to a resumed
+	// message) and answered from the oplog.
+	classReapply
 )
 
 // callClasses are the host functions that are not classRecord, by name
@@ -64,6 +68,10 @@ var callClasses = map[string]callClass{
 	"[static]cas.new":     classRefused,
 	"[method]cas.current": classRefused,
 	"swap":                classRefused,
+
+	"reply-delta": classReapply,
+	"reply":       classReapply,
+	"reply-error": classReapply,
 }
 
 // opens are the functions whose ok result is the id of work that goes on
@@ -103,8 +111,14 @@ func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
 		maxB: cfg.MaxOplogBytes, open: map[string]string{}, start: time.Now(), done: cfg.OnReplayed}
 }
 
-// replaying reports whether recorded entries remain.
-func (j *journal) replaying() bool { return j.pos < len(j.rec) }
+// replaying reports whether recorded calls remain (the message entries
+// between them are not calls: replay walks past them).
+func (j *journal) replaying() bool {
+	for j.pos < len(j.rec) && (j.rec[j.pos].Kind == oplog.KindMessage || j.rec[j.pos].Kind == oplog.KindMessageEnd) {
+		j.pos++
+	}
+	return j.pos < len(j.rec)
+}
 
 // journaled wraps fn, the host function call (its interface and name),
 // for durable instances; a function of an instance without an oplog runs
@@ -150,19 +164,21 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		if e.Kind != want || e.Call != call || string(e.Digest) != string(digest) {
 			return j.diverged(e, call, args)
 		}
+		if class == classReapply {
+			_ = fn(c, args, make([]wt.Val, len(results))) // its own answer is the recorded one
+		}
 		if class == classEffect {
-			if j.pos+1 == len(j.rec) {
+			j.pos++
+			if !j.replaying() {
 				// Started, never completed: the host stopped while it was
 				// out. Issue it again only if that repeats nothing.
-				j.pos++
 				j.ended(st)
 				return j.lost(st, c, call, name, args, results, fn)
 			}
-			e = j.rec[j.pos+1]
+			e = j.rec[j.pos]
 			if e.Kind != oplog.KindCompleted || e.Call != call {
 				return j.diverged(e, call, args)
 			}
-			j.pos++
 		}
 		if err := decodeResults(e.Data, results); err != nil {
 			return fmt.Errorf("%w: entry %d (%s): %w", ErrOplogCorrupt, e.Seq, call, err)

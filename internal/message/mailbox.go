@@ -20,8 +20,9 @@ const keepCancelled = 256
 // reply-error go through Delta, Reply and Fail, and Close fails whatever
 // the instance leaves unanswered. Its methods are safe for concurrent use.
 type Mailbox struct {
-	in  *inbox.Inbox
-	now func() time.Time
+	in      *inbox.Inbox
+	now     func() time.Time
+	journal Journal // nil: not durable
 
 	mu        sync.Mutex
 	open      map[string]*Message
@@ -40,31 +41,85 @@ func NewMailbox(in *inbox.Inbox, now func() time.Time) *Mailbox {
 	return &Mailbox{in: in, now: now, open: map[string]*Message{}, last: now()}
 }
 
+// Journal keeps a durable instance's messages (the host's oplog): a
+// message is Accepted, durably, before it is enqueued, and Ended when its
+// reply ends, so that after a crash its reply can still be made.
+type Journal interface {
+	Accepted(m *Message) error
+	Ended(id string)
+}
+
+// NewJournaledMailbox is NewMailbox for a durable instance: its messages
+// go through j.
+func NewJournaledMailbox(in *inbox.Inbox, now func() time.Time, j Journal) *Mailbox {
+	b := NewMailbox(in, now)
+	b.journal = j
+	return b
+}
+
 // Put enqueues m as a message envelope. ErrBusy when the inbox is full,
-// ErrUnavailable once the instance is closing.
+// ErrUnavailable once the instance is closing; with a Journal, an
+// unavailable error when it could not record m.
 func (b *Mailbox) Put(m *Message) error {
-	if err := b.put(m); err != nil {
+	if err := b.put(m, true); err != nil {
 		return err
 	}
-	m.setOnCancel(func() { b.cancelled1(m) })
+	b.opened(m)
 	return nil
 }
 
+// Resume opens m again in a durable instance that took over from one that
+// was cut off (its Journal recorded m accepted and not ended), enqueueing
+// its envelope only when enqueue says the guest had not received it.
+func (b *Mailbox) Resume(m *Message, enqueue bool) error {
+	var err error
+	if enqueue {
+		err = b.put(m, false)
+	} else {
+		b.mu.Lock()
+		b.open[m.id] = m
+		b.mu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	b.opened(m)
+	return nil
+}
+
+// opened hooks an open message's cancel and, with a journal, its end.
+func (b *Mailbox) opened(m *Message) {
+	m.setOnCancel(func() { b.cancelled1(m) })
+	if j := b.journal; j != nil {
+		m.onFinish(func(m *Message) { j.Ended(m.id) })
+	}
+}
+
 // put enqueues m and opens it; the lock is held across both so that a
-// reply to m (find) waits for it to be open.
-func (b *Mailbox) put(m *Message) error {
+// reply to m (find) waits for it to be open. record: the journal records
+// it first.
+func (b *Mailbox) put(m *Message, record bool) (err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return refuse(ErrUnavailable, tooling.CodeUnavailable, "the instance of agent %q is stopping", m.agent)
+	}
+	if j := b.journal; j != nil && record {
+		if err := j.Accepted(m); err != nil {
+			return refuse(ErrUnavailable, tooling.CodeUnavailable, "the message could not be recorded in the oplog of agent %q: %v", m.agent, err)
+		}
+		defer func() {
+			if err != nil {
+				j.Ended(m.id) // refused after all
+			}
+		}()
 	}
 	var session *string
 	if m.session != "" {
 		s := m.session
 		session = &s
 	}
-	err := b.in.Put(m.id, inbox.Message{Sender: m.sender, Session: session, Content: m.content})
-	switch {
+	switch err := b.in.Put(m.id, inbox.Message{Sender: m.sender, Session: session, Content: m.content}); {
 	case errors.Is(err, inbox.ErrFull):
 		return refuse(ErrBusy, tooling.CodeBusy, "the inbox of agent %q is full (%d): retry later", m.agent, b.in.Capacity())
 	case errors.Is(err, inbox.ErrShutdown):

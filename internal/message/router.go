@@ -236,6 +236,24 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 	return m, false, nil
 }
 
+// Resume accepts again a message a durable agent had accepted before its
+// host stopped (req.ID is its id; nothing is delivered: the caller opens
+// it in the instance that takes over, Mailbox.Resume), so that its reply
+// is kept here as any message's is, found by its id and by its
+// idempotency key.
+func (r *Router) Resume(req Request) (*Message, error) {
+	if m, ok := r.t.get(req.Agent, req.ID); ok {
+		return m, nil // resumed already (another instance of a reload)
+	}
+	m := newMessage(req.ID, req, r.opts.MaxReplyBytes, r.opts.Now)
+	if err := r.t.add(m); err != nil {
+		return nil, err
+	}
+	m.delivered()
+	m.onFinish(func(m *Message) { r.ended(m, req.Audit) })
+	return m, nil
+}
+
 // Get is agent's message id while it is retained.
 func (r *Router) Get(agent, id string) (*Message, bool) { return r.t.get(agent, id) }
 

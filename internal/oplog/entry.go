@@ -34,9 +34,15 @@ const (
 	KindStarted Kind = 2
 	// KindCompleted: that call's result.
 	KindCompleted Kind = 3
+	// KindMessage: a message the instance accepted, recorded before the
+	// sender is answered (it is not a call: replay walks past it).
+	KindMessage Kind = 4
+	// KindMessageEnd: the reply to such a message ended.
+	KindMessageEnd Kind = 5
 )
 
-// String is the kind's name: "result", "started", "completed", or
+// String is the kind's name: "result", "started", "completed",
+// "message", "message-end", or
 // "kind(N)" for a value that is none of them.
 func (k Kind) String() string {
 	switch k {
@@ -46,12 +52,16 @@ func (k Kind) String() string {
 		return "started"
 	case KindCompleted:
 		return "completed"
+	case KindMessage:
+		return "message"
+	case KindMessageEnd:
+		return "message-end"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // valid reports whether k is one of the kinds.
-func (k Kind) valid() bool { return k >= KindResult && k <= KindCompleted }
+func (k Kind) valid() bool { return k >= KindResult && k <= KindMessageEnd }
 
 // Entry is one record of a log.
 type Entry struct {

@@ -195,7 +195,7 @@ func TestAppendInvalid(t *testing.T) {
 		e    Entry
 	}{
 		{"kind 0", Entry{Call: "f"}},
-		{"kind 4", Entry{Kind: 4, Call: "f"}},
+		{"kind 6", Entry{Kind: 6, Call: "f"}},
 		{"digest of 65 bytes", Entry{Kind: KindResult, Digest: make([]byte, 65)}},
 	}
 	s := testStore(t, Options{})
