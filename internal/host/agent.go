@@ -94,7 +94,7 @@ type Agent struct {
 	in       *inbox.Inbox
 	log      *zap.Logger
 	pa       *contract.Agent
-	receives bool // the program can be given messages
+	receives bool     // the program can be given messages
 	journal  *journal // a durable instance's (journal.go); nil: not durable
 
 	stopping   context.Context
