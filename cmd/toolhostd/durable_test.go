@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/oplog"
+	"github.com/toolhostd/toolhostd/internal/provider/providertest"
 	"github.com/toolhostd/toolhostd/internal/testenv"
 )
 
@@ -333,9 +335,10 @@ component = %q
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if other, err := c.Agent(t.Context(), "other"); err != nil || other.State != "running" {
-				t.Errorf("the other agent: %+v %v, want it running", other, err)
-			}
+			testenv.Eventually(t, 60*time.Second, "the other agent to run", func() bool {
+				other, err := c.Agent(t.Context(), "other")
+				return err == nil && other.State == "running"
+			})
 			if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -512,5 +515,98 @@ stop_grace = "2s"
 	}
 	if want := len(strings.Fields(content)) + 1; pauses != want {
 		t.Errorf("%d pauses, want %d (one per word, the one out at the kill twice)", pauses, want)
+	}
+}
+
+// TestDurableChatStreamMadeAgain: a durable agent's model stream cut by
+// its host's kill (SIGKILL) after the guest had its first delta is made
+// again when the instance is resumed: the provider gets the request a
+// second time (paid again: the audit line of the stream says reissued,
+// with its tokens), the guest is not given the delta it had again, and
+// its answer is whole.
+func TestDurableChatStreamMadeAgain(t *testing.T) {
+	gpt := providertest.New(t, providertest.OpenAI)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	gpt.SetDefault(providertest.Reply{Text: []string{"Hel", "lo ", "world"}, InputTokens: 5, OutputTokens: 3,
+		AfterFirst: func() {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				close(held)
+				<-release
+			}
+		}})
+	releaseHeld := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(releaseHeld)
+	c := gpt.Config(t)
+	dir := t.TempDir()
+	auditLog := filepath.Join(dir, "audit.jsonl")
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+[host]
+state_dir = %q
+control_socket = %q
+audit_log = %q
+log_level = "debug"
+
+[provider.gpt]
+kind = %q
+base_url = %q
+api_key = %q
+model = %q
+max_retries = 0
+
+[agent.assistant]
+component = %q
+providers = ["gpt"]
+durable = true
+restart = "never"
+input = '{"provider":"gpt","toolings":[],"prompt":"hi","stream":true}'
+`, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), auditLog, c.Kind, c.BaseURL, c.APIKey, c.Model,
+		testenv.Agent(t, "agents", "assistant")))
+
+	first := startServe(t, cfg)
+	testenv.Recv(t, held, 60*time.Second, "the stream's first delta")
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.wait(t, 10*time.Second)
+	releaseHeld()
+
+	second := startServe(t, cfg)
+	testenv.Eventually(t, 60*time.Second, "the resumed run to return", func() bool {
+		return strings.Contains(second.out.String(), "agent run returned ok")
+	})
+	out := second.out.String()
+	if !strings.Contains(out, `"output": "Hello world"`) {
+		t.Errorf("the resumed run's output is not the whole answer\n%s", out)
+	}
+	if n := len(gpt.Requests()); n != 2 {
+		t.Errorf("the provider got %d requests, want 2 (the cut one made again)", n)
+	}
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = second.wait(t, 30*time.Second)
+	b, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reissued int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct {
+			Op       string `json:"op"`
+			Reissued bool   `json:"reissued"`
+			Out      *int   `json:"output_tokens"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Op == "chat-stream" {
+			if !rec.Reissued || rec.Out == nil || *rec.Out != 3 {
+				t.Errorf("chat-stream audit line %s: want reissued with its 3 output tokens", line)
+			}
+			reissued++
+		}
+	}
+	if reissued != 1 {
+		t.Errorf("%d chat-stream audit lines, want the one made again\n%s", reissued, b)
 	}
 }

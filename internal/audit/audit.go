@@ -80,6 +80,9 @@ type Record struct {
 	Request       []byte
 	HasRequest    bool
 	StreamID      string
+	// Reissued: a durable instance's replay made the request again, its
+	// first making cut off by a restart (its tokens are counted again).
+	Reissued bool
 
 	// Messages (op message): who sent it, its id, session and instance,
 	// and its content: size and sha256 written, the text only with
@@ -109,6 +112,7 @@ type line struct {
 	CallID     string          `json:"call_id,omitempty"`
 	SubID      string          `json:"sub_id,omitempty"`
 	StreamID   string          `json:"stream_id,omitempty"`
+	Reissued   bool            `json:"reissued,omitempty"`
 	Outcome    string          `json:"outcome"`
 	Message    string          `json:"message,omitempty"`
 	DurationMS json.Number     `json:"duration_ms"`
@@ -142,6 +146,7 @@ func Encode(r Record) []byte {
 		Time: r.Time.UTC().Format(time.RFC3339Nano), Agent: r.Agent, Tooling: r.Tooling, Op: r.Op,
 		Tool: r.Tool, URI: r.URI, CallID: r.CallID, SubID: r.SubID, Outcome: r.Outcome, Message: r.Message,
 		DurationMS: millis(r.Duration), Provider: r.Provider, Model: r.Model, StreamID: r.StreamID,
+		Reissued: r.Reissued,
 	}
 	if r.HasFirstToken {
 		l.FirstMS = millis(r.FirstToken)

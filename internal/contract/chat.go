@@ -156,6 +156,16 @@ func (ph *ProviderHandle) admit(op string, req provider.Request, raw []byte) err
 // Chat sends req and waits for the whole response: cancelled when ctx
 // ends, the agent closes or its inbox shuts down.
 func (ph *ProviderHandle) Chat(ctx context.Context, req provider.Request) (provider.Response, error) {
+	return ph.chat(ctx, req, false)
+}
+
+// ChatAgain is Chat made again by a durable instance's replay (its first
+// making was cut off by a restart): its audit line says so.
+func (ph *ProviderHandle) ChatAgain(ctx context.Context, req provider.Request) (provider.Response, error) {
+	return ph.chat(ctx, req, true)
+}
+
+func (ph *ProviderHandle) chat(ctx context.Context, req provider.Request, again bool) (provider.Response, error) {
 	raw := ph.auditJSON(req)
 	if err := ph.admit(audit.OpChat, req, raw); err != nil {
 		return provider.Response{}, err
@@ -168,7 +178,7 @@ func (ph *ProviderHandle) Chat(ctx context.Context, req provider.Request) (provi
 	start := time.Now()
 	resp, err := ph.p.Chat(cctx, req)
 	herr := chatError(cctx, err)
-	ph.audit(chatEnd{op: audit.OpChat, req: req, raw: raw, start: start, resp: resp, err: herr, span: span})
+	ph.audit(chatEnd{op: audit.OpChat, req: req, raw: raw, start: start, resp: resp, err: herr, span: span, reissued: again})
 	if herr != nil {
 		return provider.Response{}, herr
 	}
@@ -186,6 +196,10 @@ type stream struct {
 	cancel context.CancelFunc
 	span   trace.Span // nil when not tracing
 	deltas int        // counted for the span, never recorded
+	// skip is how many bytes of delta text the guest had before a
+	// restart (ChatStreamAgain): not given again.
+	skip     int
+	reissued bool
 }
 
 // ChatStream validates req, reserves the stream's inbox slot and starts
@@ -193,12 +207,31 @@ type stream struct {
 // follow, then exactly one chat-done or error envelope, unless the stream
 // is cancelled first. busy when the inbox has no room.
 func (ph *ProviderHandle) ChatStream(req provider.Request) (string, error) {
+	return ph.chatStream(&stream{id: newID(), ph: ph, req: req})
+}
+
+// ChatStreamAgain makes the chat stream id again ("": a new id, which it
+// returns), for a durable instance whose replay ended with it open (its
+// first making was cut off by a restart, after the guest had been given
+// skip bytes of its deltas): its deltas go on past those bytes (the new
+// text may differ from the first's: a model is not deterministic), its
+// chat-done carries the new whole response, and its audit line says it
+// was made again.
+func (ph *ProviderHandle) ChatStreamAgain(id string, req provider.Request, skip int) (string, error) {
+	if id == "" {
+		id = newID()
+	}
+	return ph.chatStream(&stream{id: id, ph: ph, req: req, skip: skip, reissued: true})
+}
+
+func (ph *ProviderHandle) chatStream(s *stream) (string, error) {
+	req := s.req
 	raw := ph.auditJSON(req)
 	if err := ph.admit(audit.OpChatStream, req, raw); err != nil {
 		return "", err
 	}
 	a := ph.a
-	s := &stream{id: newID(), ph: ph, req: req, raw: raw, start: time.Now()}
+	s.raw, s.start = raw, time.Now()
 	refuse := func(err *tooling.Error) (string, error) {
 		ph.audit(chatEnd{op: audit.OpChatStream, id: s.id, req: req, raw: raw, start: s.start, err: err})
 		return "", err
@@ -282,6 +315,11 @@ func (s *stream) run() {
 			}
 		}()
 		return ph.p.ChatStream(s.ctx, s.req, func(text string) {
+			if s.skip > 0 { // the guest has these bytes from the first making
+				n := min(s.skip, len(text))
+				s.skip -= n
+				text = text[n:]
+			}
 			if text == "" {
 				return
 			}
@@ -308,7 +346,7 @@ func (s *stream) run() {
 	a.mu.Unlock()
 	s.cancel()
 	ph.audit(chatEnd{op: audit.OpChatStream, id: s.id, req: s.req, raw: s.raw, start: s.start, first: first, resp: resp, err: herr,
-		span: s.span, deltas: s.deltas})
+		span: s.span, deltas: s.deltas, reissued: s.reissued})
 	if ce := a.log.Check(zap.DebugLevel, "chat stream done"); ce != nil {
 		ce.Write(zap.String("stream_id", s.id), zap.String("provider", ph.name), zap.Duration("duration", time.Since(s.start)), zap.Bool("delivered", delivered))
 	}

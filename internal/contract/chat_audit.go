@@ -25,6 +25,8 @@ type chatEnd struct {
 	// was made); deltas counts a stream's deltas for it.
 	span   trace.Span
 	deltas int
+	// reissued: made again by a durable instance's replay.
+	reissued bool
 }
 
 // audit writes the request's audit line and reports it to the chat
@@ -53,7 +55,7 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 			FirstToken: ft, HasFirstToken: !e.first.IsZero(),
 			InputTokens: e.resp.Usage.InputTokens, OutputTokens: e.resp.Usage.OutputTokens, HasUsage: usage,
 			Request: e.raw, HasRequest: true, WithArgs: ph.auditMessages(),
-			TraceID: tid, SpanID: sid,
+			TraceID: tid, SpanID: sid, Reissued: e.reissued,
 		})
 	}
 	ph.endChat(e.span, e, e.deltas)

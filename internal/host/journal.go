@@ -18,8 +18,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/inbox"
 	"github.com/toolhostd/toolhostd/internal/oplog"
+	"github.com/toolhostd/toolhostd/internal/provider"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	wt "github.com/toolhostd/toolhostd/internal/wasmtime"
 )
@@ -62,8 +64,16 @@ var callClasses = map[string]callClass{
 	"[method]provider.name": classLocal,
 	"write":                 classQuiet, // log.write
 
-	"[method]tooling.call-tool-blocking": classEffect,
-	"[method]provider.chat":              classEffect,
+	// Every call with an effect outside the host is recorded as started
+	// before it is issued: those that return at once with an id (opens)
+	// too, since their work starts before they return.
+	"[method]tooling.call-tool-blocking":      classEffect,
+	"[method]provider.chat":                   classEffect,
+	"[method]tooling.call-tool":               classEffect,
+	"[method]tooling.subscribe-resource-list": classEffect,
+	"[method]tooling.subscribe-resource":      classEffect,
+	"[method]provider.chat-stream":            classEffect,
+	"send":                                    classEffect,
 
 	"[static]cas.new":     classRefused,
 	"[method]cas.current": classRefused,
@@ -93,11 +103,12 @@ var terminal = map[string]bool{"tool-result": true, "error": true, "chat-done": 
 type journal struct {
 	log    *oplog.Log
 	zap    *zap.Logger
-	rec    []oplog.Entry     // what the oplog held when the instance started
-	pos    int               // the next recorded entry replay answers with
-	max    int               // entries; 0: unbounded
-	maxB   int64             // bytes; 0: unbounded
-	open   map[string]string // ids of work the replayed calls opened, by the call
+	rec    []oplog.Entry       // what the oplog held when the instance started
+	pos    int                 // the next recorded entry replay answers with
+	max    int                 // entries; 0: unbounded
+	maxB   int64               // bytes; 0: unbounded
+	open   map[string]openWork // the work the replayed calls opened, by its id
+	deltas map[string]int      // the chat-delta bytes a replayed recv gave, by stream id
 	start  time.Time
 	done   func(entries int, took time.Duration)
 	failed error // the first append that failed: every later call traps
@@ -108,7 +119,7 @@ func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
 		return nil
 	}
 	return &journal{log: cfg.Oplog, zap: log, rec: cfg.Oplog.Recorded(), max: cfg.MaxOplogEntries,
-		maxB: cfg.MaxOplogBytes, open: map[string]string{}, start: time.Now(), done: cfg.OnReplayed}
+		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, start: time.Now(), done: cfg.OnReplayed}
 }
 
 // replaying reports whether recorded calls remain (the message entries
@@ -186,7 +197,7 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		j.pos++
 		if opens[name] {
 			if id, ok := okString(results); ok {
-				j.open[id] = call
+				j.open[id] = openWork{call: call, stream: streamOf(st, name, args)}
 			}
 		}
 		if name == "recv" || name == "try-recv" {
@@ -229,12 +240,17 @@ func (j *journal) live(st *agentState, c *wt.Caller, args, results []wt.Val, fn 
 }
 
 // lost settles a call recorded as started and never completed: a model
-// call, or a tool call its server says is repeatable, is issued again
-// (and recorded as completed); any other gets unavailable, "outcome
-// unknown after a restart", and the guest decides.
+// call (chatAgain), or a tool call its server says is repeatable, is
+// issued again (and recorded as completed); any other gets unavailable,
+// "outcome unknown after a restart", and the guest decides.
 func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, results []wt.Val, fn wt.HostFunc) error {
-	again := strings.HasSuffix(name, "provider.chat")
-	if !again {
+	again := false
+	switch name {
+	case "[method]provider.chat", "[method]provider.chat-stream":
+		return j.chatAgain(st, call, name, args, results)
+	case "[method]tooling.subscribe-resource-list", "[method]tooling.subscribe-resource":
+		again = true // a subscription only reads
+	case "[method]tooling.call-tool-blocking", "[method]tooling.call-tool":
 		if h, err := selfArg(st.handles, toolingType, "tooling", args); err == nil && len(args) > 1 {
 			if tool, ok := args[1].(wt.String); ok {
 				again = h.Repeatable(st.stopping, string(tool))
@@ -248,6 +264,36 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 		}
 	} else {
 		results[0] = errResult(tooling.Errorf(tooling.CodeUnavailable, "outcome unknown after a restart"))
+	}
+	return j.record(oplog.KindCompleted, call, nil, results)
+}
+
+// chatAgain makes a model call that was out when the instance stopped
+// again: it is paid again, and its audit line says it was made again.
+func (j *journal) chatAgain(st *agentState, call, name string, args, results []wt.Val) error {
+	ph, err := selfArg(st.provs, providerType, "provider", args)
+	if err != nil {
+		return err
+	}
+	req, err := requestOf(args[1:])
+	if err != nil {
+		return err
+	}
+	j.zap.Warn("a model call was out when the instance stopped: made again", zap.String("call", call))
+	if name == "[method]provider.chat-stream" {
+		id, err := ph.ChatStreamAgain("", req, 0)
+		if err != nil {
+			results[0] = errResult(err)
+		} else {
+			results[0] = wt.Ok(wt.String(id))
+		}
+	} else {
+		resp, err := ph.ChatAgain(st.stopping, req)
+		if err != nil {
+			results[0] = errResult(err)
+		} else {
+			results[0] = wt.Ok(chatResponseVal(resp))
+		}
 	}
 	return j.record(oplog.KindCompleted, call, nil, results)
 }
@@ -294,18 +340,60 @@ func (j *journal) received(results []wt.Val) {
 	rec, _ := opt.Some.(wt.Record)
 	id, _ := rec.Get("id").(wt.String)
 	ev, _ := rec.Get("event").(wt.Variant)
-	if terminal[ev.Case] {
+	switch {
+	case terminal[ev.Case]:
 		delete(j.open, string(id))
+	case ev.Case == "chat-delta":
+		text, _ := ev.Payload.(wt.String)
+		j.deltas[string(id)] += len(text)
 	}
+}
+
+// openWork is what a replayed call opened: a chat stream is made again at
+// the end of the replay if its end is not in the oplog.
+type openWork struct {
+	call   string
+	stream *streamAgain // a chat-stream's; nil for the others
+}
+
+// streamAgain is what making a chat stream again takes.
+type streamAgain struct {
+	ph  *contract.ProviderHandle
+	req provider.Request
+}
+
+// streamOf keeps a replayed chat-stream's provider and request.
+func streamOf(st *agentState, name string, args []wt.Val) *streamAgain {
+	if name != "[method]provider.chat-stream" {
+		return nil
+	}
+	ph, err := selfArg(st.provs, providerType, "provider", args)
+	if err != nil {
+		return nil
+	}
+	req, err := requestOf(args[1:])
+	if err != nil {
+		return nil
+	}
+	return &streamAgain{ph: ph, req: req}
 }
 
 // ended is the end of the replay: the work the replayed calls opened and
 // the oplog does not end was lost with the instance that started it; each
 // gets an error envelope, as a call whose server died does.
 func (j *journal) ended(st *agentState) {
-	for id, call := range j.open {
+	for id, w := range j.open {
+		if s := w.stream; s != nil {
+			// A model call is made again (its tokens counted again, its
+			// audit line says so).
+			_, err := s.ph.ChatStreamAgain(id, s.req, j.deltas[id])
+			j.zap.Warn("a chat stream was open when the instance stopped: made again", zap.String("stream_id", id), zap.Int("delivered_bytes", j.deltas[id]), zap.Error(err))
+			if err == nil {
+				continue
+			}
+		}
 		msg := "outcome unknown after a restart"
-		if strings.Contains(call, "subscribe") {
+		if strings.Contains(w.call, "subscribe") {
 			msg = "the subscription ended with a restart: subscribe again"
 		}
 		if st.in.Reserve(id) == nil {

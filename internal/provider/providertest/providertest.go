@@ -95,6 +95,10 @@ type Reply struct {
 	// in-stream error (OpenAI: a chunk holding "error"; Anthropic: an
 	// error event, overloaded_error).
 	ErrorEvent bool
+	// AfterFirst, when set, is called once the first delta of a stream
+	// is flushed, before the rest is sent (a test holds the stream there
+	// while it kills the client's host).
+	AfterFirst func()
 	// Answer, when set, makes the reply from the request (to answer with
 	// what a tool returned, say): the Reply it returns is sent instead of
 	// this one.
@@ -335,6 +339,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 			return
 		}
 		flush(w)
+		if i == firstDelta(s.API) && reply.AfterFirst != nil {
+			reply.AfterFirst()
+		}
 		if i == firstDelta(s.API) && (reply.Cut || reply.Malformed || reply.ErrorEvent) {
 			if reply.ErrorEvent {
 				_, _ = io.WriteString(w, s.errorEvent())
