@@ -398,6 +398,16 @@ func corruptEntry(t *testing.T, path, key string, seq uint64) {
 // oplog). "pause" is read-only by its annotations, so the one out at the
 // kill is made again.
 func TestDurableMessageSurvivesKill(t *testing.T) {
+	for _, tc := range []struct{ name, instances, session string }{
+		{"single", "single", ""},
+		{"per-session", "per-session", "s1"}, // resumed at the host's start, with no message to its session
+	} {
+		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session) })
+	}
+}
+
+// durableMessage is one run of TestDurableMessageSurvivesKill.
+func durableMessage(t *testing.T, instances, session string) {
 	const content = "one two three four five six "
 	const holdAt = 3 // the pause held at the kill
 	var (
@@ -455,7 +465,8 @@ component = %q
 toolings = ["pace"]
 durable = true
 stop_grace = "2s"
-`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced")))
+instances = %q
+`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced"), instances))
 	dial := func(p *serveProc) *control.Client {
 		var c *control.Client
 		waitFor(t, 60*time.Second, func() bool {
@@ -476,7 +487,7 @@ stop_grace = "2s"
 	c1 := dial(first)
 	sent := make(chan error, 1)
 	go func() {
-		_, err := c1.Send(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1"})
+		_, err := c1.Send(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
 		sent <- err
 	}()
 	testenv.Recv(t, held, 60*time.Second, "the reply's third pause")
@@ -493,8 +504,12 @@ stop_grace = "2s"
 	second := startServe(t, cfg)
 	c2 := dial(second)
 	defer c2.Close()
-	// A retry with the key finds the message the first host accepted.
-	st, err := c2.Send(t.Context(), "paced", content, control.SendOptions{IdempotencyKey: "k1"})
+	// The host resumes the message by itself; then a retry with the key
+	// finds it.
+	testenv.Eventually(t, 60*time.Second, "the message to be resumed", func() bool {
+		return strings.Contains(second.out.String(), "message resumed")
+	})
+	st, err := c2.Send(t.Context(), "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
 	if err != nil {
 		t.Fatalf("retry: %v\n%s", err, second.out.String())
 	}

@@ -148,13 +148,40 @@ func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) erro
 	e := &entry{key: key, session: m.Session(), oneOff: oneOff}
 	p.live[key] = e
 	p.mu.Unlock()
+	return p.start(ctx, e, m)
+}
 
-	inst, err := p.o.Start(ctx, m.Session())
+// Wake starts the instance of session unless one is live: a durable
+// instance its host's restart left to resume, which takes the messages
+// it had open from its oplog, with no message to start it.
+func (p *Pool) Wake(ctx context.Context, session string) error {
+	p.mu.Lock()
+	switch {
+	case p.closed:
+		p.mu.Unlock()
+		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "agent %q is stopping", p.o.Agent)
+	case p.live[session] != nil:
+		p.mu.Unlock()
+		return nil
+	case len(p.live) >= p.o.MaxInstances && !p.evictLocked():
+		p.mu.Unlock()
+		return message.Refuse(message.ErrBusy, tooling.CodeBusy, "agent %q has %d instances working", p.o.Agent, len(p.live))
+	}
+	e := &entry{key: session, session: session}
+	p.live[session] = e
+	p.mu.Unlock()
+	return p.start(ctx, e, nil)
+}
+
+// start starts e's instance (e is in live, not ready) and gives it m (nil:
+// none) and the messages that came meanwhile.
+func (p *Pool) start(ctx context.Context, e *entry, m *message.Message) error {
+	inst, err := p.o.Start(ctx, e.session)
 	p.mu.Lock()
 	pending := e.pending
 	e.pending = nil
 	if err != nil {
-		delete(p.live, key)
+		delete(p.live, e.key)
 		p.mu.Unlock()
 		for _, pm := range pending {
 			_ = pm.Fail(tooling.AsError(err).Code.String(), tooling.AsError(err).Message)
@@ -171,7 +198,9 @@ func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) erro
 	if closed {
 		inst.Stop()
 	}
-	err = inst.Mailbox().Put(m)
+	if m != nil {
+		err = inst.Mailbox().Put(m)
+	}
 	for _, pm := range pending {
 		if perr := inst.Mailbox().Put(pm); perr != nil {
 			herr := tooling.AsError(perr)

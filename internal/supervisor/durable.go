@@ -8,12 +8,16 @@ package supervisor
 // cannot go on (a changed component, a divergence, a corrupt entry).
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
+	"github.com/toolhostd/toolhostd/internal/instances"
 	"github.com/toolhostd/toolhostd/internal/oplog"
 )
 
@@ -32,6 +36,9 @@ func oplogKey(agent, session string) string {
 func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentConfig) error {
 	if !v.cfg.Durable || v.s.opts.Oplog == nil {
 		return nil
+	}
+	if v.cfg.Instances == config.InstancesPerSession && session == "" {
+		return nil // a one-off message's instance: nothing names it again
 	}
 	st, err := v.s.opts.Oplog()
 	if err != nil {
@@ -93,4 +100,33 @@ func keepsOplog(runErr error) bool {
 func finalOplogError(err error) bool {
 	return errors.Is(err, host.ErrDiverged) || errors.Is(err, host.ErrComponentChanged) ||
 		errors.Is(err, host.ErrOplogCorrupt) || errors.Is(err, oplog.ErrCorrupt)
+}
+
+// resumeSessions starts again, in pool, the instances of a durable
+// per-session agent that its host left with an oplog (killed, or
+// suspended by a stop): each resumes its session's work and the messages
+// it had open without waiting for the session's next message.
+func (v *service) resumeSessions(ctx context.Context, pool *instances.Pool) {
+	if !v.cfg.Durable || v.s.opts.Oplog == nil {
+		return
+	}
+	st, err := v.s.opts.Oplog()
+	if err != nil {
+		v.log().Warn("durable sessions not resumed", zap.Error(err))
+		return
+	}
+	keys, err := st.Keys()
+	if err != nil {
+		v.log().Warn("durable sessions not resumed", zap.Error(err))
+		return
+	}
+	for _, k := range keys {
+		session, ok := strings.CutPrefix(k, v.r.name+"/")
+		if !ok || session == "" || ctx.Err() != nil {
+			continue
+		}
+		if err := pool.Wake(ctx, session); err != nil {
+			v.log().Warn("a durable session's instance cannot resume", zap.String("session", session), zap.Error(err))
+		}
+	}
 }

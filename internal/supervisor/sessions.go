@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -108,7 +109,10 @@ func (v *service) serveSessions(ctx context.Context) error {
 		v.s.setState(r, Running)
 	})
 	v.started()
+	var resume sync.WaitGroup
+	resume.Go(func() { v.resumeSessions(ctx, pool) })
 	err = pool.Serve(ctx)
+	resume.Wait()
 	v.update(func(r *record) {
 		r.run.pool = nil
 		v.s.setState(r, Stopped)
