@@ -65,7 +65,9 @@ func newPsCmd(opts *globalOptions) *cobra.Command {
 		Use:   "ps",
 		Short: "List the running daemon's agents",
 		Long: "ps lists the agents of the running toolhostd (toolhostd serve): state and for how long,\n" +
-			"restarts, traps, envelopes waiting in the inbox and the last error.",
+			"restarts, traps, envelopes waiting in the inbox, the last error and, for a durable agent,\n" +
+			"what its oplog holds: entries/bytes (a per-session agent's over its sessions, their count\n" +
+			"in parentheses; toolhostd oplog prints one).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDaemon(cmd, opts, socket, func(ctx context.Context, c *control.Client) error {
@@ -99,9 +101,9 @@ func newPsCmd(opts *globalOptions) *cobra.Command {
 
 func agentTable(w io.Writer, agents []control.AgentStatus, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tSINCE\tRESTARTS\tTRAPS\tINBOX\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tSTATE\tSINCE\tRESTARTS\tTRAPS\tINBOX\tOPLOG\tLAST ERROR")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.Name, a.State, age(a.Since, now), a.Restarts, a.Traps, a.Inbox, oneLine(a.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", a.Name, a.State, age(a.Since, now), a.Restarts, a.Traps, a.Inbox, oplogCell(a), oneLine(a.LastError))
 		// A per-session agent's instances, one row each: agent/session.
 		for _, in := range a.Instances {
 			if in.Session == "" && len(a.Instances) == 1 && in.State == a.State {
@@ -111,7 +113,7 @@ func agentTable(w io.Writer, agents []control.AgentStatus, now time.Time) error 
 			if session == "" {
 				session = "(one-off)"
 			}
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t-\t-\t-\tmessages=%d idle=%s\n", a.Name, session, in.State, age(in.Since, now), in.Messages, age(in.LastActivity, now))
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t-\t-\t-\t-\tmessages=%d idle=%s\n", a.Name, session, in.State, age(in.Since, now), in.Messages, age(in.LastActivity, now))
 		}
 	}
 	return tw.Flush()

@@ -52,7 +52,8 @@ func TestControlCommands(t *testing.T) {
 	be.AddAgent(control.AgentStatus{Name: "talk", State: "running", Since: time.Now().Add(-2 * time.Hour), Instances: []status.Instance{
 		{Session: "alice", State: "running", Since: time.Now().Add(-3 * time.Minute), Messages: 4, LastActivity: time.Now().Add(-10 * time.Second)},
 		{State: "stopping", Since: time.Now().Add(-time.Minute), Messages: 1, LastActivity: time.Now().Add(-30 * time.Second)},
-	}})
+	}, Oplog: &status.Oplog{Entries: 7, Bytes: 3500, Logs: 2}})
+	be.AddAgent(control.AgentStatus{Name: "loop", State: "running", Oplog: &status.Oplog{Entries: 12, Bytes: 800}})
 	sock := controltest.Serve(t, control.Options{Backend: be}).Socket()
 
 	tests := []struct {
@@ -64,20 +65,21 @@ func TestControlCommands(t *testing.T) {
 		jsonList func(t *testing.T, out string)
 	}{
 		{name: "ps", args: []string{"ps", "--socket", sock}, stdout: []string{
-			"NAME   STATE    SINCE  RESTARTS  TRAPS  INBOX  LAST ERROR",
-			"a      running  *      2         1      3",
-			"b      stopped  *      0         0      0      exited with err: nope",
-			"multi  failed   1h30m  0         0      0      trap: unreachable …",
-			"talk   running  2h0m   0         0      0",
-			"talk/alice  running  3m0s  -  -  -  messages=4  idle=10s",
-			"talk/(one-off)  stopping  1m0s  -  -  -  messages=1  idle=30s",
+			"NAME   STATE    SINCE  RESTARTS  TRAPS  INBOX  OPLOG  LAST ERROR",
+			"a      running  *      2         1      3      -",
+			"b      stopped  *      0         0      0      -      exited with err: nope",
+			"multi  failed   1h30m  0         0      0      -      trap: unreachable …",
+			"talk   running  2h0m   0         0      0      7/3.4KiB(2)",
+			"talk/alice  running  3m0s  -  -  -  -  messages=4  idle=10s",
+			"talk/(one-off)  stopping  1m0s  -  -  -  -  messages=1  idle=30s",
+			"loop   running  *      0         0      0      12/800B",
 		}},
 		{name: "ps json", args: []string{"ps", "--json", "--socket", sock}, jsonList: func(t *testing.T, out string) {
 			var agents []control.AgentStatus
 			if err := json.Unmarshal([]byte(out), &agents); err != nil {
 				t.Fatalf("ps --json: %v\n%s", err, out)
 			}
-			if len(agents) != 4 || agents[0].Name != "a" || agents[0].Inbox != 3 || agents[2].LastError == "" {
+			if len(agents) != 5 || agents[0].Name != "a" || agents[0].Inbox != 3 || agents[2].LastError == "" {
 				t.Errorf("ps --json = %+v", agents)
 			}
 		}},

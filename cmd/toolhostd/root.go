@@ -62,7 +62,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRunCmd(opts), newCompileCmd(opts),
 		newServeCmd(opts),
 		newWatchCmd(opts),
-		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts), newSendCmd(opts), newTraceCmd(opts), newKVCmd(opts),
+		newPsCmd(opts), newAgentCmd(opts), newToolingsCmd(opts), newReloadCmd(opts), newSendCmd(opts), newTraceCmd(opts), newKVCmd(opts), newOplogCmd(opts),
 		newAuthCmd(opts),
 	)
 	return root

@@ -378,6 +378,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/v1/agents/{name}", only(http.MethodGet, s.getAgent))
 	mux.HandleFunc("/v1/agents/{name}/{action}", s.agentAction)
 	s.messageRoutes(mux)
+	s.oplogRoutes(mux)
 	s.kvRoutes(mux)
 	s.traceRoutes(mux)
 	mux.HandleFunc("/v1/toolings", only(http.MethodGet, s.listToolings))

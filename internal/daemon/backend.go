@@ -5,8 +5,9 @@ import (
 )
 
 // Agents reports every configured agent, sorted by name (in a cluster,
-// those this host holds or still runs).
-func (d *Daemon) Agents() []control.AgentStatus { return d.sup.Statuses(d.listed) }
+// those this host holds or still runs), a durable one with what its
+// oplogs hold (oplog.go).
+func (d *Daemon) Agents() []control.AgentStatus { return d.withOplogs(d.sup.Statuses(d.listed)) }
 
 // Configured reports whether name is an agent of the config, also one
 // that another cluster host runs (Agents lists only this host's).

@@ -31,7 +31,8 @@ var (
 
 // Source is what scrapes read the agents' and toolings' states from: the
 // daemon (a control.Backend is one). If it also has Cluster, as a
-// control.ClusterBackend does, the cluster's series come from it.
+// control.ClusterBackend does, the cluster's series come from it; if it
+// is an OplogSource, the oplog store's (oplog.go).
 type Source interface {
 	Agents() []status.Agent
 	Toolings() []status.Tooling

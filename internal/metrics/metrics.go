@@ -50,6 +50,7 @@ type Metrics struct {
 	chat        chatSeries    // chat.go
 	message     messageSeries // messages.go
 	kv          kvCollector   // kv.go
+	replay      replaySeries  // oplog.go
 
 	state *stateCollector
 
@@ -121,7 +122,7 @@ func New(o Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed,
-		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state}, &m.kv,
+		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state}, oplogCollector{m.state}, &m.kv,
 	)
 	return m
 }
@@ -179,6 +180,7 @@ func (m *Metrics) ForgetAgent(agent string) {
 	m.forgetPolicy(l)
 	m.forgetChat(l)
 	m.forgetMessages(agent)
+	m.forgetReplays(l)
 }
 
 // ForgetTooling drops every series of a tooling that is no longer

@@ -1,6 +1,7 @@
 package oplog
 
 import (
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -73,4 +74,30 @@ func (s *Store) Remove(key string) error {
 	}
 	defer s.release(key)
 	return s.submit(&request{op: opDelete, key: key})
+}
+
+// Entries are the header and the entries, in Seq order, that the file
+// holds for the log key, open in this Store or not (an open log's: those
+// committed so far), read in one read-only transaction and verified as
+// Store.Open verifies them (ErrCorrupt). A key the file does not hold is
+// ErrNotFound. The entries are the caller's.
+func (s *Store) Entries(key string) (Header, []Entry, error) {
+	if err := checkKey(key); err != nil {
+		return Header{}, nil, fmt.Errorf("oplog: %s: %w", s.path, err)
+	}
+	var st *stored
+	err := s.view(func(root *bolt.Bucket) error {
+		var err error
+		st, err = read(root, key)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrClosed):
+		return Header{}, nil, err
+	case err != nil:
+		return Header{}, nil, fmt.Errorf("oplog: %s: log %q is %w", s.path, key, err)
+	case st == nil:
+		return Header{}, nil, s.errorf(key, ErrNotFound)
+	}
+	return st.header, st.entries, nil
 }

@@ -11,6 +11,8 @@
 // what it holds ([Log.Recorded]) if it has. [Log.Append] adds an [Entry]
 // and returns once the entry is durable. [Log.Delete] removes a log whose
 // instance ended cleanly; [Log.Close] keeps it for a later Open.
+// [Store.Summaries] and [Store.Entries] read the logs of the file, open or
+// not, for an operator.
 //
 // # Group commit
 //

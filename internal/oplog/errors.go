@@ -14,4 +14,6 @@ var (
 	// ErrCorrupt: what the file holds for the log fails its checksum,
 	// cannot be decoded, or its seqs have a gap. The error names the seq.
 	ErrCorrupt = errors.New("corrupt")
+	// ErrNotFound: the file holds no log of the key (Store.Entries).
+	ErrNotFound = errors.New("not found")
 )

@@ -20,6 +20,19 @@ type Agent struct {
 	// Instances are its live instances: the one of a single agent while it
 	// runs, one per session of a per-session agent.
 	Instances []Instance `json:"instances,omitempty"`
+	// Oplog is what a durable agent's oplogs hold on this host (nil for
+	// an agent that is not durable).
+	Oplog *Oplog `json:"oplog,omitempty"`
+}
+
+// Oplog is what a durable agent's oplogs hold: its instance's, or the
+// sum over the sessions of a per-session agent.
+type Oplog struct {
+	Entries int   `json:"entries"`
+	Bytes   int64 `json:"bytes"` // their stored size
+	// Logs is how many sessions of a per-session agent have one (left
+	// out for other agents, and when none has).
+	Logs int `json:"logs,omitempty"`
 }
 
 // Instance is one live instance of an agent.

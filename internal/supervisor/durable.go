@@ -21,9 +21,9 @@ import (
 	"github.com/toolhostd/toolhostd/internal/oplog"
 )
 
-// oplogKey is the key of an instance's oplog: the agent's name, and a
+// OplogKey is the key of an instance's oplog: the agent's name, and a
 // per-session instance's session after a '/'.
-func oplogKey(agent, session string) string {
+func OplogKey(agent, session string) string {
 	if session == "" {
 		return agent
 	}
@@ -44,12 +44,16 @@ func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentC
 	if err != nil {
 		return err
 	}
-	l, err := st.Open(oplogKey(v.r.name, session), oplog.Header{Component: prog.Content(), Started: time.Now()})
+	l, err := st.Open(OplogKey(v.r.name, session), oplog.Header{Component: prog.Content(), Started: time.Now()})
 	if err != nil {
 		return err
 	}
 	cfg.Oplog = l
 	cfg.MaxOplogEntries, cfg.MaxOplogBytes = v.cfg.MaxOplog.Entries, int64(v.cfg.MaxOplog.Bytes)
+	if m := v.s.opts.Metrics; m != nil {
+		name := v.r.name
+		cfg.OnReplayed = func(entries int, _ time.Duration) { m.AgentReplayed(name, entries) }
+	}
 	if n := len(l.Recorded()); n > 0 {
 		_, bytes := l.Len()
 		v.log().Info("resuming from its oplog", zap.String("session", session), zap.Int("entries", n), zap.Int64("bytes", bytes))
@@ -64,6 +68,9 @@ func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentC
 func (v *service) endOplog(l *oplog.Log, runErr error, idle bool) {
 	if l == nil {
 		return
+	}
+	if m := v.s.opts.Metrics; m != nil && errors.Is(runErr, host.ErrDiverged) {
+		m.AgentDiverged(v.r.name)
 	}
 	if !idle && keepsOplog(runErr) {
 		if err := l.Close(); err != nil {

@@ -40,6 +40,18 @@ func (s *System) Oplog() (*oplog.Store, error) {
 	return st, nil
 }
 
+// OpenedOplog is the durable agents' oplog store if it was opened and is
+// not closed yet, else nil: unlike Oplog it never creates the file.
+func (s *System) OpenedOplog() *oplog.Store {
+	o := &s.oplogs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil
+	}
+	return o.st
+}
+
 // closeOplog closes the oplog store, if it was opened.
 func (s *System) closeOplog() error {
 	o := &s.oplogs
