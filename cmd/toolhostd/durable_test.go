@@ -534,11 +534,12 @@ instances = %q
 }
 
 // TestDurableChatStreamMadeAgain: a durable agent's model stream cut by
-// its host's kill (SIGKILL) after the guest had its first delta is made
-// again when the instance is resumed: the provider gets the request a
-// second time (paid again: the audit line of the stream says reissued,
-// with its tokens), the guest is not given the delta it had again, and
-// its answer is whole.
+// its host's kill (SIGKILL) after the guest had its first delta (the
+// recv that gave it is in the oplog) is made again when the instance is
+// resumed: the provider gets the request a second time (paid again: the
+// audit line of the stream says reissued, with its tokens), the guest is
+// not given the delta it had again ("Hel" + "lo world", not
+// "HelHello world"), and its answer is whole.
 func TestDurableChatStreamMadeAgain(t *testing.T) {
 	gpt := providertest.New(t, providertest.OpenAI)
 	held, release := make(chan struct{}), make(chan struct{})
@@ -557,6 +558,7 @@ func TestDurableChatStreamMadeAgain(t *testing.T) {
 	c := gpt.Config(t)
 	dir := t.TempDir()
 	auditLog := filepath.Join(dir, "audit.jsonl")
+	sock := filepath.Join(dir, "ctl.sock")
 	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
 [host]
 state_dir = %q
@@ -577,11 +579,31 @@ providers = ["gpt"]
 durable = true
 restart = "never"
 input = '{"provider":"gpt","toolings":[],"prompt":"hi","stream":true}'
-`, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), auditLog, c.Kind, c.BaseURL, c.APIKey, c.Model,
+`, filepath.Join(dir, "state"), sock, auditLog, c.Kind, c.BaseURL, c.APIKey, c.Model,
 		testenv.Agent(t, "agents", "assistant")))
 
 	first := startServe(t, cfg)
 	testenv.Recv(t, held, 60*time.Second, "the stream's first delta")
+	// The guest has the first delta once the recv that gave it is in the
+	// oplog: the chat-stream's completion, then a recv.
+	ctl := dialControl(t, sock, first)
+	testenv.Eventually(t, 30*time.Second, "the first delta's recv in the oplog", func() bool {
+		l, err := ctl.Oplog(t.Context(), "assistant", "", false)
+		if err != nil {
+			return false
+		}
+		stream := false
+		for _, e := range l.Entries {
+			switch {
+			case strings.HasSuffix(e.Call, "#[method]provider.chat-stream") && e.Kind == "completed":
+				stream = true
+			case stream && strings.HasSuffix(e.Call, "#recv"):
+				return true
+			}
+		}
+		return false
+	})
+	ctl.Close()
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -595,6 +617,9 @@ input = '{"provider":"gpt","toolings":[],"prompt":"hi","stream":true}'
 	out := second.out.String()
 	if !strings.Contains(out, `"output": "Hello world"`) {
 		t.Errorf("the resumed run's output is not the whole answer\n%s", out)
+	}
+	if !strings.Contains(out, `"delivered_bytes": 3`) {
+		t.Errorf("the stream was not made again past the 3 bytes the guest had\n%s", out)
 	}
 	if n := len(gpt.Requests()); n != 2 {
 		t.Errorf("the provider got %d requests, want 2 (the cut one made again)", n)
@@ -624,4 +649,22 @@ input = '{"provider":"gpt","toolings":[],"prompt":"hi","stream":true}'
 	if reissued != 1 {
 		t.Errorf("%d chat-stream audit lines, want the one made again\n%s", reissued, b)
 	}
+}
+
+// dialControl is a client of the control socket of p, once it answers.
+func dialControl(t *testing.T, sock string, p *serveProc) *control.Client {
+	t.Helper()
+	var c *control.Client
+	waitFor(t, 60*time.Second, func() bool {
+		var err error
+		if c, err = control.Dial(sock); err != nil {
+			return false
+		}
+		if c.Health(t.Context()) != nil {
+			c.Close()
+			return false
+		}
+		return true
+	}, p.out)
+	return c
 }
