@@ -294,3 +294,44 @@ func TestChatSlowAgent(t *testing.T) {
 		t.Fatalf("Merged = %d, want 9999", st.Merged)
 	}
 }
+
+// TestChatStreamAgain: a stream made again under its id (a durable
+// instance's replay ended with it open, the guest given skip bytes of its
+// deltas) delivers the deltas past those bytes and the whole response,
+// and its audit line says reissued.
+func TestChatStreamAgain(t *testing.T) {
+	a, _, in, path, _ := chatEnv(t, 8, false)
+	ph, err := a.GetProvider("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "the quick brown fox"
+	const id = "00000000-0000-4000-8000-00000000abcd"
+	if got, err := ph.ChatStreamAgain(id, userReq("echo "+text), len("the qu")); err != nil || got != id {
+		t.Fatalf("ChatStreamAgain = %q, %v", got, err)
+	}
+	var deltas strings.Builder
+	for {
+		env := recv(t, in)
+		if env.ID != id {
+			t.Fatalf("envelope of %s, want %s", env.ID, id)
+		}
+		if d, ok := env.Event.(inbox.ChatDelta); ok {
+			deltas.WriteString(d.Text)
+			continue
+		}
+		done, ok := env.Event.(inbox.ChatDone)
+		if !ok || done.Response.Message.Content != text {
+			t.Fatalf("terminal %+v, want chat-done of %q", env.Event, text)
+		}
+		break
+	}
+	if want := text[len("the qu"):]; deltas.String() != want {
+		t.Errorf("deltas %q, want the text past the bytes the guest had: %q", deltas.String(), want)
+	}
+	a.Close()
+	testenv.Eventually(t, 5*time.Second, "the reissued audit line", func() bool {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), `"reissued":true`)
+	})
+}

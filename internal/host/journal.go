@@ -70,6 +70,13 @@ var callClasses = map[string]callClass{
 	"[method]tooling.subscribe-resource":      classEffect,
 	"[method]provider.chat-stream":            classEffect,
 	"send":                                    classEffect,
+	// The store's writes: a crash between one and its record must not
+	// make it twice (an increment).
+	"[method]bucket.set":    classEffect,
+	"[method]bucket.delete": classEffect,
+	"increment":             classEffect,
+	"set-many":              classEffect,
+	"delete-many":           classEffect,
 
 	"[static]cas.new":     classRefused,
 	"[method]cas.current": classRefused,
@@ -235,7 +242,12 @@ func (j *journal) live(st *agentState, c *wt.Caller, args, results []wt.Val, fn 
 	return nil
 }
 
-// record appends a call's results.
+// record appends a call's results, without waiting for them to be
+// durable (oplog.Log.AppendLater): they are before the next started
+// entry is, that is before the guest's next effect outside the host. A
+// crash before then loses them and what follows, never what precedes:
+// replay then ends at that call, made live again (a read, or an effect
+// whose started entry is there, settled as lost).
 func (j *journal) record(kind oplog.Kind, call string, digest []byte, results []wt.Val) error {
 	data, err := encodeResults(results)
 	if err != nil {
@@ -244,10 +256,15 @@ func (j *journal) record(kind oplog.Kind, call string, digest []byte, results []
 	return j.append(oplog.Entry{Kind: kind, Call: call, Digest: digest, Data: data})
 }
 
-// append writes e (durable when it returns); past the oplog's bounds, or
-// when the write fails, the call traps and so does every later one.
+// append writes e: a started entry durably before it returns, any other
+// with the next started one (record); past the oplog's bounds, or when
+// the write fails, the call traps and so does every later one.
 func (j *journal) append(e oplog.Entry) error {
-	if _, err := j.log.Append(e); err != nil {
+	add := j.log.AppendLater
+	if e.Kind == oplog.KindStarted {
+		add = j.log.Append
+	}
+	if _, err := add(e); err != nil {
 		j.failed = fmt.Errorf("%w: %w", ErrOplogWrite, err)
 		return j.failed
 	}

@@ -49,7 +49,9 @@ func (j mailJournal) Accepted(m *message.Message) error {
 // Ended records the end of a reply; once the instance's oplog is closed
 // (the instance ended) there is nothing to record it in.
 func (j mailJournal) Ended(id string) {
-	_, _ = j.log.Append(oplog.Entry{Kind: oplog.KindMessageEnd, Call: callMessage, Data: []byte(id)})
+	// Not waited for: lost in a crash, the message is resumed and the
+	// guest's reply, made again in replay, ends it again.
+	_, _ = j.log.AppendLater(oplog.Entry{Kind: oplog.KindMessageEnd, Call: callMessage, Data: []byte(id)})
 }
 
 // openMessages are the messages rec accepted and did not end, in the

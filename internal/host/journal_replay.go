@@ -6,6 +6,7 @@ package host
 // go on.
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,8 +30,9 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 	switch name {
 	case "[method]provider.chat", "[method]provider.chat-stream":
 		return j.chatAgain(st, call, name, args, results)
-	case "[method]tooling.subscribe-resource-list", "[method]tooling.subscribe-resource":
-		again = true // a subscription only reads
+	case "[method]tooling.subscribe-resource-list", "[method]tooling.subscribe-resource",
+		"[method]bucket.set", "[method]bucket.delete", "set-many", "delete-many":
+		again = true // a subscription only reads; a write of a value, made twice, is made once
 	case "[method]tooling.call-tool-blocking", "[method]tooling.call-tool":
 		if h, err := selfArg(st.handles, toolingType, "tooling", args); err == nil && len(args) > 1 {
 			if tool, ok := args[1].(wt.String); ok {
@@ -43,6 +45,8 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 		if err := fn(c, args, results); err != nil {
 			return err
 		}
+	} else if name == "increment" { // wasi:keyvalue's own error
+		results[0] = kvResult(nil, errors.New("unavailable: outcome unknown after a restart"))
 	} else {
 		results[0] = errResult(tooling.Errorf(tooling.CodeUnavailable, "outcome unknown after a restart"))
 	}

@@ -26,6 +26,9 @@ type Log struct {
 	closed   bool
 	deleting bool           // Delete closed it: finish removes the log
 	inflight sync.WaitGroup // Appends handed to the committer, not yet answered
+	// later are AppendLater's entries not yet handed to the committer: the
+	// next Append (or Close) sends them first.
+	later []*request
 
 	finishOnce sync.Once
 	deleteErr  error
@@ -122,12 +125,18 @@ func (l *Log) Append(e Entry) (uint64, error) {
 	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
 	l.inflight.Add(1)
 	defer l.inflight.Done()
+	later := l.sendLaterLocked()
 	if !s.send(r) {
 		l.mu.Unlock()
 		return 0, s.errorf(l.key, ErrClosed)
 	}
 	l.next++
 	l.mu.Unlock()
+	for _, lr := range later { // in the same transaction as r, or an earlier one
+		if err := s.wait(lr); err != nil {
+			return 0, err
+		}
+	}
 	if err := s.wait(r); err != nil {
 		return 0, err
 	}
@@ -136,10 +145,65 @@ func (l *Log) Append(e Entry) (uint64, error) {
 	return e.Seq, nil
 }
 
-// Close closes the log, once the Appends under way are answered, and
-// releases its key; the log stays in the file for a later Store.Open.
+// AppendLater is Append without the fsync: the entry takes the next seq
+// at once and is written with the log's next Append, which waits for it
+// (or by Close), sharing that transaction. A crash before then loses it
+// and every entry after it, never one before it: what a log holds is
+// always a prefix of what was appended. For entries whose loss a replay
+// makes up for by making the call again (a read, a result the guest's
+// next recorded effect would have made durable anyway).
+func (l *Log) AppendLater(e Entry) (uint64, error) {
+	s := l.s
+	s.appends.Add(1)
+	if err := checkEntry(&e); err != nil {
+		return 0, s.errorf(l.key, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, s.errorf(l.key, ErrClosed)
+	}
+	e.Seq, e.At = l.next, time.Now().UTC()
+	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
+	l.later = append(l.later, r)
+	l.next++
+	l.entries.Add(1)
+	l.bytes.Add(int64(len(r.value)))
+	return e.Seq, nil
+}
+
+// sendLaterLocked hands AppendLater's entries to the committer, in order,
+// and returns them for the caller to wait for (l.mu held). Entries the
+// committer cannot take (the store closed) are lost, as in a crash.
+func (l *Log) sendLaterLocked() []*request {
+	later := l.later
+	l.later = nil
+	sent := later[:0]
+	for _, r := range later {
+		if !l.s.send(r) {
+			break
+		}
+		sent = append(sent, r)
+	}
+	return sent
+}
+
+// flushLater writes AppendLater's entries and waits for them.
+func (l *Log) flushLater() {
+	l.mu.Lock()
+	later := l.sendLaterLocked()
+	l.mu.Unlock()
+	for _, r := range later {
+		_ = l.s.wait(r) // a failure is the committer's log line and the log's broken
+	}
+}
+
+// Close closes the log, once AppendLater's entries are written and the
+// Appends under way answered, and releases its key; the log stays in the
+// file for a later Store.Open.
 // Close is idempotent.
 func (l *Log) Close() error {
+	l.flushLater()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -156,6 +220,7 @@ func (l *Log) Delete() error {
 		return l.s.errorf(l.key, ErrClosed)
 	}
 	l.closed, l.deleting = true, true
+	l.later = nil // removed with the log
 	l.mu.Unlock()
 	l.finish()
 	return l.deleteErr
