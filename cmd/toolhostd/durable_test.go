@@ -664,3 +664,47 @@ func dialControl(t *testing.T, sock string, p *serveProc) *control.Client {
 	}, p.out)
 	return c
 }
+
+// TestDurableAgentRemovedByReload: a reload that removes a durable agent
+// mid-run drops its oplog (no start will replay it); one that keeps it
+// leaves it alone.
+func TestDurableAgentRemovedByReload(t *testing.T) {
+	cs, url := newCountServer(t, 2)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "ctl.sock")
+	head := fmt.Sprintf("version = 1\n[host]\nstate_dir = %q\ncontrol_socket = %q\n\n[tooling.count]\nurl = %q\n",
+		filepath.Join(dir, "state"), sock, url)
+	loop := fmt.Sprintf("\n[agent.loop]\ncomponent = %q\ntoolings = [\"count\"]\ndurable = true\nrestart = \"never\"\ninput = '{\"tool\":\"step\",\"n\":3}'\n",
+		testenv.Agent(t, "test-agents", "durable"))
+	other := fmt.Sprintf("\n[agent.other]\ncomponent = %q\ndurable = true\n", testenv.Agent(t, "agents", "echo"))
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", head+loop+other)
+	p := startServe(t, cfg)
+	testenv.Recv(t, cs.held, 60*time.Second, "call 2 of the loop")
+	c := dialControl(t, sock, p)
+	defer c.Close()
+	testenv.Eventually(t, 30*time.Second, "the other agent to run", func() bool {
+		a, err := c.Agent(t.Context(), "other")
+		return err == nil && a.State == "running"
+	})
+	writeConfigFile(t, dir, "toolhostd.toml", head+other)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the reload to remove loop", func() bool {
+		_, err := c.Agent(t.Context(), "loop")
+		return errors.Is(err, control.ErrUnknownAgent)
+	})
+	cs.releaseHeld()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil { // other's oplog stays, as a crash leaves it
+		t.Fatal(err)
+	}
+	_ = p.wait(t, 10*time.Second)
+	st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if keys, err := st.Keys(); err != nil || !slices.Equal(keys, []string{"other"}) {
+		t.Errorf("oplogs after the reload removed loop: %v %v, want [other]", keys, err)
+	}
+}

@@ -64,7 +64,8 @@ func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentC
 // endOplog keeps or deletes an instance's oplog by how it ended: kept
 // when it was cut off (runErr is a trap, an interrupt, a suspension or a
 // host failure), deleted when its run returned, it stopped idle, or its
-// replay cannot go on.
+// replay cannot go on (a changed component, a divergence, a corrupt
+// entry: the restart policy's next start is a fresh run).
 func (v *service) endOplog(l *oplog.Log, runErr error, idle bool) {
 	if l == nil {
 		return
@@ -100,13 +101,27 @@ func keepsOplog(runErr error) bool {
 	return true
 }
 
-// finalOplogError reports the errors after which a durable agent is not
-// restarted: its oplog cannot be replayed, and a restart would only
-// repeat the failure (a changed component, a divergence, a corrupt
-// oplog). The operator starts it again, fresh.
-func finalOplogError(err error) bool {
-	return errors.Is(err, host.ErrDiverged) || errors.Is(err, host.ErrComponentChanged) ||
-		errors.Is(err, host.ErrOplogCorrupt) || errors.Is(err, oplog.ErrCorrupt)
+// dropOplogs removes the oplogs of an agent a reload removed: no start
+// will replay them.
+func (s *Supervisor) dropOplogs(name string) {
+	if s.opts.Oplog == nil {
+		return
+	}
+	st, err := s.opts.Oplog()
+	if err != nil {
+		return
+	}
+	keys, err := st.Keys()
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		if k == name || strings.HasPrefix(k, name+"/") {
+			if err := st.Remove(k); err != nil {
+				s.log.Warn("oplog of a removed agent not removed", zap.String("oplog", k), zap.Error(err))
+			}
+		}
+	}
 }
 
 // resumeSessions starts again, in pool, the instances of a durable

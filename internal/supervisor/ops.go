@@ -165,6 +165,9 @@ func (s *Supervisor) Replace(agents map[string]*config.Agent, removed, fresh []s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range removed {
+		if r := s.agents[name]; r != nil && r.cfg.Durable {
+			s.dropOplogs(name)
+		}
 		delete(s.agents, name)
 	}
 	for _, name := range fresh {

@@ -239,7 +239,7 @@ func (v *service) startInstance(prog *host.Program, cfg host.AgentConfig, span *
 func (v *service) decide(runErr error, ran time.Duration) error {
 	failed := runErr != nil
 	trap := host.IsTrap(runErr)
-	restart := restarts(v.cfg.Restart, failed) && !finalOplogError(runErr)
+	restart := restarts(v.cfg.Restart, failed)
 	var delay time.Duration
 	v.update(func(r *record) {
 		r.run.inst = nil
