@@ -138,7 +138,10 @@ func (j *journal) replaying() bool {
 // for durable instances; a function of an instance without an oplog runs
 // as it is.
 func journaled(iface, name string, fn wt.HostFunc) wt.HostFunc {
-	class := callClasses[name]
+	class, ok := callClasses[name]
+	if !ok {
+		class = classRecord
+	}
 	if class == classLocal {
 		return fn
 	}
