@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -46,6 +47,8 @@ type Agent struct {
 	messaging Messaging
 	mb        *message.Mailbox
 	ob        *message.Outbox // nil without a router
+	// leaveMessages: close leaves the open messages open (LeaveMessages).
+	leaveMessages atomic.Bool
 
 	// the provider side (chat.go)
 	providers  ProviderLookup

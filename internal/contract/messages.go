@@ -66,8 +66,17 @@ func (a *Agent) Busy() bool {
 // closeMessages fails the messages still open to the agent with text and
 // cancels those it sent (agent exit).
 func (a *Agent) closeMessages(text string) {
-	a.mb.Close(tooling.CodeUnavailable, text)
+	if a.leaveMessages.Load() {
+		a.mb.Leave()
+	} else {
+		a.mb.Close(tooling.CodeUnavailable, text)
+	}
 	if a.ob != nil {
 		a.ob.Close()
 	}
 }
+
+// LeaveMessages makes the agent's close leave the messages open to it
+// open instead of failing them (Mailbox.Leave): a durable instance
+// suspended by its host's shutdown, whose next start resumes them.
+func (a *Agent) LeaveMessages() { a.leaveMessages.Store(true) }

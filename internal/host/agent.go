@@ -202,8 +202,14 @@ func (a *Agent) Stop() {
 // Suspend ends a durable instance where it is, to be resumed from its
 // oplog: it is interrupted at once, without the shutdown envelope, and
 // what it waited on ends without being recorded (journal.go). Wait
-// returns an error wrapping ErrSuspended. Returns at once.
-func (a *Agent) Suspend() {
+// returns an error wrapping ErrSuspended. With leaveMessages (the host
+// shuts down) the messages open to it stay open, for the host's next
+// start to resume from the oplog; else they fail, as they do when any
+// instance ends. Returns at once.
+func (a *Agent) Suspend(leaveMessages bool) {
+	if leaveMessages && a.journal != nil {
+		a.pa.LeaveMessages()
+	}
 	a.stopOnce.Do(func() {
 		a.phase.Lock()
 		a.stopAsked = true

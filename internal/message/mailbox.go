@@ -246,6 +246,17 @@ func (b *Mailbox) LastActivity() time.Time {
 	return b.last
 }
 
+// Leave refuses further messages and leaves the open ones open: a durable
+// instance suspended by its host's shutdown, whose oplog has them, so that
+// the host's next start resumes them (Router.Resume) and their replies are
+// still made.
+func (b *Mailbox) Leave() {
+	b.mu.Lock()
+	b.closed = true
+	b.open = map[string]*Message{}
+	b.mu.Unlock()
+}
+
 // Close refuses further messages and fails every open one with code and
 // text (the instance ended: unavailable, with the trap's summary).
 func (b *Mailbox) Close(code tooling.ErrorCode, text string) {

@@ -236,6 +236,13 @@ func (s *Supervisor) Resume() {
 	s.mu.Unlock()
 }
 
+// isStopping reports whether the host shuts down (Shutdown was called).
+func (s *Supervisor) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
+
 func (s *Supervisor) isHalted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
