@@ -407,6 +407,7 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 		// A deploy: the host shuts down (the durable instance is suspended,
 		// its message left open in its oplog), and its next start answers.
 		{"shutdown", "single", "", syscall.SIGTERM},
+		{"per-session shutdown", "per-session", "s1", syscall.SIGTERM},
 	} {
 		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session, tc.stop) })
 	}

@@ -140,7 +140,27 @@ func (v *service) startSession(ctx context.Context, prog *host.Program, env map[
 		m.InstanceStarted(v.r.name)
 	}
 	go v.sessionEnded(inst, cfg.Oplog, session, span)
+	if cfg.Oplog != nil {
+		return durableSession{inst, v.s}, nil
+	}
 	return inst, nil
+}
+
+// durableSession is a durable per-session instance in its pool: stopped
+// by the host's shutdown it is suspended, its messages left open in its
+// oplog for the next start (host.Agent.Suspend); stopped otherwise (idle,
+// evicted, a reload) it winds down as any instance does.
+type durableSession struct {
+	*host.Agent
+	s *Supervisor
+}
+
+func (d durableSession) Stop() {
+	if d.s.isStopping() {
+		d.Suspend(true)
+		return
+	}
+	d.Agent.Stop()
 }
 
 // startSessionInstance claims session's key in a cluster and starts its
