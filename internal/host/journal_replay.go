@@ -167,6 +167,7 @@ func (j *journal) ended(st *agentState) {
 	if j.done != nil {
 		j.done(len(j.rec), took)
 	}
+	j.rec, j.pos = nil, 0 // live from here on: the recorded entries are not needed again
 }
 
 // DivergenceError stops a replayed instance that made a call other than
