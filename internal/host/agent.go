@@ -68,8 +68,9 @@ type AgentConfig struct {
 	// the agent has no key-value store, and every open fails.
 	OpenBucket func(identifier string) (*kv.Bucket, error)
 	// Oplog, if set, makes the instance durable (journal.go): each host
-	// call's result is appended to it before the guest gets it, and what
-	// it recorded before is replayed first. It was opened with the
+	// call's result is recorded in it (a call with an effect outside the
+	// host as started, durably, before it is issued), and what it recorded
+	// before is replayed first. It was opened with the
 	// program's Content as its header's component; the caller closes it,
 	// or deletes it once the instance ended for good.
 	Oplog *oplog.Log
