@@ -19,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -401,21 +403,26 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 	for _, tc := range []struct {
 		name, instances, session string
 		stop                     syscall.Signal
+		traced                   bool
 	}{
-		{"single", "single", "", syscall.SIGKILL},
-		{"per-session", "per-session", "s1", syscall.SIGKILL}, // resumed at the host's start, with no message to its session
+		{"single", "single", "", syscall.SIGKILL, false},
+		{"per-session", "per-session", "s1", syscall.SIGKILL, false}, // resumed at the host's start, with no message to its session
 		// A deploy: the host shuts down (the durable instance is suspended,
 		// its message left open in its oplog), and its next start answers.
-		{"shutdown", "single", "", syscall.SIGTERM},
-		{"per-session shutdown", "per-session", "s1", syscall.SIGTERM},
+		{"shutdown", "single", "", syscall.SIGTERM, false},
+		{"per-session shutdown", "per-session", "s1", syscall.SIGTERM, false},
+		// The message's trace goes on across the kill: the resumed
+		// message's span is in the caller's trace, its replayed calls are
+		// events of it, not spans.
+		{"traced", "single", "", syscall.SIGKILL, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session, tc.stop) })
+		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session, tc.stop, tc.traced) })
 	}
 }
 
 // durableMessage is one run of TestDurableMessageSurvivesKill: the first
 // host is stopped with stop mid-reply.
-func durableMessage(t *testing.T, instances, session string, stop syscall.Signal) {
+func durableMessage(t *testing.T, instances, session string, stop syscall.Signal, traced bool) {
 	const content = "one two three four five six "
 	const holdAt = 3 // the pause held at the kill
 	var (
@@ -460,11 +467,17 @@ func durableMessage(t *testing.T, instances, session string, stop syscall.Signal
 
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "ctl.sock")
+	var rcv *testenv.OTLPReceiver
+	traces := ""
+	if traced {
+		rcv = testenv.NewOTLPReceiver(t)
+		traces = fmt.Sprintf("traces = { endpoint = %q }\n", rcv.URL)
+	}
 	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
 [host]
 state_dir = %q
 control_socket = %q
-
+`+traces+`
 [tooling.pace]
 url = %q
 
@@ -498,8 +511,14 @@ instances = %q
 		err error
 	}
 	sent := make(chan sendResult, 1)
+	caller := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    trace.TraceID{0x0d, 0x0b, 0x1e, 0x5a, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+		TraceFlags: trace.FlagsSampled, Remote: true,
+	})
 	go func() {
-		st, err := c1.Send(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
+		ctx := trace.ContextWithRemoteSpanContext(context.Background(), caller)
+		st, err := c1.Send(ctx, "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
 		sent <- sendResult{st, err}
 	}()
 	testenv.Recv(t, held, 60*time.Second, "the reply's third pause")
@@ -536,6 +555,9 @@ instances = %q
 	}
 	if got, err := c2.Message(t.Context(), "paced", st.ID); err != nil || got.Reply != content {
 		t.Errorf("GET of message %s: %+v %v", st.ID, got, err)
+	}
+	if traced {
+		durableTrace(t, rcv, caller.TraceID().String(), st.TraceID)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -720,5 +742,45 @@ func TestDurableAgentRemovedByReload(t *testing.T) {
 	defer st.Close()
 	if keys, err := st.Keys(); err != nil || !slices.Equal(keys, []string{"other"}) {
 		t.Errorf("oplogs after the reload removed loop: %v %v, want [other]", keys, err)
+	}
+}
+
+// durableTrace checks the trace of a message resumed after its host's
+// kill: the resumed message's invoke_agent span is in the caller's trace
+// (tid), says so, and has the replayed calls as events; the calls made
+// live after the replay are its children; "delivered", answered from the
+// oplog, has no span of the second host.
+func durableTrace(t *testing.T, rcv *testenv.OTLPReceiver, tid, got string) {
+	t.Helper()
+	if got != tid {
+		t.Errorf("the resumed message's trace %s, want the caller's %s", got, tid)
+	}
+	var resumed *tracepb.Span
+	testenv.Eventually(t, 30*time.Second, "the resumed message's span", func() bool {
+		for _, sp := range rcv.Spans(tid) {
+			if sp.Name == "invoke_agent paced" && testenv.AttrStrings(sp.Attributes)["toolhost.message.resumed"] == "true" {
+				resumed = sp
+				return true
+			}
+		}
+		return false
+	})
+	replayed := map[string]int{}
+	for _, ev := range resumed.Events {
+		if ev.Name == "toolhost.replayed" {
+			replayed[testenv.AttrStrings(ev.Attributes)["toolhost.call"]]++
+		}
+	}
+	if replayed["toolhost:agent/tooling@0.3.0#[method]tooling.call-tool-blocking"] == 0 || replayed["toolhost:agent/inbox@0.3.0#recv"] == 0 {
+		t.Errorf("the resumed span's replayed events %v: want its recv and tool calls", replayed)
+	}
+	var live int
+	for _, sp := range rcv.Spans(tid) {
+		if sp.Name == "execute_tool pause" && string(sp.ParentSpanId) == string(resumed.SpanId) {
+			live++
+		}
+	}
+	if live == 0 {
+		t.Error("no execute_tool span under the resumed message: the calls after the replay are not in its trace")
 	}
 }

@@ -213,6 +213,16 @@ func spanIDs(span trace.Span) (traceID, spanID string) {
 // Traced reports whether the agent records spans.
 func (a *Agent) Traced() bool { return a.tracer != nil }
 
+// Replayed records a host call a durable instance's replay answered from
+// its oplog (entry seq) as an event of the span of the message it works
+// on: a replayed call is not made again, so it is no span of its own.
+func (a *Agent) Replayed(call string, seq uint64) {
+	if a.tracer == nil {
+		return
+	}
+	a.mb.AddEvent("toolhost.replayed", attribute.String("toolhost.call", call), attribute.Int64("toolhost.oplog.seq", int64(seq)))
+}
+
 // Waited records a wait of the instance that began at start and ended now
 // (in recv) as a span of the message it works on, when it works on a
 // sampled one.

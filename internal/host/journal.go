@@ -207,8 +207,9 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 			}
 		}
 		if name == "recv" || name == "try-recv" {
-			j.received(results)
+			j.received(st, results)
 		}
+		st.pa.Replayed(call, e.Seq)
 		if !j.replaying() {
 			j.ended(st)
 		}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -34,11 +35,29 @@ type recordedMessage struct {
 	Content string `json:"content"`
 	Key     string `json:"idempotency_key,omitempty"`
 	Audit   bool   `json:"audit,omitempty"`
+	// TraceID and SpanID are the message's span's (hex; "" when not
+	// traced): a resumed message's span is its child.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
+}
+
+// parent is the span context a resumed message's span is a child of.
+func (m recordedMessage) parent() trace.SpanContext {
+	tid, err1 := trace.TraceIDFromHex(m.TraceID)
+	sid, err2 := trace.SpanIDFromHex(m.SpanID)
+	if err1 != nil || err2 != nil {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 }
 
 func (j mailJournal) Accepted(m *message.Message) error {
-	data, err := json.Marshal(recordedMessage{ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
-		Content: m.Content(), Key: m.IdempotencyKey(), Audit: m.Audit()})
+	rm := recordedMessage{ID: m.ID(), Agent: m.Agent(), Session: m.Session(), Sender: m.Sender(),
+		Content: m.Content(), Key: m.IdempotencyKey(), Audit: m.Audit()}
+	if sc := m.SpanContext(); sc.IsSampled() {
+		rm.TraceID, rm.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
+	data, err := json.Marshal(rm)
 	if err != nil {
 		return err
 	}
@@ -115,7 +134,7 @@ func (a *Agent) resumeMessages(j *journal) {
 	}
 	for _, rm := range open {
 		m, err := router.Resume(message.Request{ID: rm.ID, Agent: rm.Agent, Session: rm.Session, Sender: rm.Sender,
-			Content: rm.Content, IdempotencyKey: rm.Key, Audit: rm.Audit})
+			Content: rm.Content, IdempotencyKey: rm.Key, Audit: rm.Audit}, rm.parent())
 		if err == nil {
 			err = a.Mailbox().Resume(m, !received[rm.ID])
 		}

@@ -92,8 +92,9 @@ func (j *journal) diverged(e oplog.Entry, call string, args []wt.Val) error {
 	return d
 }
 
-// received notes the ids a replayed recv ended.
-func (j *journal) received(results []wt.Val) {
+// received notes the ids a replayed recv ended, and the message it gave
+// the guest.
+func (j *journal) received(st *agentState, results []wt.Val) {
 	opt, ok := results[0].(wt.Option)
 	if !ok || opt.Some == nil {
 		return
@@ -101,6 +102,9 @@ func (j *journal) received(results []wt.Val) {
 	rec, _ := opt.Some.(wt.Record)
 	id, _ := rec.Get("id").(wt.String)
 	ev, _ := rec.Get("event").(wt.Variant)
+	if ev.Case == "message" { // the message the guest works on from here (its span: the resumed one's)
+		st.pa.Received(inbox.Envelope{ID: string(id), Event: inbox.Message{}})
+	}
 	switch {
 	case terminal[ev.Case]:
 		delete(j.open, string(id))

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhostd/toolhostd/internal/inbox"
@@ -140,6 +141,20 @@ func (b *Mailbox) Took(id string) {
 		b.current = m
 	}
 	b.mu.Unlock()
+}
+
+// AddEvent adds an event to the span of the message the instance works
+// on, while it is open and traced (a durable instance's replayed call).
+func (b *Mailbox) AddEvent(name string, attrs ...attribute.KeyValue) {
+	b.mu.Lock()
+	m := b.current
+	if m == nil || b.open[m.id] != m {
+		m = nil
+	}
+	b.mu.Unlock()
+	if m != nil && m.span != nil && m.span.IsRecording() {
+		m.span.AddEvent(name, trace.WithAttributes(attrs...))
+	}
 }
 
 // Current is the span context of the message the instance works on: the

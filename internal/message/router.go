@@ -241,7 +241,12 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 // it in the instance that takes over, Mailbox.Resume), so that its reply
 // is kept here as any message's is, found by its id and by its
 // idempotency key.
-func (r *Router) Resume(req Request) (*Message, error) {
+//
+// Traced, its invoke_agent span is a child of parent, the span of the
+// message as it was first accepted (remote: that host is gone), so that
+// the message's trace goes on across the restart; the span says
+// toolhost.message.resumed.
+func (r *Router) Resume(req Request, parent trace.SpanContext) (*Message, error) {
 	if m, ok := r.t.get(req.Agent, req.ID); ok {
 		return m, nil // resumed already (another instance of a reload)
 	}
@@ -249,8 +254,15 @@ func (r *Router) Resume(req Request) (*Message, error) {
 	if err := r.t.add(m); err != nil {
 		return nil, err
 	}
+	ctx := context.Background()
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	_, span := r.startSpan(ctx, req)
+	span.SetAttributes(tracing.AttrMessageID.String(req.ID), attrResumed.Bool(true))
+	m.span = span
 	m.delivered()
-	m.onFinish(func(m *Message) { r.ended(m, req.Audit) })
+	m.onFinish(func(m *Message) { r.ended(m, req.Audit); r.endSpan(m) })
 	return m, nil
 }
 

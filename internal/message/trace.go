@@ -21,8 +21,13 @@ import (
 // tracerName is the instrumentation scope of the message spans.
 const tracerName = "github.com/toolhostd/toolhostd/internal/message"
 
-// attrSender is a message's sender (the conventions have no key for it).
-const attrSender = attribute.Key("toolhost.message.sender")
+// attrSender is a message's sender (the conventions have no key for it);
+// attrResumed marks the span of a message resumed after a restart
+// (Router.Resume).
+const (
+	attrSender  = attribute.Key("toolhost.message.sender")
+	attrResumed = attribute.Key("toolhost.message.resumed")
+)
 
 // noSpan is the span of a message when the router does not trace: it
 // records nothing, and costs the message no context.

@@ -94,6 +94,8 @@ func AttrStrings(kvs []*commonpb.KeyValue) map[string]string {
 			m[kv.Key] = v.StringValue
 		case *commonpb.AnyValue_IntValue:
 			m[kv.Key] = fmt.Sprint(v.IntValue)
+		case *commonpb.AnyValue_BoolValue:
+			m[kv.Key] = fmt.Sprint(v.BoolValue)
 		case *commonpb.AnyValue_ArrayValue:
 			var parts []string
 			for _, x := range v.ArrayValue.Values {
