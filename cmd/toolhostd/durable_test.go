@@ -415,6 +415,9 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 		// message's span is in the caller's trace, its replayed calls are
 		// events of it, not spans.
 		{"traced", "single", "", syscall.SIGKILL, true},
+		// A reload that changes the agent hands its instance's message
+		// over to the next instance, in the same process.
+		{"reload", "single", "", syscall.SIGHUP, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session, tc.stop, tc.traced) })
 	}
@@ -473,7 +476,8 @@ func durableMessage(t *testing.T, instances, session string, stop syscall.Signal
 		rcv = testenv.NewOTLPReceiver(t)
 		traces = fmt.Sprintf("traces = { endpoint = %q }\n", rcv.URL)
 	}
-	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+	config := func(grace string) string {
+		return writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
 [host]
 state_dir = %q
 control_socket = %q
@@ -485,9 +489,11 @@ url = %q
 component = %q
 toolings = ["pace"]
 durable = true
-stop_grace = "2s"
+stop_grace = %q
 instances = %q
-`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced"), instances))
+`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced"), grace, instances))
+	}
+	cfg := config("2s")
 	dial := func(p *serveProc) *control.Client {
 		var c *control.Client
 		waitFor(t, 60*time.Second, func() bool {
@@ -522,6 +528,33 @@ instances = %q
 		sent <- sendResult{st, err}
 	}()
 	testenv.Recv(t, held, 60*time.Second, "the reply's third pause")
+	if stop == syscall.SIGHUP {
+		// A reload that changes the agent: its instance is handed over to
+		// the next, with the message, in the same process; the sender's
+		// wait ends with the whole reply.
+		config("3s")
+		if err := first.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		r := testenv.Recv(t, sent, 60*time.Second, "the send's answer")
+		st, err := r.st, r.err
+		for err == nil && (st.Status == message.StatusQueued || st.Status == message.StatusWorking) {
+			st, err = c1.WaitMessage(t.Context(), "paced", st.ID, 30*time.Second)
+		}
+		if err != nil || st.Status != message.StatusDone || st.Reply != content {
+			t.Fatalf("after the reload: %+v %v, want done with the whole content\n%s", st, err, first.out.String())
+		}
+		c1.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if delivered != 1 {
+			t.Errorf("the agent was given the message %d times, want once", delivered)
+		}
+		if want := len(strings.Fields(content)) + 1; pauses != want {
+			t.Errorf("%d pauses, want %d (one per word, the one out at the reload twice)", pauses, want)
+		}
+		return
+	}
 	if err := first.cmd.Process.Signal(stop); err != nil {
 		t.Fatal(err)
 	}

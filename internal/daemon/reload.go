@@ -120,7 +120,7 @@ func (d *Daemon) Reload() error {
 		d.log.Info("reload: grants applied to the running agents without a restart", zap.Strings("agents", p.policyAgent))
 	}
 	// 1. Stop the agents that go or change (restarted in 3).
-	d.sup.StopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...))
+	d.sup.StopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...), handOver(cur, p))
 	// 2. Toolings: take out the removed and changed ones, then serve the new.
 	errs := d.swapToolings(p, made)
 	// 3. Agents: forget the removed, start the added and changed afresh.
@@ -230,4 +230,18 @@ func (d *Daemon) componentsChanged(p *plan, cur *config.Config) {
 		}
 	}
 	slices.Sort(p.changeAgent)
+}
+
+// handOver reports the changed agents whose instance a reload hands over
+// to the next with its open messages: durable before and after, one
+// instance started with the host (a per-session agent's sessions, an
+// on-message agent's instance are wound down as before).
+func handOver(cur *config.Config, p plan) func(name string) bool {
+	return func(name string) bool {
+		if !slices.Contains(p.changeAgent, name) {
+			return false
+		}
+		a := cur.Agent[name]
+		return a != nil && a.Durable && a.Instances != config.InstancesPerSession && a.Start != config.StartOnMessage
+	}
 }

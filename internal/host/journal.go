@@ -112,9 +112,12 @@ type journal struct {
 	maxB   int64               // bytes; 0: unbounded
 	open   map[string]openWork // the work the replayed calls opened, by its id
 	deltas map[string]int      // the chat-delta bytes a replayed recv gave, by stream id
-	start  time.Time
-	done   func(entries int, took time.Duration)
-	failed error // the first append that failed: every later call traps
+	// reapply are the resumed messages whose replies replay makes again
+	// (resumeMessages).
+	reapply map[string]bool
+	start   time.Time
+	done    func(entries int, took time.Duration)
+	failed  error // the first append that failed: every later call traps
 }
 
 func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
@@ -122,7 +125,7 @@ func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
 		return nil
 	}
 	return &journal{log: cfg.Oplog, zap: log, rec: cfg.Oplog.Recorded(), max: cfg.MaxOplogEntries,
-		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, start: time.Now(), done: cfg.OnReplayed}
+		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, reapply: map[string]bool{}, start: time.Now(), done: cfg.OnReplayed}
 }
 
 // replaying reports whether recorded calls remain (the message entries
@@ -181,8 +184,10 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		if e.Kind != want || e.Call != call || string(e.Digest) != string(digest) {
 			return j.diverged(e, call, args)
 		}
-		if class == classReapply {
-			_ = fn(c, args, make([]wt.Val, len(results))) // its own answer is the recorded one
+		if class == classReapply && len(args) > 0 {
+			if id, ok := args[0].(wt.String); ok && j.reapply[string(id)] {
+				_ = fn(c, args, make([]wt.Val, len(results))) // its own answer is the recorded one
+			}
 		}
 		if class == classEffect {
 			j.pos++

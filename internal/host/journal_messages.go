@@ -5,8 +5,10 @@ package host
 // too; an instance that takes over from one that was cut off (its host
 // killed) opens again every message accepted and not ended, through the
 // router, so that its reply is still made and kept under its id and its
-// idempotency key. The guest's replies to them are made again in replay
-// (they reach no one outside: the router keeps them).
+// idempotency key. The guest's replies to a message the router had lost
+// (its host died) are made again in replay (they reach no one outside:
+// the router keeps them); one the router still has (handed over by a
+// reload) keeps its reply so far.
 
 import (
 	"encoding/json"
@@ -133,10 +135,13 @@ func (a *Agent) resumeMessages(j *journal) {
 		return
 	}
 	for _, rm := range open {
-		m, err := router.Resume(message.Request{ID: rm.ID, Agent: rm.Agent, Session: rm.Session, Sender: rm.Sender,
+		m, fresh, err := router.Resume(message.Request{ID: rm.ID, Agent: rm.Agent, Session: rm.Session, Sender: rm.Sender,
 			Content: rm.Content, IdempotencyKey: rm.Key, Audit: rm.Audit}, rm.parent())
 		if err == nil {
 			err = a.Mailbox().Resume(m, !received[rm.ID])
+		}
+		if err == nil && fresh {
+			j.reapply[rm.ID] = true // its replies so far died with the host: made again in replay
 		}
 		if err != nil {
 			a.log.Warn("a message accepted before the restart cannot be resumed", zap.String("message_id", rm.ID), zap.Error(err))

@@ -246,13 +246,17 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 // message as it was first accepted (remote: that host is gone), so that
 // the message's trace goes on across the restart; the span says
 // toolhost.message.resumed.
-func (r *Router) Resume(req Request, parent trace.SpanContext) (*Message, error) {
+//
+// fresh is false when the router still has the message (an instance of
+// this process handed it over): its reply so far is kept, and the caller
+// must not make it again.
+func (r *Router) Resume(req Request, parent trace.SpanContext) (m *Message, fresh bool, err error) {
 	if m, ok := r.t.get(req.Agent, req.ID); ok {
-		return m, nil // resumed already (another instance of a reload)
+		return m, false, nil
 	}
-	m := newMessage(req.ID, req, r.opts.MaxReplyBytes, r.opts.Now)
+	m = newMessage(req.ID, req, r.opts.MaxReplyBytes, r.opts.Now)
 	if err := r.t.add(m); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ctx := context.Background()
 	if parent.IsValid() {
@@ -263,7 +267,7 @@ func (r *Router) Resume(req Request, parent trace.SpanContext) (*Message, error)
 	m.span = span
 	m.delivered()
 	m.onFinish(func(m *Message) { r.ended(m, req.Audit); r.endSpan(m) })
-	return m, nil
+	return m, true, nil
 }
 
 // Get is agent's message id while it is retained.

@@ -117,16 +117,31 @@ func (s *Supervisor) Release(name string) {
 }
 
 // StopAgents stops the named agents, all at once, and waits for them.
-func (s *Supervisor) StopAgents(names []string) {
+// Those handOver reports true for (a reload restarts them, durable as
+// before) are suspended with the messages open to them left open: their
+// next instance resumes them from its oplog and answers them.
+func (s *Supervisor) StopAgents(names []string, handOver func(name string) bool) {
 	s.mu.Lock()
 	var recs []*record
 	for _, name := range names {
 		if r := s.agents[name]; r != nil {
+			if handOver != nil && r.cfg.Durable && handOver(name) {
+				r.slot.handOver = true
+			}
 			recs = append(recs, r)
 		}
 	}
 	s.mu.Unlock()
 	s.stopAll(recs)
+}
+
+// handingOver reports whether r's instance is stopped to be handed over
+// (StopAgents) or the host shuts down: a durable instance then leaves its
+// messages open for the next.
+func (s *Supervisor) handingOver(r *record) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping || r.slot.handOver
 }
 
 // Shutdown refuses every operation from now on and stops every agent at

@@ -59,6 +59,9 @@ type slot struct {
 	started bool // some instance was started: the next start is a restart
 	backoff time.Duration
 	delay   time.Duration // wait before the next start
+	// handOver: the service is stopped for a reload that restarts the
+	// durable agent (StopAgents): its messages are left to the next.
+	handOver bool
 }
 
 // limited is one provider.Limited per provider the agent got, under its

@@ -169,7 +169,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 	case <-ctx.Done():
 		v.set(Stopping)
 		if cfg.Oplog != nil {
-			inst.Suspend(v.s.isStopping()) // a durable instance's work resumes from its oplog
+			inst.Suspend(v.s.handingOver(v.r)) // a durable instance's work resumes from its oplog
 		} else {
 			inst.Stop()
 		}
