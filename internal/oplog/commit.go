@@ -1,14 +1,6 @@
 package oplog
 
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-	"go.uber.org/zap"
-)
+import "fmt"
 
 // op is what a request asks of the committer.
 type op uint8
@@ -16,7 +8,7 @@ type op uint8
 const (
 	opAppend op = iota // put value as entry seq of log
 	opCreate           // create log key with header value
-	opDelete           // delete log key, if the file has it
+	opDelete           // delete log key, if the store has it
 )
 
 // request is one write the committer makes, in a transaction it may share
@@ -73,7 +65,8 @@ func (s *Store) submit(r *request) error {
 }
 
 // commitLoop is the committer: it takes the requests waiting, up to
-// maxBatch, writes them in one transaction and answers each, until Close.
+// maxBatch, writes them together (see commit) and answers each, until
+// Close.
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
 	batch := make([]*request, 0, s.maxBatch)
@@ -98,28 +91,17 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// commit writes batch in one transaction and answers each request.
+// commit writes batch (in one transaction over bbolt, in as few as etcd's
+// limits allow over etcd) and answers each request. An append of a log an
+// earlier failure broke is refused, not written.
 func (s *Store) commit(batch []*request) {
 	errs := make([]error, len(batch))
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(rootBucket)
-		logs := map[string]*bolt.Bucket{} // entries buckets met in this transaction
-		for i, r := range batch {
-			var err error
-			if errs[i], err = s.apply(root, logs, r); err != nil {
-				return err
-			}
+	for i, r := range batch {
+		if r.op == opAppend && r.log.broken != nil {
+			errs[i] = fmt.Errorf("entry %d not written: an earlier one failed (close the log and open it again): %w", r.seq, r.log.broken)
 		}
-		return nil
-	})
-	if err != nil {
-		s.log.Error("commit failed", zap.String("file", s.path), zap.Int("batch", len(batch)), zap.Error(err))
-		for i := range errs {
-			errs[i] = fmt.Errorf("commit: %w", err)
-		}
-	} else {
-		s.commits.Add(1)
 	}
+	s.commits.Add(uint64(s.b.commit(batch, errs)))
 	for i, r := range batch {
 		if errs[i] != nil {
 			if r.op == opAppend && r.log.broken == nil {
@@ -134,51 +116,4 @@ func (s *Store) commit(batch []*request) {
 		}
 		r.done <- nil
 	}
-}
-
-// apply makes r's write in root. A failure of r alone is reqErr; txErr
-// fails the transaction.
-func (s *Store) apply(root *bolt.Bucket, logs map[string]*bolt.Bucket, r *request) (reqErr, txErr error) {
-	switch r.op {
-	case opAppend:
-		if r.log.broken != nil {
-			return fmt.Errorf("entry %d not written: an earlier one failed (close the log and open it again): %w", r.seq, r.log.broken), nil
-		}
-		eb := logs[r.key]
-		if eb == nil {
-			if lb := root.Bucket([]byte(r.key)); lb != nil {
-				eb = lb.Bucket(entriesBucket)
-			}
-			if eb == nil {
-				return errors.New("the log is not in the file"), nil
-			}
-			eb.FillPercent = 0.9 // keys are appended in order
-			logs[r.key] = eb
-		}
-		return nil, eb.Put(binary.BigEndian.AppendUint64(nil, r.seq), r.value)
-	case opCreate:
-		lb, err := root.CreateBucket([]byte(r.key))
-		if errors.Is(err, bolterrors.ErrBucketExists) {
-			return errors.New("the log is already in the file"), nil
-		} else if err != nil {
-			return nil, err
-		}
-		if err := lb.Put(headerKey, r.value); err != nil {
-			return nil, err
-		}
-		eb, err := lb.CreateBucket(entriesBucket)
-		if err != nil {
-			return nil, err
-		}
-		eb.FillPercent = 0.9
-		logs[r.key] = eb
-		return nil, nil
-	case opDelete:
-		delete(logs, r.key)
-		if err := root.DeleteBucket([]byte(r.key)); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
-			return nil, err
-		}
-		return nil, nil
-	}
-	return nil, fmt.Errorf("unknown op %d", r.op)
 }

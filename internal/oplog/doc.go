@@ -5,32 +5,60 @@
 // instance can be replayed from it. The package stores and returns
 // entries; what they mean is the caller's business.
 //
-// A [Store] is one bbolt file holding many logs, each named by a key
-// ("agent" or "agent/session"). [Store.Open] opens a log, creating it with
-// a [Header] if the file has none of that key, or reading and verifying
-// what it holds ([Log.Recorded]) if it has. [Log.Append] adds an [Entry]
-// and returns once the entry is durable. [Log.Delete] removes a log whose
-// instance ended cleanly; [Log.Close] keeps it for a later Open.
-// [Store.Summaries] and [Store.Entries] read the logs of the file, open or
-// not, for an operator.
+// A [Store] holds many logs, each named by a key ("agent" or
+// "agent/session"), in one of two backends: a bbolt file ([Open]), for a
+// single host, or etcd under a prefix ([OpenEtcd]), for a cluster, where
+// the host that runs an agent now may not be the one that ran it before.
+// The Store and its [Log]s behave the same over either. [Store.Open] opens
+// a log, creating it with a [Header] if the store has none of that key, or
+// reading and verifying what it holds ([Log.Recorded]) if it has.
+// [Log.Append] adds an [Entry] and returns once the entry is durable (in
+// a committed transaction: fsynced by bbolt, or by a quorum of etcd).
+// [Log.Delete] removes a log whose instance ended cleanly; [Log.Close]
+// keeps it for a later Open. [Store.Summaries] and [Store.Entries] read
+// the logs of the store, open or not, for an operator. A key is open in
+// one Log of a Store at a time ([ErrBusy]); across the hosts of a cluster
+// the placement of agents keeps one writer per log, and
+// [EtcdOptions].Guard fences a host that lost its agent ([ErrFenced]).
 //
 // # Group commit
 //
-// bbolt fsyncs once per read-write transaction, so appends are not written
-// one transaction each: one committer goroutine per Store takes every
-// append waiting at that moment (up to [Options].MaxBatch), writes them all
-// in one transaction and only then answers each caller. Many instances
-// appending at once share their fsyncs; [Store.Stats] counts both.
+// A transaction costs an fsync (bbolt) or a round of raft (etcd), so
+// appends are not written one transaction each: one committer goroutine
+// per Store takes every append waiting at that moment (up to
+// [Options].MaxBatch), writes them all together and only then answers
+// each caller. Many instances appending at once share their
+// transactions; [Store.Stats] counts both. Over bbolt a batch is one
+// transaction. Over etcd it is as few as etcd's default limits allow, in
+// order: at most 128 operations (and 128 comparisons) and about 1 MiB of
+// keys and values each, an entry larger than that in one of its own (and
+// an entry larger than etcd's 1.5 MiB request limit refused by Append);
+// the creation of a log (which must find no header) and the deletion of
+// one each take a transaction. Every etcd transaction that writes a log
+// requires the log's Guard comparisons (and, of an append, the log's
+// header); one that fails them writes nothing, and its appends fail with
+// ErrFenced, the others of its transaction being written again without
+// them. Each etcd request is bounded by [EtcdOptions].Timeout: a store
+// that cannot reach etcd fails, it does not hang.
 //
 // # Layout and encoding
 //
-// The file has one top-level bucket, "logs", and in it a bucket per log
-// key holding the value "header" and the bucket "entries", whose keys are
-// the entries' seqs (8 bytes, big-endian) and whose values are the
-// entries. Headers and entries are encoded in a compact binary form that
-// starts with a version byte and ends with a CRC-32C (Castagnoli) of all
-// that precedes it; see codec.go. Opening a log verifies every entry (its
-// checksum, its encoding, and that the seqs run 1..n without a gap); a log
-// that fails is reported with [ErrCorrupt], naming the key and the seq,
-// and the other logs of the file stay usable.
+// The bbolt file has one top-level bucket, "logs", and in it a bucket per
+// log key holding the value "header" and the bucket "entries", whose keys
+// are the entries' seqs (8 bytes, big-endian) and whose values are the
+// entries.
+//
+// In etcd a log is under PREFIX/<key>/, the key escaped by
+// [url.PathEscape] (so that a '/' of the key is "%2F" and the prefixes of
+// two logs never nest): PREFIX/<key>/h is its header and
+// PREFIX/<key>/e/<seq> an entry, the seq in 16 hex digits, which sort as
+// the seqs do. A read is of one revision.
+//
+// Headers and entries are encoded, in either backend, in a compact binary
+// form that starts with a version byte and ends with a CRC-32C
+// (Castagnoli) of all that precedes it; see codec.go. Opening a log
+// verifies every entry (its checksum, its encoding, and that the seqs run
+// 1..n without a gap); a log that fails is reported with [ErrCorrupt],
+// naming the key and the seq, and the other logs of the store stay
+// usable.
 package oplog

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Limits on what a log holds, in bytes.
@@ -74,7 +72,7 @@ type Entry struct {
 }
 
 // checkEntry is what Append requires of an entry it is given.
-func checkEntry(e *Entry) error {
+func (s *Store) checkEntry(e *Entry) error {
 	if !e.Kind.valid() {
 		return fmt.Errorf("entry of %s: not a kind of entry", e.Kind)
 	}
@@ -82,8 +80,8 @@ func checkEntry(e *Entry) error {
 		return fmt.Errorf("entry digest of %d bytes: the limit is %d", len(e.Digest), maxDigest)
 	}
 	// The encoding adds at most 1+1+10+10+3*10+4 bytes to these.
-	if n := len(e.Call) + len(e.Digest) + len(e.Data) + 56; n > bolt.MaxValueSize {
-		return fmt.Errorf("entry of about %d bytes: bbolt's limit is %d", n, bolt.MaxValueSize)
+	if n := len(e.Call) + len(e.Digest) + len(e.Data) + 56; n > s.maxEntry {
+		return fmt.Errorf("entry of about %d bytes: %s is %d", n, s.limitName, s.maxEntry)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 )
 
@@ -40,7 +39,7 @@ type Log struct {
 }
 
 // Open opens the log key: "agent" or "agent/session" (not empty, at most
-// 512 bytes, valid UTF-8). If the file has no log of that key, Open
+// 512 bytes, valid UTF-8). If the store has no log of that key, Open
 // creates it, durably, with header h; if it has, the log keeps its own
 // header (see Log.Header) and Open reads and verifies its entries (see
 // Log.Recorded), failing with ErrCorrupt if they do not verify. A key
@@ -62,14 +61,8 @@ func (s *Store) Open(key string, h Header) (*Log, error) {
 }
 
 func (s *Store) openLog(key string, h Header) (*Log, error) {
-	var st *stored
-	err := s.view(func(root *bolt.Bucket) error {
-		var err error
-		st, err = read(root, key)
-		return err
-	})
+	st, err := s.read(key)
 	if err != nil {
-		err = fmt.Errorf("oplog: %s: log %q is %w", s.path, key, err)
 		s.log.Warn("log not opened", zap.String("file", s.path), zap.String("key", key), zap.Error(err))
 		return nil, err
 	}
@@ -104,16 +97,19 @@ func (l *Log) Len() (entries int, bytes int64) {
 }
 
 // Append adds e to the log, setting its Seq (the next of the log: 1, 2, 3
-// …) and At (now), and returns its Seq once it is in a committed, fsynced
-// transaction. Concurrent Appends are serialised in the order they were
-// called. After Close, Delete or Store.Close it fails with ErrClosed. An
-// Append that fails for another reason (the disk) leaves the log unusable,
-// as the file may lack that entry but not the next: later Appends fail too
-// and the log must be closed and opened again.
+// …) and At (now), and returns its Seq once it is in a committed
+// transaction: fsynced (bbolt), or committed by etcd's quorum. Concurrent
+// Appends are serialised in the order they were called. After Close,
+// Delete or Store.Close it fails with ErrClosed. An Append that fails for
+// another reason (the disk, etcd unreachable, the log fenced: ErrFenced)
+// leaves the log unusable, as the store may lack that entry but not the
+// next: later Appends fail too and the log must be closed and opened
+// again. An entry larger than the store takes (over etcd, about 1.5 MiB)
+// is refused without taking a seq.
 func (l *Log) Append(e Entry) (uint64, error) {
 	s := l.s
 	s.appends.Add(1)
-	if err := checkEntry(&e); err != nil {
+	if err := s.checkEntry(&e); err != nil {
 		return 0, s.errorf(l.key, err)
 	}
 	l.mu.Lock()
@@ -155,7 +151,7 @@ func (l *Log) Append(e Entry) (uint64, error) {
 func (l *Log) AppendLater(e Entry) (uint64, error) {
 	s := l.s
 	s.appends.Add(1)
-	if err := checkEntry(&e); err != nil {
+	if err := s.checkEntry(&e); err != nil {
 		return 0, s.errorf(l.key, err)
 	}
 	l.mu.Lock()
@@ -200,7 +196,7 @@ func (l *Log) flushLater() {
 
 // Close closes the log, once AppendLater's entries are written and the
 // Appends under way answered, and releases its key; the log stays in the
-// file for a later Store.Open.
+// store for a later Store.Open.
 // Close is idempotent.
 func (l *Log) Close() error {
 	l.flushLater()
@@ -211,7 +207,7 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// Delete closes the log and removes it from the file, durably: its
+// Delete closes the log and removes it from the store, durably: its
 // instance ended cleanly. After Close or Delete it fails with ErrClosed.
 func (l *Log) Delete() error {
 	l.mu.Lock()
@@ -226,7 +222,7 @@ func (l *Log) Delete() error {
 	return l.deleteErr
 }
 
-// finish waits for the Appends under way, removes the log from the file
+// finish waits for the Appends under way, removes the log from the store
 // if Delete closed it, and releases the key. It runs once; other callers
 // wait for it.
 func (l *Log) finish() {

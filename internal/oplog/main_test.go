@@ -8,9 +8,14 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaks with the options of a package whose tests run
+// embedded etcd members (etcd_test.go); the package itself serves and
+// dials no HTTP.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.LeakOptions()...) }
 
 // testStore opens a store in a fresh t.TempDir() (opts.Path if set),
 // closed at cleanup.

@@ -3,49 +3,27 @@ package oplog
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
 )
 
-// Options configure Open.
-type Options struct {
-	// Path is the bbolt file. It is created, mode 0600, if missing, and
-	// its directory, mode 0700, if that is missing too.
-	Path string
-	// Log receives the store's messages; nil: none.
-	Log *zap.Logger
-	// MaxBatch bounds how many appends one transaction takes (0: 1024).
-	MaxBatch int
-}
+const defaultMaxBatch = 1024
 
-const (
-	defaultMaxBatch = 1024
-	// lockTimeout bounds the wait for the file's lock, which another
-	// process (or another Store of this one) may hold.
-	lockTimeout = time.Second
-)
-
-// Bucket and value names of the file; see the package doc.
-var (
-	rootBucket    = []byte("logs")
-	headerKey     = []byte("header")
-	entriesBucket = []byte("entries")
-)
-
-// Store is one bbolt file of logs. Its methods are safe for concurrent
-// use.
+// Store is a set of logs kept in one bbolt file (Open) or under a prefix
+// of etcd (OpenEtcd). Its methods are safe for concurrent use.
 type Store struct {
-	db       *bolt.DB
-	path     string
+	b        backend
+	db       *bolt.DB // the file of a bbolt store, b's (nil over etcd)
+	path     string   // the file, or "etcd:PREFIX"
 	log      *zap.Logger
 	maxBatch int
+	// maxEntry bounds an entry's encoded size; limitName says whose limit
+	// it is, for checkEntry's error.
+	maxEntry  int
+	limitName string
 
 	reqs    chan *request // to the committer, buffered (maxBatch)
 	done    chan struct{} // closed by Close: the committer stops
@@ -69,68 +47,29 @@ type Stats struct {
 	Commits uint64 // read-write transactions committed (of appends, and of creating and deleting logs)
 }
 
-// Open opens the store at opts.Path, creating the file if it is missing,
-// and starts its committer; Close stops it. A file locked by another
-// process (or by another Store of this one) is an error after about a
-// second, not a wait.
-func Open(opts Options) (*Store, error) {
-	if opts.Path == "" {
-		return nil, errors.New("oplog: no path for the store")
-	}
-	if opts.MaxBatch < 0 {
-		return nil, fmt.Errorf("oplog: %s: max batch %d is negative", opts.Path, opts.MaxBatch)
-	}
-	if opts.MaxBatch == 0 {
-		opts.MaxBatch = defaultMaxBatch
-	}
-	lg := opts.Log
-	if lg == nil {
-		lg = zap.NewNop()
-	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("oplog: %w", err)
-	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{
-		Timeout: lockTimeout,
-		// The freelist is rebuilt on open rather than written at each
-		// commit: less to write per fsync.
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
-	switch {
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("oplog: %s is locked by another process, or is open in another Store of this one: %w", opts.Path, err)
-	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("oplog: %s is corrupt or not a bbolt file: %w", opts.Path, err)
-	case err != nil:
-		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(rootBucket)
-		return err
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
-	}
+// newStore is a Store over b, its committer started.
+func newStore(b backend, path string, lg *zap.Logger, maxBatch, maxEntry int, limitName string) *Store {
 	s := &Store{
-		db:       db,
-		path:     opts.Path,
-		log:      lg.Named("oplog"),
-		maxBatch: opts.MaxBatch,
-		reqs:     make(chan *request, opts.MaxBatch),
-		done:     make(chan struct{}),
-		stopped:  make(chan struct{}),
-		busy:     map[string]bool{},
+		b:         b,
+		path:      path,
+		log:       lg,
+		maxBatch:  maxBatch,
+		maxEntry:  maxEntry,
+		limitName: limitName,
+		reqs:      make(chan *request, maxBatch),
+		done:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		busy:      map[string]bool{},
 	}
 	go s.commitLoop()
 	s.log.Debug("store open", zap.String("file", s.path))
-	return s, nil
+	return s
 }
 
-// Close stops the committer and closes the file. Appends waiting and later
-// fail with ErrClosed, and so do the other methods, but Log.Close. Close is
-// idempotent: a second call returns what the first did.
+// Close stops the committer and closes the file (an etcd store leaves its
+// client open). Appends waiting and later fail with ErrClosed, and so do
+// the other methods, but Log.Close. Close is idempotent: a second call
+// returns what the first did.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -138,7 +77,7 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		close(s.done)
 		<-s.stopped
-		if err := s.db.Close(); err != nil {
+		if err := s.b.close(); err != nil {
 			s.closeErr = fmt.Errorf("oplog: %s: %w", s.path, err)
 		}
 		s.log.Debug("store closed", zap.String("file", s.path))
@@ -146,7 +85,8 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Path is the store's file.
+// Path is the store's file, or for an etcd store "etcd:" and its prefix
+// (e.g. "etcd:/toolhostd/oplog"). Errors name the store by it.
 func (s *Store) Path() string { return s.path }
 
 // Stats are the store's counters since Open, each read atomically.
@@ -185,13 +125,29 @@ func (s *Store) errorf(key string, err error) error {
 	return fmt.Errorf("oplog: %s: log %q: %w", s.path, key, err)
 }
 
-// view runs fn in a read-only transaction on the root bucket.
-func (s *Store) view(fn func(root *bolt.Bucket) error) error {
+// checkOpen is ErrClosed once the store is closed, with the file.
+func (s *Store) checkOpen() error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return fmt.Errorf("oplog: %s: %w", s.path, ErrClosed)
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(rootBucket)) })
+	return nil
+}
+
+// read reads and verifies the log key (see backend.read); the error names
+// the file and the key, but ErrClosed's.
+func (s *Store) read(key string) (*stored, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	st, err := s.b.read(key)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("oplog: %s: log %q is %w", s.path, key, err)
+		}
+		return nil, s.errorf(key, err)
+	}
+	return st, nil
 }
