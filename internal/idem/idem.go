@@ -105,6 +105,10 @@ type record struct {
 	Claimed   time.Time      `json:"claimed"`
 	Ended     time.Time      `json:"ended,omitzero"`
 	Outcome   *message.Event `json:"outcome,omitempty"`
+	// Lost: the outcome is the unknown-outcome error a retry settled the
+	// record with after its host stopped; a durable agent's next host,
+	// resuming the message, claims the record again (Resume).
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Ledger is the etcd ledger; its methods are safe for concurrent use.
@@ -273,7 +277,7 @@ func (l *Ledger) prior(ctx context.Context, k string, val []byte, rev int64, lea
 	}
 	ev := message.Event{Kind: message.KindError, Code: tooling.CodeUnavailable.String(),
 		Text: fmt.Sprintf("message %s was delivered to host %q, which stopped before the reply completed; its outcome is unknown", rec.Message, rec.Host)}
-	rec.State, rec.Ended, rec.Outcome = stateEnded, time.Now(), &ev
+	rec.State, rec.Ended, rec.Outcome, rec.Lost = stateEnded, time.Now(), &ev, true
 	nv, err := json.Marshal(rec)
 	if err != nil {
 		return nil, false, err

@@ -18,6 +18,12 @@ type Ledger interface {
 	// key. An error (the ledger did not answer in time) refuses the
 	// message: none is delivered without its key recorded.
 	Claim(ctx context.Context, agent, key, id string) (c Claim, prior *Prior, err error)
+	// Resume claims again, on this host, the key of message id, which a
+	// durable agent resumes here after the host that claimed it stopped
+	// (Router.Resume), so that a retry finds the message here and its
+	// outcome is recorded when it ends. A key held elsewhere, or whose
+	// message ended with its outcome, is left: c is nil.
+	Resume(ctx context.Context, agent, key, id string) (c Claim, err error)
 	// Flush waits until every outcome and release this host made so far
 	// is recorded, or ctx ends (before this host lets another take its
 	// agents).

@@ -266,6 +266,19 @@ func (r *Router) Resume(req Request, parent trace.SpanContext) (m *Message, fres
 	span.SetAttributes(tracing.AttrMessageID.String(req.ID), attrResumed.Bool(true))
 	m.span = span
 	m.delivered()
+	if r.opts.Ledger != nil && req.IdempotencyKey != "" {
+		// The host that claimed the key stopped: this one claims it again,
+		// so that a retry, on any host, finds the message here and then
+		// its outcome. Without the claim the message still resumes; a
+		// retry gets the unknown outcome the ledger settles the key with.
+		c, err := r.opts.Ledger.Resume(ctx, req.Agent, req.IdempotencyKey, req.ID)
+		switch {
+		case err != nil:
+			r.log.Warn("a resumed message's idempotency key not claimed again", zap.String("agent", req.Agent), zap.String("message_id", req.ID), zap.Error(err))
+		case c != nil:
+			m.onFinish(func(m *Message) { c.End(m.last()) })
+		}
+	}
 	m.onFinish(func(m *Message) { r.ended(m, req.Audit); r.endSpan(m) })
 	return m, true, nil
 }
