@@ -288,8 +288,8 @@ func (b *etcdBackend) wrap(err error) error {
 	return fmt.Errorf("etcd: %w", err)
 }
 
-// fenced is the error of a request whose guard failed.
-var fenced = fmt.Errorf("%w: the transaction's guard failed (this host may no longer own the log)", ErrFenced)
+// errGuardFailed is the error of a request whose guard failed.
+var errGuardFailed = fmt.Errorf("%w: the transaction's guard failed (this host may no longer own the log)", ErrFenced)
 
 // errLogMissing is the error of an append to a log etcd does not hold.
 var errLogMissing = errors.New("the log is not in etcd")

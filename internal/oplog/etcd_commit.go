@@ -175,7 +175,7 @@ func (c *etcdCommit) appends(idx []int) {
 	case len(rest) < len(live): // a missing log failed the transaction
 		c.appends(rest)
 	case len(logs) == 1: // its guard failed
-		c.failAll(rest, fenced)
+		c.failAll(rest, errGuardFailed)
 	default: // one guard or more failed: each log on its own
 		for _, key := range logs {
 			c.appends(byLog[key])
@@ -206,12 +206,12 @@ func (c *etcdCommit) single(i int) {
 		case len(resp.Responses[0].GetResponseRange().GetKvs()) > 0:
 			c.fail(i, errors.New("the log is already in etcd"))
 		default:
-			c.fail(i, fenced)
+			c.fail(i, errGuardFailed)
 		}
 	case opDelete:
 		resp, ok := c.txn([]int{i}, guard, []clientv3.Op{clientv3.OpDelete(c.b.logPrefix(r.key), clientv3.WithPrefix())}, nil)
 		if ok && !resp.Succeeded {
-			c.fail(i, fenced)
+			c.fail(i, errGuardFailed)
 		}
 	default:
 		c.fail(i, fmt.Errorf("unknown op %d", r.op))
