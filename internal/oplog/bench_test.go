@@ -11,8 +11,29 @@ import (
 
 // BenchmarkAppend appends to one log, one entry at a time: each Append is
 // a transaction of its own, so ns/op is about one fsync.
-func BenchmarkAppend(b *testing.B) {
-	s := testStore(b, Options{})
+func BenchmarkAppend(b *testing.B) { benchAppend(b, testStore(b, Options{})) }
+
+// BenchmarkAppendParallel appends from many goroutines, each to a log of
+// its own, as the instances of a host do: their appends share
+// transactions, so ns/op falls below an fsync.
+func BenchmarkAppendParallel(b *testing.B) { benchAppendParallel(b, testStore(b, Options{})) }
+
+// BenchmarkEtcdAppend is BenchmarkAppend over etcd: ns/op is about one
+// round of etcd (a single embedded member on loopback that does not
+// fsync: the floor of a real cluster's).
+func BenchmarkEtcdAppend(b *testing.B) {
+	c := etcdtest.Start(b, 1)
+	benchAppend(b, etcdStore(b, etcdtest.Client(b, c.Endpoints()...), EtcdOptions{}))
+}
+
+// BenchmarkEtcdAppendParallel is BenchmarkAppendParallel over etcd.
+func BenchmarkEtcdAppendParallel(b *testing.B) {
+	c := etcdtest.Start(b, 1)
+	benchAppendParallel(b, etcdStore(b, etcdtest.Client(b, c.Endpoints()...), EtcdOptions{}))
+}
+
+// benchAppend appends to one log of s, one entry at a time.
+func benchAppend(b *testing.B, s *Store) {
 	l := openLog(b, s, "agent/session")
 	defer l.Close()
 	e := testEntry(1)
@@ -27,12 +48,10 @@ func BenchmarkAppend(b *testing.B) {
 	reportCommits(b, before, s.Stats())
 }
 
-// BenchmarkAppendParallel appends from many goroutines, each to a log of
-// its own, as the instances of a host do: their appends share
-// transactions, so ns/op falls below an fsync.
-func BenchmarkAppendParallel(b *testing.B) {
+// benchAppendParallel appends to s from many goroutines, each to a log of
+// its own.
+func benchAppendParallel(b *testing.B, s *Store) {
 	const parallelism = 16
-	s := testStore(b, Options{})
 	logs := make([]*Log, parallelism*runtime.GOMAXPROCS(0)) // one per goroutine of RunParallel
 	for i := range logs {
 		logs[i] = openLog(b, s, fmt.Sprintf("agent%d/session", i))
@@ -61,53 +80,4 @@ func reportCommits(b *testing.B, before, after Stats) {
 	if appends := after.Appends - before.Appends; appends > 0 {
 		b.ReportMetric(float64(after.Commits-before.Commits)/float64(appends), "commits/append")
 	}
-}
-
-// BenchmarkEtcdAppend appends to one log of an etcd store, one entry at a
-// time: each Append is a transaction of its own, so ns/op is about one
-// round of etcd (a single embedded member on loopback that does not
-// fsync: the floor of a real cluster's).
-func BenchmarkEtcdAppend(b *testing.B) {
-	c := etcdtest.Start(b, 1)
-	s := etcdStore(b, etcdtest.Client(b, c.Endpoints()...), EtcdOptions{})
-	l := openLog(b, s, "agent/session")
-	defer l.Close()
-	e := testEntry(1)
-	before := s.Stats()
-	b.SetBytes(int64(len(appendEntry(nil, &e))))
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := l.Append(e); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportCommits(b, before, s.Stats())
-}
-
-// BenchmarkEtcdAppendParallel is BenchmarkAppendParallel over etcd.
-func BenchmarkEtcdAppendParallel(b *testing.B) {
-	const parallelism = 16
-	c := etcdtest.Start(b, 1)
-	s := etcdStore(b, etcdtest.Client(b, c.Endpoints()...), EtcdOptions{})
-	logs := make([]*Log, parallelism*runtime.GOMAXPROCS(0))
-	for i := range logs {
-		logs[i] = openLog(b, s, fmt.Sprintf("agent%d/session", i))
-		defer logs[i].Close()
-	}
-	var n atomic.Int64
-	e := testEntry(1)
-	before := s.Stats()
-	b.SetBytes(int64(len(appendEntry(nil, &e))))
-	b.SetParallelism(parallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		l := logs[n.Add(1)-1]
-		for pb.Next() {
-			if _, err := l.Append(e); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	reportCommits(b, before, s.Stats())
 }

@@ -82,7 +82,6 @@ func Open(opts Options) (*Store, error) {
 	}
 	lg = lg.Named("oplog")
 	s := newStore(&boltBackend{db: db, path: opts.Path, log: lg}, opts.Path, lg, opts.MaxBatch, bolt.MaxValueSize, "bbolt's limit")
-	s.db = db
 	return s, nil
 }
 

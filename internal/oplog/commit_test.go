@@ -231,7 +231,7 @@ func TestAppendAfterFailure(t *testing.T) {
 	l := openLog(t, s, "agent")
 	defer l.Close()
 	mustAppend(t, l, testEntry(0))
-	err := s.db.Update(func(tx *bolt.Tx) error { // the log goes behind its back
+	err := s.b.(*boltBackend).db.Update(func(tx *bolt.Tx) error { // the log goes behind its back
 		return tx.Bucket(rootBucket).DeleteBucket([]byte("agent"))
 	})
 	if err != nil {

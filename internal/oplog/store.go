@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 )
 
@@ -16,8 +15,7 @@ const defaultMaxBatch = 1024
 // of etcd (OpenEtcd). Its methods are safe for concurrent use.
 type Store struct {
 	b        backend
-	db       *bolt.DB // the file of a bbolt store, b's (nil over etcd)
-	path     string   // the file, or "etcd:PREFIX"
+	path     string // the file, or "etcd:PREFIX"
 	log      *zap.Logger
 	maxBatch int
 	// maxEntry bounds an entry's encoded size; limitName says whose limit
