@@ -180,35 +180,15 @@ func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Clai
 		if err != nil {
 			return nil, nil, err
 		}
-		lease, err := l.recordLease(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		rec := record{State: stateClaimed, Host: l.o.Host, HostLease: int64(self), Message: id, Claimed: time.Now()}
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return nil, nil, err
-		}
 		mk := l.memberKey(l.o.Host)
-		resp, err := l.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
-				clientv3.Compare(clientv3.LeaseValue(mk), "=", int64(self))).
-			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
-			Else(clientv3.OpGet(k), clientv3.OpGet(mk)).
-			Commit()
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			l.dropLease(lease)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("etcd: %w", err)
-		}
-		if resp.Succeeded {
-			c := &claim{l: l, key: k, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
-			l.mu.Lock()
-			l.open[c] = true
-			l.mu.Unlock()
+		c, resp, err := l.put(ctx, k, id, self, clientv3.Compare(clientv3.CreateRevision(k), "=", 0), clientv3.OpGet(k), clientv3.OpGet(mk))
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case c != nil:
 			return c, nil, nil
+		case resp == nil: // the shared lease was gone
+			continue
 		}
 		kvs, members := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
 		if len(kvs) == 0 { // this host's member key is not on the lease it had
@@ -221,6 +201,41 @@ func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Clai
 		}
 	}
 	return nil, nil, fmt.Errorf("the record of the key changed under four attempts: %w", ErrContended)
+}
+
+// put writes the record claiming k for message id on this host, whose
+// member key is on lease self, if cmp holds too. It returns the open claim,
+// or (the transaction failed) the response, whose Else is els; neither
+// when the shared lease was gone (claim again).
+func (l *Ledger) put(ctx context.Context, k, id string, self clientv3.LeaseID, cmp clientv3.Cmp, els ...clientv3.Op) (*claim, *clientv3.TxnResponse, error) {
+	lease, err := l.recordLease(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := record{State: stateClaimed, Host: l.o.Host, HostLease: int64(self), Message: id, Claimed: time.Now()}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := l.cli.Txn(ctx).
+		If(cmp, clientv3.Compare(clientv3.LeaseValue(l.memberKey(l.o.Host)), "=", int64(self))).
+		Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
+		Else(els...).
+		Commit()
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		l.dropLease(lease)
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("etcd: %w", err)
+	case !resp.Succeeded:
+		return nil, resp, nil
+	}
+	c := &claim{l: l, key: k, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
+	l.mu.Lock()
+	l.open[c] = true
+	l.mu.Unlock()
+	return c, nil, nil
 }
 
 // selfLease is the lease of this host's member key (read once, and again

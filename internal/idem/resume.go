@@ -3,11 +3,8 @@ package idem
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -36,6 +33,7 @@ func (l *Ledger) Resume(ctx context.Context, agent, key, id string) (message.Cla
 			return nil, fmt.Errorf("etcd: %w", err)
 		}
 		cmp := clientv3.Compare(clientv3.CreateRevision(k), "=", 0) // gone: claim it anew
+		from := ""                                                  // the host that claimed it
 		if len(get.Kvs) > 0 {
 			var old record
 			if err := json.Unmarshal(get.Kvs[0].Value, &old); err != nil {
@@ -45,38 +43,18 @@ func (l *Ledger) Resume(ctx context.Context, agent, key, id string) (message.Cla
 			if err != nil || !take {
 				return nil, err
 			}
-			cmp = clientv3.Compare(clientv3.ModRevision(k), "=", get.Kvs[0].ModRevision)
+			cmp, from = clientv3.Compare(clientv3.ModRevision(k), "=", get.Kvs[0].ModRevision), old.Host
 		}
-		lease, err := l.recordLease(ctx)
-		if err != nil {
+		c, resp, err := l.put(ctx, k, id, self, cmp)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		rec := record{State: stateClaimed, Host: l.o.Host, HostLease: int64(self), Message: id, Claimed: time.Now()}
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := l.cli.Txn(ctx).
-			If(cmp, clientv3.Compare(clientv3.LeaseValue(l.memberKey(l.o.Host)), "=", int64(self))).
-			Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease))).
-			Commit()
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			l.dropLease(lease)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("etcd: %w", err)
-		}
-		if !resp.Succeeded { // the record, or this host's member key, changed: read again
+		case c != nil:
+			l.log.Info("idempotency key of a resumed message claimed again", zap.String("message_id", id), zap.String("from_host", from))
+			return c, nil
+		case resp != nil: // the record, or this host's member key, changed: read again
 			l.setSelf(nil)
-			continue
 		}
-		c := &claim{l: l, key: k, lease: lease, rev: resp.Header.Revision, rec: rec, renewed: time.Now()}
-		l.mu.Lock()
-		l.open[c] = true
-		l.mu.Unlock()
-		l.log.Info("idempotency key of a resumed message claimed again", zap.String("message_id", id), zap.String("from_host", rec.Host))
-		return c, nil
 	}
 	return nil, fmt.Errorf("the record of the key changed under four attempts: %w", ErrContended)
 }
