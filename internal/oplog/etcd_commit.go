@@ -79,14 +79,25 @@ func (c *etcdCommit) guard(key string) ([]clientv3.Cmp, error) {
 	if g, ok := c.guards[key]; ok {
 		return g, nil
 	}
-	g := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.b.headerKey(key)), ">", 0)}
-	if c.b.guard != nil {
-		g = append(g, c.b.guard(key)...)
+	own, err := c.b.ownGuard(key)
+	if err != nil {
+		return nil, err
 	}
-	if len(g) > etcdMaxOps {
-		return nil, fmt.Errorf("a guard of %d comparisons: etcd's limit is %d", len(g)-1, etcdMaxOps-1)
-	}
+	g := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.b.headerKey(key)), ">", 0)}, own...)
 	c.guards[key] = g
+	return g, nil
+}
+
+// ownGuard is Guard's comparisons for log key (none without a Guard),
+// within etcd's limit less the one a transaction adds of the header.
+func (b *etcdBackend) ownGuard(key string) ([]clientv3.Cmp, error) {
+	if b.guard == nil {
+		return nil, nil
+	}
+	g := b.guard(key)
+	if len(g) > etcdMaxOps-1 {
+		return nil, fmt.Errorf("a guard of %d comparisons: etcd's limit is %d", len(g), etcdMaxOps-1)
+	}
 	return g, nil
 }
 
@@ -188,12 +199,9 @@ func (c *etcdCommit) appends(idx []int) {
 // log.
 func (c *etcdCommit) single(i int) {
 	r := c.batch[i]
-	var guard []clientv3.Cmp
-	if c.b.guard != nil {
-		guard = c.b.guard(r.key)
-	}
-	if len(guard) > etcdMaxOps-1 {
-		c.fail(i, fmt.Errorf("a guard of %d comparisons: etcd's limit is %d", len(guard), etcdMaxOps-1))
+	guard, err := c.b.ownGuard(r.key)
+	if err != nil {
+		c.fail(i, err)
 		return
 	}
 	switch r.op {
