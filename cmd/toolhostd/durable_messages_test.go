@@ -60,45 +60,7 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 func durableMessage(t *testing.T, instances, session string, stop syscall.Signal, traced bool) {
 	const content = "one two three four five six "
 	const holdAt = 3 // the pause held at the kill
-	var (
-		mu        sync.Mutex
-		delivered int
-		pauses    int
-	)
-	held, release := make(chan struct{}), make(chan struct{})
-	srv := mcp.NewServer(&mcp.Implementation{Name: "pace", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "delivered"}, func(_ context.Context, _ *mcp.CallToolRequest, in paceIn) (*mcp.CallToolResult, any, error) {
-		mu.Lock()
-		delivered++
-		mu.Unlock()
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "pause", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ paceIn) (*mcp.CallToolResult, any, error) {
-			mu.Lock()
-			pauses++
-			hold := pauses == holdAt
-			mu.Unlock()
-			if hold {
-				close(held)
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-				return nil, nil, errors.New("released")
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	t.Cleanup(func() {
-		for ss := range srv.Sessions() {
-			_ = ss.Close()
-		}
-	})
-	var once sync.Once
-	releaseHeld := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(releaseHeld)
+	ps, psURL := newHoldPace(t, holdAt)
 
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "ctl.sock")
@@ -123,7 +85,7 @@ toolings = ["pace"]
 durable = true
 stop_grace = %q
 instances = %q
-`, filepath.Join(dir, "state"), sock, hs.URL, testenv.Agent(t, "test-agents", "paced"), grace, instances))
+`, filepath.Join(dir, "state"), sock, psURL, testenv.Agent(t, "test-agents", "paced"), grace, instances))
 	}
 	cfg := config("2s")
 	dial := func(p *serveProc) *control.Client {
@@ -159,7 +121,7 @@ instances = %q
 		st, err := c1.Send(ctx, "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
 		sent <- sendResult{st, err}
 	}()
-	testenv.Recv(t, held, 60*time.Second, "the reply's third pause")
+	testenv.Recv(t, ps.held, 60*time.Second, "the reply's third pause")
 	if stop == syscall.SIGHUP {
 		// A reload that changes the agent: its instance is handed over to
 		// the next, with the message, in the same process; the sender's
@@ -177,21 +139,14 @@ instances = %q
 			t.Fatalf("after the reload: %+v %v, want done with the whole content\n%s", st, err, first.out.String())
 		}
 		c1.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		if delivered != 1 {
-			t.Errorf("the agent was given the message %d times, want once", delivered)
-		}
-		if want := len(strings.Fields(content)) + 1; pauses != want {
-			t.Errorf("%d pauses, want %d (one per word, the one out at the reload twice)", pauses, want)
-		}
+		ps.check(t, content, "reload")
 		return
 	}
 	if err := first.cmd.Process.Signal(stop); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.wait(t, 40*time.Second)
-	releaseHeld()
+	ps.releaseHeld()
 	// The first host ends without the reply: the send fails (a kill), or
 	// answers with the message still working (a shutdown's last answer).
 	if r := testenv.Recv(t, sent, 30*time.Second, "the first send to end with its host"); r.err == nil && r.st.Status != message.StatusWorking {
@@ -224,13 +179,73 @@ instances = %q
 	if traced {
 		durableTrace(t, rcv, caller.TraceID().String(), st.TraceID)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if delivered != 1 {
-		t.Errorf("the agent was given the message %d times, want once", delivered)
+	ps.check(t, content, "kill")
+}
+
+// holdPace is the MCP server "pace" of the durable message tests'
+// paced agent: it counts the agent's "delivered" calls (one per message
+// given to an instance) and its "pause" calls, read-only by their
+// annotations, and holds the holdAt-th pause until releaseHeld (held is
+// closed then), answering it with an error.
+type holdPace struct {
+	mu        sync.Mutex
+	delivered int
+	pauses    int
+	held      chan struct{}
+	release   chan struct{}
+	once      sync.Once
+}
+
+func newHoldPace(t *testing.T, holdAt int) (*holdPace, string) {
+	ps := &holdPace{held: make(chan struct{}), release: make(chan struct{})}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pace", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "delivered"}, func(_ context.Context, _ *mcp.CallToolRequest, in paceIn) (*mcp.CallToolResult, any, error) {
+		ps.mu.Lock()
+		ps.delivered++
+		ps.mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pause", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ paceIn) (*mcp.CallToolResult, any, error) {
+			ps.mu.Lock()
+			ps.pauses++
+			hold := ps.pauses == holdAt
+			ps.mu.Unlock()
+			if hold {
+				close(ps.held)
+				select {
+				case <-ps.release:
+				case <-ctx.Done():
+				}
+				return nil, nil, errors.New("released")
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	t.Cleanup(ps.releaseHeld)
+	return ps, hs.URL
+}
+
+func (ps *holdPace) releaseHeld() { ps.once.Do(func() { close(ps.release) }) }
+
+// check: the agent was given the message once (the replay answered
+// "delivered" from the oplog), and made one pause per word of content
+// plus the one out at the stop (what), made again.
+func (ps *holdPace) check(t *testing.T, content, what string) {
+	t.Helper()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.delivered != 1 {
+		t.Errorf("the agent was given the message %d times, want once", ps.delivered)
 	}
-	if want := len(strings.Fields(content)) + 1; pauses != want {
-		t.Errorf("%d pauses, want %d (one per word, the one out at the kill twice)", pauses, want)
+	if want := len(strings.Fields(content)) + 1; ps.pauses != want {
+		t.Errorf("%d pauses, want %d (one per word, the one out at the %s twice)", ps.pauses, want, what)
 	}
 }
 

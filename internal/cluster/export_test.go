@@ -1,8 +1,5 @@
 package cluster
 
-// Place is place, for the tests' and benchmarks' convergence checks.
-var Place = place
-
 // LockSession takes a session's claim-and-release lock, as a claim or
 // release in an etcd round trip holds it; call the result to unlock.
 func (n *Node) LockSession(agent, session string) func() {

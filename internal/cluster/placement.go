@@ -20,11 +20,11 @@ func weight(member, agent string) uint64 {
 	return x
 }
 
-// place is the member agent belongs on: the one of members with the
+// Place is the member agent belongs on: the one of members with the
 // highest weight (ties go to the lower name), "" when members is empty.
 // Adding a member moves only the agents it wins; removing one moves only
-// its own.
-func place(agent string, members []string) string {
+// its own. A node places an agent over its settled members.
+func Place(agent string, members []string) string {
 	best, bestW := "", uint64(0)
 	for _, m := range members {
 		w := weight(m, agent)

@@ -68,7 +68,7 @@ func (n *Node) targetsLocked(settled []string) map[string]string {
 	}
 	n.targets = make(map[string]string, len(n.agents))
 	for a := range n.agents {
-		n.targets[a] = place(a, settled)
+		n.targets[a] = Place(a, settled)
 	}
 	n.targetsKey = key
 	return n.targets

@@ -64,7 +64,7 @@ func (n *Node) PlaceSession(agent, session string) string {
 	if !n.synced || n.fencing {
 		return ""
 	}
-	return place(agent+"\x00"+session, n.settledLocked(time.Now()))
+	return Place(agent+"\x00"+session, n.settledLocked(time.Now()))
 }
 
 // ClaimSession makes this host the holder of agent's session's key (nil

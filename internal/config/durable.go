@@ -3,7 +3,10 @@ package config
 // The durable-agent keys: [agent.<name>] durable and max_oplog. See
 // docs/durable.md and internal/oplog.
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // Durable-agent defaults and the oplog's file.
 const (
@@ -63,15 +66,18 @@ func (d *decoder) checkDurable(a *AgentDurable) {
 	}
 }
 
-// checkDurableCluster refuses durable agents with [cluster]: their oplog is
-// kept in this host's state directory, which another host cannot resume.
+// checkDurableCluster refuses durable per-session agents with [cluster]:
+// a single agent's oplog is kept in etcd and resumed by the host that
+// claims the agent next, but a session's instance is resumed only by its
+// host's start or the session's next message, so the session a dead host
+// left would wait for a message that may never come.
 func (d *decoder) checkDurableCluster(c *Config) {
 	if c.Cluster == nil {
 		return
 	}
 	for _, name := range sortedKeys(c.Agent) {
-		if c.Agent[name].Durable {
-			d.errAt([]string{"agent", name, "durable"}, "a durable agent's oplog is kept in one host's state_dir; with [cluster] (whose etcd does not keep oplogs yet) it cannot be resumed elsewhere: not supported")
+		if a := c.Agent[name]; a.Durable && a.Instances == InstancesPerSession {
+			d.errAt([]string{"agent", name, "durable"}, "a durable per-session agent is not supported with [cluster] (a session a dead host left would not be resumed on another): use a single instance, or no [cluster]")
 		}
 	}
 }
@@ -88,3 +94,16 @@ func (c *Config) Durable() bool {
 
 // OplogPath is the durable agents' oplog: oplog.db in the state directory.
 func (c *Config) OplogPath() string { return filepath.Join(c.StateDir(), OplogFile) }
+
+// OplogPrefix is where a cluster keeps the durable agents' oplogs in
+// etcd: the cluster's prefix with "-oplog" appended, beside it rather
+// than under it, because every member lists and watches all that is under
+// the cluster's prefix and an oplog there would send each append to every
+// member.
+func (c *Config) OplogPrefix() string {
+	p := DefaultClusterPrefix
+	if c.Cluster != nil && c.Cluster.Prefix != "" {
+		p = c.Cluster.Prefix
+	}
+	return strings.TrimSuffix(p, "/") + "-oplog"
+}

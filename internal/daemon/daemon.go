@@ -141,6 +141,7 @@ func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	if d.cluster != nil {
 		sopts.StoreClient, sopts.Member = d.cluster.cli, d.cluster.cfg.Name
+		sopts.OplogGuard = d.cluster.node.WriteGuard
 	}
 	sys, err := system.New(cfg, sopts)
 	if err != nil {

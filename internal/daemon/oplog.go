@@ -33,7 +33,8 @@ func (d *Daemon) runningConfig() *config.Config {
 // opened, else, when the config has a durable agent and the file exists,
 // the store opened now (it may hold the logs instances cut off left for
 // their next start; their first instance would open it anyway); nil when
-// there is no file or no agent is durable: reading creates none.
+// no agent is durable or, on one host, there is no file: reading creates
+// none. In a cluster the store is etcd's, which opening creates nothing in.
 func (d *Daemon) oplogStore(cfg *config.Config) (*oplog.Store, error) {
 	if st := d.sys.OpenedOplog(); st != nil {
 		return st, nil
@@ -41,7 +42,7 @@ func (d *Daemon) oplogStore(cfg *config.Config) (*oplog.Store, error) {
 	if !cfg.Durable() {
 		return nil, nil
 	}
-	if _, err := os.Stat(cfg.OplogPath()); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(cfg.OplogPath()); cfg.Cluster == nil && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	st, err := d.sys.Oplog()

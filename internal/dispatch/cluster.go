@@ -8,7 +8,10 @@ package dispatch
 // does not hold the agent it answers misdirected (421) at once, and the
 // forwarding host, which does the waiting, follows the move. A
 // per-session agent runs on every host, each session on one: the holder
-// of its key, or while there is none its placed host.
+// of its key, or while there is none its placed host. A durable agent's
+// message outlives its owner: the host that takes the agent over resumes
+// it under the same id, and the forwarding host's relay follows it there
+// (or, when that host is the forwarding one, leaves it to its instance).
 
 import (
 	"context"
@@ -96,7 +99,7 @@ func (d *Dispatcher) deliverRemote(ctx context.Context, m *message.Message, owne
 				why = "its host " + owner + " publishes no control API address ([cluster] advertise)"
 				break
 			}
-			err := d.fwd.Deliver(ctx, m, forward.Owner{Name: owner, URL: url, Gone: d.node.Gone(owner)})
+			err := d.fwd.Deliver(ctx, m, d.owner(agent, owner, url))
 			if !errors.Is(err, forward.ErrMoved) {
 				return false, err
 			}
@@ -113,6 +116,39 @@ func (d *Dispatcher) deliverRemote(ctx context.Context, m *message.Message, owne
 		}
 		if here {
 			return true, nil
+		}
+	}
+}
+
+// owner is the forward.Owner of agent's holder (name, at url): for a
+// durable agent with Next, which follows a message to the agent's next
+// holder.
+func (d *Dispatcher) owner(agent, name, url string) forward.Owner {
+	o := forward.Owner{Name: name, URL: url, Gone: d.node.Gone(name)}
+	if a := d.agents.Agent(agent); a != nil && a.Durable {
+		o.Next = func(ctx context.Context) (forward.Owner, bool, error) { return d.nextOwner(ctx, agent) }
+	}
+	return o
+}
+
+// nextOwner is the host that holds agent now (here: this one), waiting
+// up to the dispatcher's wait while none does (or its control API is not
+// known).
+func (d *Dispatcher) nextOwner(ctx context.Context, agent string) (forward.Owner, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.wait)
+	defer cancel()
+	for {
+		owner, held := d.node.Owner(agent)
+		switch {
+		case held && owner == d.node.Self():
+			return forward.Owner{}, true, nil
+		case held:
+			if url := d.node.Address(owner); url != "" {
+				return d.owner(agent, owner, url), false, nil
+			}
+		}
+		if !d.node.Wait(ctx.Done()) {
+			return forward.Owner{}, false, fmt.Errorf("no host took agent %q over within %v", agent, d.wait)
 		}
 	}
 }

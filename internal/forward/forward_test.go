@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/toolhostd/toolhostd/internal/control"
@@ -197,4 +198,72 @@ func TestCancelAndGone(t *testing.T) {
 		t.Errorf("after the owner went: %+v", v)
 	}
 	remote.Cancel()
+}
+
+// TestFollowDurable: the message of a durable agent (Owner.Next set)
+// whose owner leaves mid-reply is followed to the next owner, which
+// resumes it under the same id (after the relay first looked: not found
+// yet) and makes its reply again from the start: the deltas relayed
+// already are not repeated. When the next owner is this host, the relay
+// leaves the message to the instance that resumes it here.
+func TestFollowDurable(t *testing.T) {
+	for _, here := range []bool{false, true} {
+		name := map[bool]string{false: "next host", true: "this host"}[here]
+		t.Run(name, func(t *testing.T) {
+			o1, o2 := newOwner(t), newOwner(t)
+			gone := make(chan struct{})
+			asked := make(chan struct{}, 1)
+			next := func(context.Context) (forward.Owner, bool, error) {
+				asked <- struct{}{}
+				return forward.Owner{Name: "o2", URL: o2.url}, here, nil
+			}
+			r := newReceiver(t, forward.Owner{Name: "o1", URL: o1.url, Gone: gone, Next: next}, token)
+			m, _, err := r.Send(t.Context(), message.Request{Agent: "hold", Sender: "api", Content: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			remote := testenv.Recv(t, o1.agents.held, 10*time.Second, "the first owner's message")
+			testenv.Eventually(t, 10*time.Second, "the delta relayed", func() bool { return m.View().Reply == "part" })
+			close(gone) // o1 died with its message
+			defer remote.Cancel()
+			testenv.Recv(t, asked, 10*time.Second, "the relay to ask for the next owner")
+			var again *message.Message
+			if here {
+				// This host's instance resumes the message: kept, with its
+				// reply so far, and answered here.
+				var fresh bool
+				again, fresh, err = r.Resume(message.Request{ID: m.ID(), Agent: "hold", Sender: "api", Content: "x"}, trace.SpanContext{})
+				if err != nil || fresh || again != m {
+					t.Fatalf("resumed here: %v fresh %v, same message %v", err, fresh, again == m)
+				}
+				testenv.Recv(t, m.Resumed(), time.Second, "the message marked resumed")
+				if err := m.Delta("more"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				again, _, err = o2.router.Resume(message.Request{ID: m.ID(), Agent: "hold", Sender: "api", Content: "x"}, trace.SpanContext{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Its replay makes the reply so far again, then the rest.
+				_ = again.Delta("part")
+				_ = again.Delta("more")
+			}
+			_ = again.Reply("end")
+			v := wait(t, m)
+			if v.Status != message.StatusDone || v.Reply != "partmoreend" {
+				t.Errorf("followed to the %s: %+v, want done with \"partmoreend\"", name, v)
+			}
+			var deltas []string
+			evs, _, _ := m.After(0)
+			for _, ev := range evs {
+				if ev.Kind == message.KindDelta {
+					deltas = append(deltas, ev.Text)
+				}
+			}
+			if got := strings.Join(deltas, "|"); got != "part|more" {
+				t.Errorf("deltas %q, want part|more", got)
+			}
+		})
+	}
 }

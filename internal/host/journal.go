@@ -12,6 +12,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -113,8 +114,9 @@ type journal struct {
 	open   map[string]openWork // the work the replayed calls opened, by its id
 	deltas map[string]int      // the chat-delta bytes a replayed recv gave, by stream id
 	// reapply are the resumed messages whose replies replay makes again
-	// (resumeMessages).
-	reapply map[string]bool
+	// (resumeMessages), each with the bytes of reply text it has already
+	// (kept from before the restart) that the calls made again skip.
+	reapply map[string]int
 	start   time.Time
 	done    func(entries int, took time.Duration)
 	failed  error // the first append that failed: every later call traps
@@ -125,7 +127,7 @@ func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
 		return nil
 	}
 	return &journal{log: cfg.Oplog, zap: log, rec: cfg.Oplog.Recorded(), max: cfg.MaxOplogEntries,
-		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, reapply: map[string]bool{}, start: time.Now(), done: cfg.OnReplayed}
+		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, reapply: map[string]int{}, start: time.Now(), done: cfg.OnReplayed}
 }
 
 // replaying reports whether recorded calls remain (the message entries
@@ -185,8 +187,10 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 			return j.diverged(e, call, args)
 		}
 		if class == classReapply && len(args) > 0 {
-			if id, ok := args[0].(wt.String); ok && j.reapply[string(id)] {
-				_ = fn(c, args, make([]wt.Val, len(results))) // its own answer is the recorded one
+			if id, ok := args[0].(wt.String); ok {
+				if _, again := j.reapply[string(id)]; again {
+					_ = fn(c, j.unsent(name, args), make([]wt.Val, len(results))) // its own answer is the recorded one
+				}
 			}
 		}
 		if class == classEffect {
@@ -231,10 +235,37 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		}
 		return j.record(oplog.KindCompleted, call, nil, results)
 	}
-	if err := j.live(st, c, args, results, fn); err != nil {
+	callArgs := args
+	if class == classReapply {
+		callArgs = j.unsent(name, args)
+	}
+	if err := j.live(st, c, callArgs, results, fn); err != nil {
 		return err
 	}
 	return j.record(oplog.KindResult, call, digest, results)
+}
+
+// unsent is the arguments of a reply call (name, args) to a resumed
+// message less the reply text the message has already: a reply-delta's
+// text loses its first bytes, as many as remain to skip (reapply). The
+// guest replays the same deltas, so the skip ends at one's end; a delta
+// the message got but the oplog had not kept yet (relayed from a host
+// that died) is skipped when the guest, live again, makes it again.
+func (j *journal) unsent(name string, args []wt.Val) []wt.Val {
+	if name != "reply-delta" || len(args) < 2 {
+		return args
+	}
+	id, _ := args[0].(wt.String)
+	text, ok := args[1].(wt.String)
+	skip := j.reapply[string(id)]
+	if !ok || skip == 0 {
+		return args
+	}
+	n := min(skip, len(text))
+	j.reapply[string(id)] = skip - n
+	out := slices.Clone(args)
+	out[1] = text[n:]
+	return out
 }
 
 // live makes a call. What a call returns once the instance is being cut

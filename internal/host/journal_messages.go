@@ -5,10 +5,11 @@ package host
 // too; an instance that takes over from one that was cut off (its host
 // killed) opens again every message accepted and not ended, through the
 // router, so that its reply is still made and kept under its id and its
-// idempotency key. The guest's replies to a message the router had lost
-// (its host died) are made again in replay (they reach no one outside:
-// the router keeps them); one the router still has (handed over by a
-// reload) keeps its reply so far.
+// idempotency key. The guest's replies are made again in replay (they
+// reach no one outside: the router keeps them), less the reply text the
+// message has already: none when the router had lost it (its host died),
+// its reply so far when the router still has it (handed over by a
+// reload, or forwarded from this host to the one that died).
 
 import (
 	"encoding/json"
@@ -140,8 +141,15 @@ func (a *Agent) resumeMessages(j *journal) {
 		if err == nil {
 			err = a.Mailbox().Resume(m, !received[rm.ID])
 		}
-		if err == nil && fresh {
-			j.reapply[rm.ID] = true // its replies so far died with the host: made again in replay
+		if err == nil {
+			// Its replies are made again in replay, less what it has:
+			// nothing when its host died with it (fresh), its reply so far
+			// when it was handed over here or forwarded from here.
+			skip := 0
+			if !fresh {
+				skip = m.ReplyBytes()
+			}
+			j.reapply[rm.ID] = skip
 		}
 		if err != nil {
 			a.log.Warn("a message accepted before the restart cannot be resumed", zap.String("message_id", rm.ID), zap.Error(err))

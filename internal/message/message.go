@@ -102,6 +102,10 @@ type Message struct {
 	ending   Status
 	final    *Event
 	onCancel func()
+	// resumed is closed once an instance of this host took the message
+	// over from one that was cut off (Router.Resume found it here).
+	resumed    chan struct{}
+	resumeOnce sync.Once
 }
 
 func newMessage(id string, req Request, maxReply int, now func() time.Time) *Message {
@@ -110,7 +114,7 @@ func newMessage(id string, req Request, maxReply int, now func() time.Time) *Mes
 		id: id, agent: req.Agent, session: req.Session, sender: req.Sender, key: req.IdempotencyKey,
 		content: req.Content, audit: req.Audit, sha: hex.EncodeToString(sum[:]), accepted: now(), maxReply: maxReply, now: now,
 		status: StatusQueued, size: len(req.Content),
-		changed: make(chan struct{}), done: make(chan struct{}),
+		changed: make(chan struct{}), done: make(chan struct{}), resumed: make(chan struct{}),
 	}
 }
 
@@ -141,6 +145,19 @@ func (m *Message) IdempotencyKey() string { return m.key }
 
 // Done is closed once the reply has ended (replied, failed or cancelled).
 func (m *Message) Done() <-chan struct{} { return m.done }
+
+// Resumed is closed once an instance of this host took the message over
+// from one that was cut off, keeping its reply so far (Router.Resume found
+// it, fresh false): a durable agent's next instance, here, of one that ran
+// here or, for a message forwarded here, on the host that died.
+func (m *Message) Resumed() <-chan struct{} { return m.resumed }
+
+// ReplyBytes is the bytes of reply text streamed so far (its deltas).
+func (m *Message) ReplyBytes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.deltas)
+}
 
 // delivered marks the message handed to its instance (queued -> working).
 func (m *Message) delivered() {

@@ -248,10 +248,12 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 // toolhost.message.resumed.
 //
 // fresh is false when the router still has the message (an instance of
-// this process handed it over): its reply so far is kept, and the caller
-// must not make it again.
+// this process handed it over, or the message was forwarded from here to
+// the host that died): its reply so far (ReplyBytes) is kept, and the
+// caller must not make it again; its Resumed channel is closed.
 func (r *Router) Resume(req Request, parent trace.SpanContext) (m *Message, fresh bool, err error) {
 	if m, ok := r.t.get(req.Agent, req.ID); ok {
+		m.resumeOnce.Do(func() { close(m.resumed) })
 		return m, false, nil
 	}
 	m = newMessage(req.ID, req, r.opts.MaxReplyBytes, r.opts.Now)

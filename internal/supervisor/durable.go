@@ -117,7 +117,11 @@ func (s *Supervisor) dropOplogs(name string) {
 	}
 	for _, k := range keys {
 		if k == name || strings.HasPrefix(k, name+"/") {
-			if err := st.Remove(k); err != nil {
+			err := st.Remove(k)
+			switch {
+			case errors.Is(err, oplog.ErrFenced): // in a cluster: its holder removes it
+				s.log.Debug("oplog of a removed agent left to the host that holds it", zap.String("oplog", k))
+			case err != nil:
 				s.log.Warn("oplog of a removed agent not removed", zap.String("oplog", k), zap.Error(err))
 			}
 		}

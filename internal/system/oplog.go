@@ -10,8 +10,9 @@ import (
 )
 
 // oplogs is the durable agents' oplog store (oplog.db in the state
-// directory), opened by the first durable instance: a config without one
-// never creates the file, and a reload that adds one opens it then.
+// directory; in a cluster, etcd under Config.OplogPrefix), opened by the
+// first durable instance: a config without one never creates the file,
+// and a reload that adds one opens it then.
 type oplogs struct {
 	mu     sync.Mutex
 	st     *oplog.Store
@@ -30,12 +31,10 @@ func (s *System) Oplog() (*oplog.Store, error) {
 	case o.st != nil:
 		return o.st, nil
 	}
-	path := s.Config.OplogPath()
-	st, err := oplog.Open(oplog.Options{Path: path, Log: s.log})
+	st, err := s.openOplog()
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("durable agents' oplog: a bbolt file", zap.String("oplog_file", path))
 	o.st = st
 	return st, nil
 }
@@ -62,4 +61,26 @@ func (s *System) closeOplog() error {
 		return nil
 	}
 	return o.st.Close()
+}
+
+// openOplog opens the store: in etcd in a cluster (the store of its
+// durable agents must outlive the host, whose agents another resumes),
+// else the bbolt file.
+func (s *System) openOplog() (*oplog.Store, error) {
+	if s.Config.Cluster != nil && s.opts.StoreClient != nil {
+		prefix := s.Config.OplogPrefix()
+		st, err := oplog.OpenEtcd(oplog.EtcdOptions{Client: s.opts.StoreClient, Prefix: prefix, Log: s.log, Guard: s.opts.OplogGuard})
+		if err != nil {
+			return nil, err
+		}
+		s.log.Info("durable agents' oplog: in etcd", zap.String("oplog_prefix", prefix))
+		return st, nil
+	}
+	path := s.Config.OplogPath()
+	st, err := oplog.Open(oplog.Options{Path: path, Log: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("durable agents' oplog: a bbolt file", zap.String("oplog_file", path))
+	return st, nil
 }

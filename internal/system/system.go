@@ -75,6 +75,10 @@ type Options struct {
 	// default with [cluster]) keeps its keys. The caller closes it after
 	// Close.
 	StoreClient *clientv3.Client
+	// OplogGuard, with StoreClient, fences the durable agents' oplogs in
+	// etcd: each write of an oplog must pass its comparisons (the cluster
+	// node's WriteGuard: this host still holds the agent).
+	OplogGuard func(key string) []clientv3.Cmp
 	// TemporaryStore keeps the key-value store in a bbolt file of a new
 	// temporary directory that Close removes, instead of the configured
 	// backend: for `toolhostd run` without a state directory of its own.
