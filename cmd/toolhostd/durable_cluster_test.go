@@ -31,36 +31,59 @@ import (
 // owner), the stream goes on: the forwarding host follows the message to
 // the next host (a third one), or its own instance takes it over (the
 // next host is the forwarding one); either way the reply is the whole
-// content and its deltas are not repeated.
+// content and its deltas are not repeated. The same for a per-session
+// agent's session, which the host placement gives it next resumes once
+// the dead host's key of it went (with no message to it).
 func TestDurableClusterMove(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		hosts []string
-		entry string // where the message is sent: "owner", "next" (the host that takes over), "third"
+		name    string
+		hosts   []string
+		entry   string // where the message is sent: "owner", "next" (the host that takes over), "third"
+		session string // "": a single agent; else a per-session agent's session
 	}{
-		{"at its owner", []string{"a", "b"}, "owner"},
-		{"forwarded, taken over by the forwarding host", []string{"a", "b"}, "next"},
-		{"forwarded, followed to a third host", []string{"a", "b", "c"}, "third"},
+		{"at its owner", []string{"a", "b"}, "owner", ""},
+		{"forwarded, taken over by the forwarding host", []string{"a", "b"}, "next", ""},
+		{"forwarded, followed to a third host", []string{"a", "b", "c"}, "third", ""},
+		// A per-session agent runs on every host, each session's instance
+		// on the holder of its key: the session a dead host held is
+		// resumed by the host placement gives it once that key went.
+		{"per-session at its owner", []string{"a", "b"}, "owner", "s1"},
+		{"per-session forwarded, taken over by the forwarding host", []string{"a", "b"}, "next", "s1"},
+		{"per-session forwarded, followed to a third host", []string{"a", "b", "c"}, "third", "s1"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { durableClusterMove(t, tc.hosts, tc.entry) })
+		t.Run(tc.name, func(t *testing.T) { durableClusterMove(t, tc.hosts, tc.entry, tc.session) })
 	}
 }
 
-func durableClusterMove(t *testing.T, names []string, entry string) {
+func durableClusterMove(t *testing.T, names []string, entry, session string) {
 	const ttl = 2 * time.Second
 	const token = "durable-move-token"
 	const content = "one two three four five six "
 	noConfig(t)
 	e := etcdtest.Start(t, 1)
 	ps, psURL := newHoldPace(t, 3)
-	rest := fmt.Sprintf("[tooling.pace]\nurl = %q\n\n[agent.paced]\ncomponent = %q\ntoolings = [\"pace\"]\nstop_grace = \"1s\"\ndurable = true\n",
-		psURL, testenv.Agent(t, "test-agents", "paced"))
+	instances := "single"
+	if session != "" {
+		instances = "per-session"
+	}
+	rest := fmt.Sprintf("[tooling.pace]\nurl = %q\n\n[agent.paced]\ncomponent = %q\ntoolings = [\"pace\"]\nstop_grace = \"1s\"\ndurable = true\ninstances = %q\n",
+		psURL, testenv.Agent(t, "test-agents", "paced"), instances)
 	dir := shortTempDir(t, "i41mv")
 	hosts := map[string]*clusterHost{}
 	for _, name := range names {
 		hosts[name] = startClusterHostToken(t, dir, name, ttl, e.Endpoints(), token, rest)
 	}
-	owner := runner(t, hosts, "paced", 60*time.Second)
+	placed := "paced" // what placement places: the agent, or its session
+	if session != "" {
+		placed += "\x00" + session
+	}
+	var owner *clusterHost
+	if session == "" {
+		owner = runner(t, hosts, "paced", 60*time.Second)
+	} else {
+		settled(t, hosts)
+		owner = hosts[cluster.Place(placed, names)]
+	}
 	var remaining []string
 	for _, n := range names {
 		if n != owner.name {
@@ -68,7 +91,7 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 		}
 	}
 	sort.Strings(remaining)
-	next := cluster.Place("paced", remaining)
+	next := cluster.Place(placed, remaining)
 	via := owner
 	switch entry {
 	case "next":
@@ -80,7 +103,7 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 			}
 		}
 	}
-	if entry != "owner" {
+	if entry != "owner" && session == "" {
 		// The entry host forwards to the owner: it must know its address.
 		testenv.Eventually(t, 30*time.Second, via.name+" seeing "+owner.name+" settled with an address", func() bool {
 			st, err := via.ctl.Cluster(t.Context())
@@ -104,7 +127,7 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 	var mu sync.Mutex
 	var deltas strings.Builder
 	go func() {
-		st, err := via.ctl.SendStream(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1"}, func(ev message.Event) {
+		st, err := via.ctl.SendStream(context.Background(), "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session}, func(ev message.Event) {
 			if ev.Kind == message.KindDelta {
 				mu.Lock()
 				deltas.WriteString(ev.Text)
@@ -115,7 +138,7 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 	}()
 	testenv.Recv(t, ps.held, 60*time.Second, "the reply's third pause")
 	cli := etcdtest.Client(t, e.Endpoints()...)
-	if resp, err := cli.Get(t.Context(), "/toolhostd-oplog/paced/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count == 0 {
+	if resp, err := cli.Get(t.Context(), "/toolhostd-oplog/paced", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count == 0 {
 		t.Fatalf("the paced agent's oplog in etcd: %v keys, %v", resp, err)
 	}
 	if err := owner.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -132,13 +155,15 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 		if r.err == nil {
 			t.Errorf("the stream from the killed host ended without an error: %+v", r.st)
 		}
-		if got := runner(t, hosts, "paced", ttl+30*time.Second); got != h {
-			t.Fatalf("paced runs on %s, want %s (placement)", got.name, next)
+		if session == "" {
+			if got := runner(t, hosts, "paced", ttl+30*time.Second); got != h {
+				t.Fatalf("paced runs on %s, want %s (placement)", got.name, next)
+			}
 		}
 		testenv.Eventually(t, 30*time.Second, "the message to be resumed on "+h.name, func() bool {
 			return strings.Contains(h.proc.out.String(), "message resumed")
 		})
-		st, err := h.ctl.Send(t.Context(), "paced", content, control.SendOptions{IdempotencyKey: "k1"})
+		st, err := h.ctl.Send(t.Context(), "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
 		for err == nil && (st.Status == message.StatusQueued || st.Status == message.StatusWorking) {
 			st, err = h.ctl.WaitMessage(t.Context(), "paced", st.ID, 30*time.Second)
 		}
@@ -159,10 +184,35 @@ func durableClusterMove(t *testing.T, names []string, entry string) {
 		if got != content {
 			t.Errorf("the stream's deltas: %q, want %q once", got, content)
 		}
-		again := sendKey(t, via, "k1", content)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		again, err := via.ctl.Send(ctx, "paced", content, control.SendOptions{IdempotencyKey: "k1", Session: session})
+		if err != nil {
+			t.Fatalf("k1 retried on %s: %v", via.name, err)
+		}
 		if again.ID != r.st.ID || again.Reply != content {
 			t.Errorf("k1 retried on %s: %+v, want the reply of message %s", via.name, again, r.st.ID)
 		}
 	}
 	ps.check(t, content, "kill")
+}
+
+// settled waits until every host sees every host as a settled member
+// with a control API address: placement is then over all of them.
+func settled(t *testing.T, hosts map[string]*clusterHost) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, "every member settled on every host", func() bool {
+		for _, h := range hosts {
+			st, err := h.ctl.Cluster(t.Context())
+			if err != nil || len(st.Members) != len(hosts) {
+				return false
+			}
+			for _, m := range st.Members {
+				if !m.Settled || m.Address == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

@@ -116,3 +116,12 @@ func (n *Node) Wait(done <-chan struct{}) bool {
 	}
 	return true
 }
+
+// Departed counts the members this node saw leave the cluster (their key
+// deleted, or missing from a listing): a change of it, at a Changed, is
+// a member gone, whose sessions nobody holds any more.
+func (n *Node) Departed() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.departed
+}

@@ -136,7 +136,8 @@ type Node struct {
 	digest     string
 	counts     Counts
 	lastOK     time.Time
-	revs       int64 // etcd requests made (reads, writes, renewals)
+	revs       int64  // etcd requests made (reads, writes, renewals)
+	departed   uint64 // members seen to leave (lookup.go: Departed)
 	// changed is closed and replaced whenever the view or this host's
 	// holdings change (lookup.go).
 	changed chan struct{}

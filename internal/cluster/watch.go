@@ -54,6 +54,11 @@ func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 			m.since = o.since // still present: its settle time runs on
 		}
 	}
+	for name := range old {
+		if n.members[name] == nil {
+			n.departed++
+		}
+	}
 	for name := range n.gone {
 		if n.members[name] == nil {
 			n.goneLocked(name)
@@ -115,6 +120,9 @@ func (n *Node) deleteLocked(key string) {
 	kind, name := n.split(key)
 	switch kind {
 	case "members":
+		if n.members[name] != nil {
+			n.departed++
+		}
 		delete(n.members, name)
 		n.goneLocked(name)
 	case "agents":

@@ -133,8 +133,8 @@ stop_grace = "10s"              # on stop, time to return before the agent is in
 # audit_arguments = false         # the audit log may carry its messages' text
 # description = "what it does"    # for people and for the protocols that list it
 # durable = false                # record every host call's result (oplog.db in state_dir; with [cluster]
-                                # in etcd, under the prefix + "-oplog", single instances only) and, after a
-                                # crash, restart or move, replay them into a fresh instance (docs/durable.md)
+                                # in etcd, under the prefix + "-oplog") and, after a crash, restart or
+                                # move, replay them into a fresh instance (docs/durable.md)
 # max_oplog = { entries = 100000, bytes = "64MiB" }   # durable: past it the instance is stopped cleanly
 # stores = ["*"]                 # globs of the key-value buckets it may open ("session": its session's)
 # store = { max_keys = 10000, max_bytes = "64MiB" }   # what it may keep (none: unbounded)

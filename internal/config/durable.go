@@ -66,22 +66,6 @@ func (d *decoder) checkDurable(a *AgentDurable) {
 	}
 }
 
-// checkDurableCluster refuses durable per-session agents with [cluster]:
-// a single agent's oplog is kept in etcd and resumed by the host that
-// claims the agent next, but a session's instance is resumed only by its
-// host's start or the session's next message, so the session a dead host
-// left would wait for a message that may never come.
-func (d *decoder) checkDurableCluster(c *Config) {
-	if c.Cluster == nil {
-		return
-	}
-	for _, name := range sortedKeys(c.Agent) {
-		if a := c.Agent[name]; a.Durable && a.Instances == InstancesPerSession {
-			d.errAt([]string{"agent", name, "durable"}, "a durable per-session agent is not supported with [cluster] (a session a dead host left would not be resumed on another): use a single instance, or no [cluster]")
-		}
-	}
-}
-
 // Durable reports whether some agent is durable.
 func (c *Config) Durable() bool {
 	for _, a := range c.Agent {

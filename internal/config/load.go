@@ -300,7 +300,6 @@ func (d *decoder) config(doc map[string]any) *Config {
 	setDefaultDuration(&c.Host.MessageRetention, DefaultRetention)
 	d.checkStore(c)
 	d.checkExposed(c)
-	d.checkDurableCluster(c)
 	for _, t := range c.Tooling {
 		if t.OAuth != nil {
 			t.OAuth.StateDir = c.Host.StateDir

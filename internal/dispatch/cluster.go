@@ -99,7 +99,7 @@ func (d *Dispatcher) deliverRemote(ctx context.Context, m *message.Message, owne
 				why = "its host " + owner + " publishes no control API address ([cluster] advertise)"
 				break
 			}
-			err := d.fwd.Deliver(ctx, m, d.owner(agent, owner, url))
+			err := d.fwd.Deliver(ctx, m, d.owner(m, owner, url))
 			if !errors.Is(err, forward.ErrMoved) {
 				return false, err
 			}
@@ -120,35 +120,47 @@ func (d *Dispatcher) deliverRemote(ctx context.Context, m *message.Message, owne
 	}
 }
 
-// owner is the forward.Owner of agent's holder (name, at url): for a
-// durable agent with Next, which follows a message to the agent's next
-// holder.
-func (d *Dispatcher) owner(agent, name, url string) forward.Owner {
+// owner is the forward.Owner of m's holder (name, at url): for a
+// durable agent with Next, which follows m to the next holder of its
+// agent (of its session, for a per-session agent).
+func (d *Dispatcher) owner(m *message.Message, name, url string) forward.Owner {
 	o := forward.Owner{Name: name, URL: url, Gone: d.node.Gone(name)}
-	if a := d.agents.Agent(agent); a != nil && a.Durable {
-		o.Next = func(ctx context.Context) (forward.Owner, bool, error) { return d.nextOwner(ctx, agent) }
+	if a := d.agents.Agent(m.Agent()); a != nil && a.Durable {
+		perSession := a.Instances == config.InstancesPerSession
+		o.Next = func(ctx context.Context) (forward.Owner, bool, error) { return d.nextOwner(ctx, m, perSession) }
 	}
 	return o
 }
 
-// nextOwner is the host that holds agent now (here: this one), waiting
-// up to the dispatcher's wait while none does (or its control API is not
-// known).
-func (d *Dispatcher) nextOwner(ctx context.Context, agent string) (forward.Owner, bool, error) {
+// nextOwner is the host that holds m's agent (its session) now (here:
+// this one), waiting up to the dispatcher's wait while none does (or its
+// control API is not known). A session nobody holds is placed here when
+// placement puts it here: this host's resume of the agent's orphaned
+// sessions takes it over.
+func (d *Dispatcher) nextOwner(ctx context.Context, m *message.Message, perSession bool) (forward.Owner, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.wait)
 	defer cancel()
 	for {
-		owner, held := d.node.Owner(agent)
+		var owner string
+		var held bool
+		if perSession {
+			owner, held = d.node.SessionOwner(m.Agent(), m.Session())
+			if !held && d.node.PlaceSession(m.Agent(), m.Session()) == d.node.Self() {
+				owner, held = d.node.Self(), true
+			}
+		} else {
+			owner, held = d.node.Owner(m.Agent())
+		}
 		switch {
 		case held && owner == d.node.Self():
 			return forward.Owner{}, true, nil
 		case held:
 			if url := d.node.Address(owner); url != "" {
-				return d.owner(agent, owner, url), false, nil
+				return d.owner(m, owner, url), false, nil
 			}
 		}
 		if !d.node.Wait(ctx.Done()) {
-			return forward.Owner{}, false, fmt.Errorf("no host took agent %q over within %v", agent, d.wait)
+			return forward.Owner{}, false, fmt.Errorf("no host took agent %q over within %v", m.Agent(), d.wait)
 		}
 	}
 }

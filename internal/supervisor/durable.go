@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/instances"
@@ -131,28 +132,95 @@ func (s *Supervisor) dropOplogs(name string) {
 // resumeSessions starts again, in pool, the instances of a durable
 // per-session agent that its host left with an oplog (killed, or
 // suspended by a stop): each resumes its session's work and the messages
-// it had open without waiting for the session's next message.
+// it had open without waiting for the session's next message. In a
+// cluster the oplogs are shared: it resumes those of the sessions nobody
+// holds that are placed here, now and whenever a member leaves (its
+// sessions' keys went with its lease), and again every resumeEvery while
+// some such session is placed elsewhere or nowhere yet (a member still
+// settling).
 func (v *service) resumeSessions(ctx context.Context, pool *instances.Pool) {
 	if !v.cfg.Durable || v.s.opts.Oplog == nil {
 		return
 	}
+	cl := v.s.opts.Sessions
+	for {
+		seen := uint64(0)
+		if cl != nil {
+			seen = cl.Departed()
+		}
+		waiting := v.resumePass(ctx, pool)
+		if cl == nil {
+			return
+		}
+		if !v.awaitOrphans(ctx, cl, seen, waiting) {
+			return
+		}
+	}
+}
+
+// awaitOrphans waits for a member to leave after seen departures (or,
+// waiting, resumeEvery); false once ctx ended.
+func (v *service) awaitOrphans(ctx context.Context, cl Sessions, seen uint64, waiting bool) bool {
+	var again <-chan time.Time
+	if waiting {
+		t := time.NewTimer(resumeEvery)
+		defer t.Stop()
+		again = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-again:
+			return true
+		case <-cl.Changed():
+			if cl.Departed() != seen {
+				return true
+			}
+		}
+	}
+}
+
+// resumeEvery is how often a cluster host looks again for the durable
+// sessions nobody holds while one is not placed here.
+const resumeEvery = 2 * time.Second
+
+// resumePass wakes the sessions of the agent that have an oplog (and, in
+// a cluster, nobody holds and are placed here); waiting reports, in a
+// cluster, a session nobody holds that is not placed here.
+func (v *service) resumePass(ctx context.Context, pool *instances.Pool) (waiting bool) {
 	st, err := v.s.opts.Oplog()
 	if err != nil {
 		v.log().Warn("durable sessions not resumed", zap.Error(err))
-		return
+		return false
 	}
 	keys, err := st.Keys()
 	if err != nil {
 		v.log().Warn("durable sessions not resumed", zap.Error(err))
-		return
+		return true
 	}
+	cl := v.s.opts.Sessions
 	for _, k := range keys {
 		session, ok := strings.CutPrefix(k, v.r.name+"/")
 		if !ok || session == "" || ctx.Err() != nil {
 			continue
 		}
-		if err := pool.Wake(ctx, session); err != nil {
+		if cl != nil {
+			if _, held := cl.SessionOwner(v.r.name, session); held {
+				continue // its holder runs it (this host included)
+			}
+			if cl.PlaceSession(v.r.name, session) != cl.Self() {
+				waiting = true
+				continue
+			}
+		}
+		err := pool.Wake(ctx, session)
+		switch {
+		case errors.Is(err, cluster.ErrSessionHeld):
+			v.log().Debug("a durable session was taken by another host", zap.String("session", session))
+		case err != nil:
 			v.log().Warn("a durable session's instance cannot resume", zap.String("session", session), zap.Error(err))
 		}
 	}
+	return waiting
 }

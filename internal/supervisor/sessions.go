@@ -126,11 +126,19 @@ func (v *service) startSession(ctx context.Context, prog *host.Program, env map[
 	span := v.startSpan(trace.SpanContextFromContext(ctx), session)
 	span.loaded(prog, 0)
 	span.hook(&cfg)
+	// The session first: in a cluster its oplog is written only by the
+	// holder of its key.
+	claimed, err := v.claimSession(session)
+	if err != nil {
+		span.fail(err)
+		return nil, err
+	}
 	if err := v.openOplog(prog, session, &cfg); err != nil {
+		v.release(claimed, session)
 		span.fail(err)
 		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "session %q of agent %q cannot start: %v", session, v.r.name, err)
 	}
-	inst, err := v.startSessionInstance(prog, cfg, session)
+	inst, err := v.startSessionInstance(prog, cfg, session, claimed)
 	if err != nil {
 		v.endOplog(cfg.Oplog, err, false) // kept: it never ran
 		span.fail(err)
@@ -163,30 +171,40 @@ func (d durableSession) Stop() {
 	d.Agent.Stop()
 }
 
-// startSessionInstance claims session's key in a cluster and starts its
-// instance, unless the host is halted. The check, the start and the
-// record Halt uses happen under the supervisor's lock.
-func (v *service) startSessionInstance(prog *host.Program, cfg host.AgentConfig, session string) (*host.Agent, error) {
-	s := v.s
-	claims := s.opts.Sessions
-	claimed := false
-	if claims != nil && session != "" {
-		if err := claims.ClaimSession(context.Background(), v.r.name, session); err != nil {
-			ref := message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "session %q of agent %q cannot start on host %s: %v",
-				session, v.r.name, claims.Self(), err)
-			if errors.Is(err, cluster.ErrSessionHeld) {
-				return nil, heldError{ref}
-			}
-			return nil, ref
-		}
-		claimed = true
+// claimSession claims session's key in a cluster (claimed: this call
+// did); a session another host holds is a heldError.
+func (v *service) claimSession(session string) (claimed bool, err error) {
+	claims := v.s.opts.Sessions
+	if claims == nil || session == "" {
+		return false, nil
 	}
+	if err := claims.ClaimSession(context.Background(), v.r.name, session); err != nil {
+		ref := message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "session %q of agent %q cannot start on host %s: %v",
+			session, v.r.name, claims.Self(), err)
+		if errors.Is(err, cluster.ErrSessionHeld) {
+			return false, heldError{ref}
+		}
+		return false, ref
+	}
+	return true, nil
+}
+
+// release releases session's key if claimSession claimed it.
+func (v *service) release(claimed bool, session string) {
+	if claimed {
+		v.s.opts.Sessions.ReleaseSession(v.r.name, session)
+	}
+}
+
+// startSessionInstance starts session's instance (its key claimed
+// already when claimed), unless the host is halted. The check, the start
+// and the record Halt uses happen under the supervisor's lock.
+func (v *service) startSessionInstance(prog *host.Program, cfg host.AgentConfig, session string, claimed bool) (*host.Agent, error) {
+	s := v.s
 	s.mu.Lock()
 	if s.halted {
 		s.mu.Unlock()
-		if claimed {
-			claims.ReleaseSession(v.r.name, session)
-		}
+		v.release(claimed, session)
 		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "the cluster host is fenced")
 	}
 	inst := s.opts.Host.Start(prog, cfg, v.cfg.Input)

@@ -78,11 +78,17 @@ type Instance struct {
 }
 
 // Sessions is where a per-session instance's session is claimed: a
-// cluster node.
+// cluster node. The rest says which sessions that a host which left had
+// (a durable agent's, with an oplog) this host resumes: those nobody holds
+// that are placed here, looked for again when a member leaves.
 type Sessions interface {
 	ClaimSession(ctx context.Context, agent, session string) error
 	ReleaseSession(agent, session string)
 	Self() string
+	SessionOwner(agent, session string) (string, bool)
+	PlaceSession(agent, session string) string
+	Changed() <-chan struct{}
+	Departed() uint64
 }
 
 // Supervisor runs the agents of one config.
