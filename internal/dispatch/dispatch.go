@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
+	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/forward"
 	"github.com/toolhostd/toolhostd/internal/message"
@@ -73,7 +74,8 @@ func (d *Dispatcher) Target(agent string) (message.Target, error) {
 		}
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
-	return message.Target{Accepts: a.Accepts, MaxMessageBytes: int(a.MaxMessageBytes), AuditContent: a.AuditArguments}, nil
+	return message.Target{Accepts: a.Accepts, MaxMessageBytes: int(a.MaxMessageBytes), AuditContent: a.AuditArguments,
+		Durable: a.Durable, PerSession: a.Instances == config.InstancesPerSession}, nil
 }
 
 // Deliver hands m to the instance of its agent (and session), or in a

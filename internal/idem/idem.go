@@ -171,7 +171,7 @@ func (l *Ledger) key(agent, key string) string {
 func (l *Ledger) memberKey(host string) string { return l.o.Prefix + "/members/" + host }
 
 // Claim implements message.Ledger.
-func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Claim, *message.Prior, error) {
+func (l *Ledger) Claim(ctx context.Context, agent, key, id string, durable bool) (message.Claim, *message.Prior, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	k := l.key(agent, key)
@@ -195,7 +195,7 @@ func (l *Ledger) Claim(ctx context.Context, agent, key, id string) (message.Clai
 			l.setSelf(members)
 			continue
 		}
-		prior, again, err := l.prior(ctx, k, kvs[0].Value, kvs[0].ModRevision, clientv3.LeaseID(kvs[0].Lease))
+		prior, again, err := l.prior(ctx, k, kvs[0].Value, kvs[0].ModRevision, clientv3.LeaseID(kvs[0].Lease), durable)
 		if err != nil || !again {
 			return nil, prior, err
 		}
@@ -272,8 +272,10 @@ func (l *Ledger) setSelf(kvs []*mvccpb.KeyValue) clientv3.LeaseID {
 // prior reads a record that holds the key: ended, or claimed by a live
 // member, it is the prior message; claimed by a host that is no longer
 // the member it claimed as, it becomes ended with the unknown-outcome
-// error first. again: the record changed meanwhile, claim again.
-func (l *Ledger) prior(ctx context.Context, k string, val []byte, rev int64, lease clientv3.LeaseID) (p *message.Prior, again bool, err error) {
+// error first, unless the agent is durable (its next host resumes the
+// message and claims the record again: it stays in flight, Stopped).
+// again: the record changed meanwhile, claim again.
+func (l *Ledger) prior(ctx context.Context, k string, val []byte, rev int64, lease clientv3.LeaseID, durable bool) (p *message.Prior, again bool, err error) {
 	var rec record
 	if err := json.Unmarshal(val, &rec); err != nil {
 		return nil, false, fmt.Errorf("record %s: %w", k, err)
@@ -289,6 +291,10 @@ func (l *Ledger) prior(ctx context.Context, k string, val []byte, rev int64, lea
 	}
 	if len(resp.Kvs) > 0 && resp.Kvs[0].Lease == rec.HostLease {
 		return p, false, nil // in flight on a live member
+	}
+	if durable {
+		p.Stopped = true
+		return p, false, nil
 	}
 	ev := message.Event{Kind: message.KindError, Code: tooling.CodeUnavailable.String(),
 		Text: fmt.Sprintf("message %s was delivered to host %q, which stopped before the reply completed; its outcome is unknown", rec.Message, rec.Host)}

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.LeakOptions()...
 type agents struct {
 	capacity  int
 	delivered atomic.Int64
+	durable   atomic.Bool // the agents are durable (message.Target.Durable)
 
 	mu    sync.Mutex
 	boxes map[string]*box
@@ -40,7 +41,7 @@ type box struct {
 }
 
 func (a *agents) Target(string) (message.Target, error) {
-	return message.Target{Accepts: []string{"*"}}, nil
+	return message.Target{Accepts: []string{"*"}, Durable: a.durable.Load()}, nil
 }
 
 func (a *agents) box(agent string) *box {

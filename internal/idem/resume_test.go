@@ -83,6 +83,23 @@ func TestLedgerResume(t *testing.T) {
 				t.Errorf("retry on h4 after the resumed reply: %+v", v)
 			}
 		}},
+		{name: "a durable agent's: a retry before the resume is told to retry later, then gets the reply", run: func(t *testing.T, c *cluster) {
+			h1, h2, h3 := c.host("h1", 0, true), c.host("h2", 0, true), c.host("h3", 0, true)
+			for _, h := range []*host{h1, h2, h3} {
+				h.agents.durable.Store(true)
+			}
+			m := mustSend(t, h1, "k", "x", false)
+			c.die(h1)
+			_, _, err := send(t, h3, "k", "x")
+			if want := `was on host "h1", which stopped; the durable agent's next host resumes it: retry later`; !errors.Is(err, message.ErrUnavailable) || err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("retry before the resume: %v, want ...%s", err, want)
+			}
+			resume(t, h2, m.ID(), "k", "x", "late x")
+			v := waitDone(t, mustSend(t, h3, "k", "x", true))
+			if v.ID != m.ID() || v.Status != message.StatusDone || v.Reply != "late x" {
+				t.Errorf("retry on h3 after the resumed reply: %+v, want message %s done with %q", v, m.ID(), "late x")
+			}
+		}},
 		{name: "ended with its outcome: left, a retry gets that outcome", run: func(t *testing.T, c *cluster) {
 			h1, h2, h3 := c.host("h1", 0, true), c.host("h2", 0, true), c.host("h3", 0, true)
 			m := mustSend(t, h1, "k", "x", false)

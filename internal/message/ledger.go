@@ -16,8 +16,12 @@ type Ledger interface {
 	// Claim claims (agent, key) for the message id, on this host. Either
 	// the claim is this message's, or prior is the message that holds the
 	// key. An error (the ledger did not answer in time) refuses the
-	// message: none is delivered without its key recorded.
-	Claim(ctx context.Context, agent, key, id string) (c Claim, prior *Prior, err error)
+	// message: none is delivered without its key recorded. durable: the
+	// agent is durable, so a prior message whose host stopped is resumed
+	// by its next host (Resume) rather than lost: its record is left in
+	// flight (prior.Stopped) instead of being settled with the
+	// unknown-outcome error.
+	Claim(ctx context.Context, agent, key, id string, durable bool) (c Claim, prior *Prior, err error)
 	// Resume claims again, on this host, the key of message id, which a
 	// durable agent resumes here after the host that claimed it stopped
 	// (Router.Resume), so that a retry finds the message here and its
@@ -46,6 +50,9 @@ type Prior struct {
 	// retry is answered with. Else it is in flight on Host.
 	Ended   bool
 	Outcome Event
+	// Stopped: in flight on Host, which stopped (a durable agent's: its
+	// next host resumes it).
+	Stopped bool
 }
 
 // prior answers a retry whose key the ledger holds for another message:
@@ -56,7 +63,11 @@ func (r *Router) prior(req Request, start time.Time, p *Prior) (*Message, bool, 
 	if m, ok := r.t.get(req.Agent, p.ID); ok {
 		return m, true, nil
 	}
-	if !p.Ended {
+	switch {
+	case !p.Ended && p.Stopped:
+		return nil, false, r.refused(req, start, refuse(ErrUnavailable, tooling.CodeUnavailable,
+			"message %s with this idempotency key was on host %q, which stopped; the durable agent's next host resumes it: retry later", p.ID, p.Host))
+	case !p.Ended:
 		return nil, false, r.refused(req, start, refuse(ErrUnavailable, tooling.CodeUnavailable,
 			"message %s with this idempotency key is in flight on host %q: retry later", p.ID, p.Host))
 	}

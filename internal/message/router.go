@@ -59,6 +59,10 @@ type Target struct {
 	MaxMessageBytes int
 	// AuditContent writes messages' content into the audit log.
 	AuditContent bool
+	// Durable: the agent's messages outlive their host (a durable agent's
+	// next host resumes them; a per-session agent's, those of a session);
+	// see Ledger.Claim.
+	Durable, PerSession bool
 }
 
 // Agents is the router's view of the agents: the daemon (or a one-agent
@@ -208,7 +212,8 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 		// The ledger, not this host's table, says whether the key was
 		// delivered: the message is in the table first, so that a
 		// concurrent retry here finds it by the id the ledger names.
-		c, prior, err := ledger.Claim(ctx, req.Agent, req.IdempotencyKey, id)
+		durable := tgt.Durable && (req.Session != "" || !tgt.PerSession) // a one-off instance's are not
+		c, prior, err := ledger.Claim(ctx, req.Agent, req.IdempotencyKey, id, durable)
 		switch {
 		case err != nil:
 			r.t.remove(m)
