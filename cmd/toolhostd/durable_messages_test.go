@@ -50,10 +50,17 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 		// A reload that changes the agent hands its instance's message
 		// over to the next instance, in the same process.
 		{"reload", "single", "", syscall.SIGHUP, false},
+		// So does an operator's restart (toolhostd restart).
+		{"restart", "single", "", operatorRestart, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) { durableMessage(t, tc.instances, tc.session, tc.stop, tc.traced) })
 	}
 }
+
+// operatorRestart is not a signal: durableMessage restarts the agent
+// through the control API (toolhostd restart) instead of stopping the
+// host.
+const operatorRestart = syscall.Signal(-1)
 
 // durableMessage is one run of TestDurableMessageSurvivesKill: the first
 // host is stopped with stop mid-reply.
@@ -122,13 +129,19 @@ instances = %q
 		sent <- sendResult{st, err}
 	}()
 	testenv.Recv(t, ps.held, 60*time.Second, "the reply's third pause")
-	if stop == syscall.SIGHUP {
-		// A reload that changes the agent: its instance is handed over to
-		// the next, with the message, in the same process; the sender's
-		// wait ends with the whole reply.
-		config("3s")
-		if err := first.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-			t.Fatal(err)
+	if stop == syscall.SIGHUP || stop == operatorRestart {
+		// A reload that changes the agent, or an operator's restart: its
+		// instance is handed over to the next, with the message, in the
+		// same process; the sender's wait ends with the whole reply.
+		if stop == operatorRestart {
+			if _, err := c1.RestartAgent(t.Context(), "paced"); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			config("3s")
+			if err := first.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r := testenv.Recv(t, sent, 60*time.Second, "the send's answer")
 		st, err := r.st, r.err
@@ -136,10 +149,10 @@ instances = %q
 			st, err = c1.WaitMessage(t.Context(), "paced", st.ID, 30*time.Second)
 		}
 		if err != nil || st.Status != message.StatusDone || st.Reply != content {
-			t.Fatalf("after the reload: %+v %v, want done with the whole content\n%s", st, err, first.out.String())
+			t.Fatalf("after the hand-over: %+v %v, want done with the whole content\n%s", st, err, first.out.String())
 		}
 		c1.Close()
-		ps.check(t, content, "reload")
+		ps.check(t, content, "hand-over")
 		return
 	}
 	if err := first.cmd.Process.Signal(stop); err != nil {

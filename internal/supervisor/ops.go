@@ -96,9 +96,15 @@ func (s *Supervisor) Restart(name string) error {
 	if err != nil {
 		return err
 	}
+	// A durable single instance is suspended with its messages left open:
+	// the next instance resumes them from its oplog and answers them.
+	s.mu.Lock()
+	r.slot.handOver = r.cfg.Durable && r.cfg.Instances != config.InstancesPerSession
+	s.mu.Unlock()
 	s.stopRec(r, Stopped)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r.slot.handOver = false
 	r.resetBackoff()
 	s.startLocked(r, nil)
 	s.log.Info("agent restarted by request", zap.String("agent", name))
