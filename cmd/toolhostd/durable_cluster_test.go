@@ -214,6 +214,15 @@ func durableClusterMove(t *testing.T, names []string, entry, session string) {
 			t.Errorf("k1 retried on %s: %+v, want the reply of message %s", via.name, again, r.st.ID)
 		}
 	}
+	// The next host shows the oplog it replayed and goes on in, from etcd
+	// (toolhostd oplog, ps).
+	ol, err := h.ctl.Oplog(t.Context(), "paced", session, false)
+	if err != nil || len(ol.Entries) == 0 || ol.Component == "" {
+		t.Errorf("the oplog of paced %q on %s: %d entries, %v", session, h.name, len(ol.Entries), err)
+	}
+	if a, err := h.ctl.Agent(t.Context(), "paced"); err != nil || a.Oplog == nil || a.Oplog.Entries == 0 {
+		t.Errorf("ps of paced on %s: %+v %v, want its oplog's entries", h.name, a, err)
+	}
 	ps.check(t, content, "kill")
 }
 
