@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/toolhostd/toolhostd/internal/control"
 	"github.com/toolhostd/toolhostd/internal/daemon"
 )
 
@@ -80,22 +79,7 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	if err != nil {
 		return withExit(exitHost, err)
 	}
-	copts := control.Options{
-		Backend:  d,
-		Messages: d.Messages(),
-		Gatherer: d.Metrics().Registry(),
-		Socket:   cfg.Host.ControlSocket,
-		Listen:   cfg.Host.ControlListen,
-		Token:    cfg.Host.ControlToken,
-		Log:      log,
-	}
-	if t := d.Traces(); t != nil {
-		copts.Traces = t
-	}
-	if st := d.KV(); st != nil {
-		copts.KV = st // not a nil *kv.Service in the interface: without a store /v1/kv answers 404
-	}
-	srv, err := control.NewServer(copts)
+	srv, err := d.ControlServer()
 	if err != nil {
 		d.Close()
 		return withExit(exitUsage, err)

@@ -73,3 +73,29 @@ func (d *Daemon) RestartAgent(name string) error {
 	}
 	return d.sup.Restart(name)
 }
+
+// ControlServer is the control API over this daemon as its config's
+// [host] says (control_socket, control_listen, control_token): its agents
+// and toolings, messages, metrics, recent traces and key-value store. The
+// caller serves it (Serve announces READY only once it listens: Options.ReadyGate).
+func (d *Daemon) ControlServer() (*control.Server, error) {
+	h := d.runningConfig().Host
+	o := control.Options{
+		Backend:  d,
+		Messages: d.router,
+		Socket:   h.ControlSocket,
+		Listen:   h.ControlListen,
+		Token:    h.ControlToken,
+		Log:      d.opts.Log,
+	}
+	if d.metrics != nil {
+		o.Gatherer = d.metrics.Registry()
+	}
+	if t := d.Traces(); t != nil {
+		o.Traces = t
+	}
+	if st := d.KV(); st != nil {
+		o.KV = st // not a nil *kv.Service in the interface: without a store /v1/kv answers 404
+	}
+	return control.NewServer(o)
+}
