@@ -446,3 +446,77 @@ func TestDurableAgentRemovedByReload(t *testing.T) {
 		t.Errorf("oplogs after the reload removed loop: %v %v, want [other]", keys, err)
 	}
 }
+
+// TestDurableRun: `toolhostd run` of a durable configured agent (the
+// durable test agent built with componentize-qjs, its loop of n calls)
+// killed (-9) while call k+1 is out, then run again with the same
+// command: the second run replays the first's calls from the state
+// directory's oplog (the server takes calls 1..k once, the read-only one
+// out at the kill twice), prints the whole result, and its end ends the
+// oplog.
+func TestDurableRun(t *testing.T) {
+	const n, k = 5, 2
+	cs, url := newCountServer(t, k+1)
+	dir := t.TempDir()
+	component := testenv.Agent(t, "test-agents-qjs", "durable")
+	input, _ := json.Marshal(map[string]any{"tool": "step", "n": n})
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+[host]
+state_dir = %q
+
+[tooling.count]
+url = %q
+
+[agent.loop]
+component = %q
+toolings = ["count"]
+durable = true
+`, filepath.Join(dir, "state"), url, component))
+
+	first := startToolhostd(t, nil, "--config", cfg, "run", "--input", string(input), component)
+	select {
+	case <-cs.held:
+	case <-first.exited:
+		t.Fatalf("the first run exited: %v\n%s", first.err, first.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("call k+1 not made\n%s", first.out.String())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.wait(t, 10*time.Second)
+	cs.releaseHeld()
+
+	second := startToolhostd(t, nil, "--config", cfg, "run", "--input", string(input), component)
+	got := testenv.Recv(t, cs.done, 60*time.Second, "the resumed run's done call")
+	if err := second.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("the second run: %v\n%s", err, second.out.String())
+	}
+	if len(got) != n {
+		t.Fatalf("done got %d results, want %d: %q\n%s", len(got), n, got, second.out.String())
+	}
+	for i := 1; i <= n; i++ {
+		key := fmt.Sprintf("step %d", i)
+		want := 1
+		if i == k+1 {
+			want = 2 // read-only: made again after the kill
+		}
+		if c := cs.count(key); c != want {
+			t.Errorf("the server took %q %d times, want %d", key, c, want)
+		}
+		if !strings.HasPrefix(got[i-1], key+" #") {
+			t.Errorf("result %d = %q, want %q's", i, got[i-1], key)
+		}
+	}
+	if out := second.out.String(); !strings.Contains(out, "resuming from its oplog") {
+		t.Errorf("the second run did not say it resumed from its oplog\n%s", out)
+	}
+	st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if keys, err := st.Keys(); err != nil || len(keys) != 0 {
+		t.Errorf("oplogs left after the run returned: %v %v", keys, err)
+	}
+}

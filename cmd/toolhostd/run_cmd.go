@@ -60,7 +60,10 @@ the flags say those, and run's engine meters no fuel. The agent's key-value stor
 (wasi:keyvalue) is the state directory's, as serve keeps it, when the
 config sets [host] state_dir (and no etcd backend); otherwise a temporary
 store removed at exit. SIGINT or SIGTERM give the agent its shutdown
-envelope and the grace period, then stop it.
+envelope and the grace period, then stop it. A durable configured agent
+([agent.X] durable = true, with [host] state_dir) records its run in the
+state directory's oplog.db: a run killed mid-way is resumed, not started
+over, by running the same command again (docs/durable.md).
 
 With --chat the agent is talked to while it runs: each line of standard
 input is a message to it (sender "api", in --session when given; empty
@@ -159,6 +162,10 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac,
 			path: path, input: input, session: o.session, sigs: sigs})
 	}
+	ol, err := openRunOplog(cfg, ac, sys, prog, input, &acfg, log)
+	if err != nil {
+		return withExit(exitHost, err)
+	}
 	agent := sys.Host.Start(prog, acfg, input)
 	select {
 	case s := <-sigs:
@@ -167,6 +174,7 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 	case <-agent.Done():
 	}
 	out, err := agent.Wait()
+	endRunOplog(ol, err, log)
 	if err == nil {
 		fmt.Fprintln(cmd.OutOrStdout(), out)
 	}

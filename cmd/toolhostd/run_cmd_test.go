@@ -317,7 +317,14 @@ type serveProc struct {
 // the test's environment; the test's cleanup kills it if it still runs.
 func startServe(t testing.TB, cfgPath string, env ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{cmd: exec.Command(os.Args[0], "--config", cfgPath, "serve"), out: &syncBuffer{}, exited: make(chan struct{})}
+	return startToolhostd(t, env, "--config", cfgPath, "serve")
+}
+
+// startToolhostd starts `toolhostd ARGS...` with env added to the test's
+// environment; the test's cleanup kills it if it still runs.
+func startToolhostd(t testing.TB, env []string, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), envAsMain+"=1"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

@@ -221,7 +221,9 @@ func (f *Forwarder) relay(ctx context.Context, cancel context.CancelFunc, m *mes
 				zap.String("message_id", m.ID()), zap.String("from_host", l.owner.Name), zap.String("host", next.Name))
 		}
 		lctx, lcancel := context.WithCancel(ctx)
-		moved := l.moved || next.Name != l.owner.Name
+		// Another host, or the same one come back (a new member: its
+		// instance resumes the message too).
+		moved := l.moved || next.Name != l.owner.Name || closed(l.owner.Gone)
 		l = leg{owner: next, c: control.NewClient(next.URL, f.o.Token, f.hc), id: m.ID(), ctx: lctx, cancel: lcancel, moved: moved}
 		r.restart()
 	}

@@ -11,6 +11,7 @@ package host
 // blocking tool or model call), the rest recorded once they returned.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -356,4 +357,21 @@ func argsText(args []wt.Val) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// KeepsOplog reports whether a durable instance that ended with runErr
+// left work its next start resumes (its oplog is kept): not when its run
+// returned, nor when a replay of it cannot go on (a changed component, a
+// divergence, a corrupt or full oplog, a call it cannot record).
+func KeepsOplog(runErr error) bool {
+	var re *RunError
+	switch {
+	case runErr == nil, errors.As(runErr, &re):
+		return false // its run returned
+	case errors.Is(runErr, ErrDiverged), errors.Is(runErr, ErrComponentChanged),
+		errors.Is(runErr, ErrOplogCorrupt), errors.Is(runErr, ErrOplogFull),
+		errors.Is(runErr, ErrNotDurable), errors.Is(runErr, oplog.ErrCorrupt):
+		return false // a replay of it cannot go on
+	}
+	return true
 }

@@ -43,7 +43,7 @@ func TestPrefaultStart(t *testing.T) {
 		t.Fatal("a program mapped from its cache file has no prefault image")
 	}
 	start := func(name string) *Agent {
-		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, idleInput)
+		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, ranInput)
 	}
 	first := start("prefault-first")
 	testenv.Eventually(t, 20*time.Second, "the first agent to teach its write set", func() bool { pages, _ := p.Image().Stats(); return pages > 0 })
@@ -60,6 +60,16 @@ func TestPrefaultStart(t *testing.T) {
 		agents = append(agents, start(fmt.Sprintf("prefault-%d", i)))
 	}
 	testenv.Eventually(t, 20*time.Second, "the later agents to be populated", func() bool { _, n := p.Image().Stats(); return n == 3 })
+	// In run (a stop before would be an interrupt): each logged its first
+	// step and waits in recv.
+	testenv.Eventually(t, 20*time.Second, "every agent in its run", func() bool {
+		for _, a := range agents {
+			if s.logs.FilterMessage(ranLine).FilterField(zap.String("agent", a.Name())).Len() == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, a := range agents {
 		a.Stop()
 	}

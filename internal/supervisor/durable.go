@@ -74,7 +74,7 @@ func (v *service) endOplog(l *oplog.Log, runErr error, idle bool) {
 	if m := v.s.opts.Metrics; m != nil && errors.Is(runErr, host.ErrDiverged) {
 		m.AgentDiverged(v.r.name)
 	}
-	if !idle && keepsOplog(runErr) {
+	if !idle && host.KeepsOplog(runErr) {
 		if err := l.Close(); err != nil {
 			v.log().Warn("oplog close", zap.String("oplog", l.Key()), zap.Error(err))
 		}
@@ -85,21 +85,6 @@ func (v *service) endOplog(l *oplog.Log, runErr error, idle bool) {
 	if err := l.Delete(); err != nil {
 		v.log().Warn("oplog delete", zap.String("oplog", l.Key()), zap.Error(err))
 	}
-}
-
-// keepsOplog reports whether an instance that ended with runErr left work
-// its next start resumes.
-func keepsOplog(runErr error) bool {
-	var re *host.RunError
-	switch {
-	case runErr == nil, errors.As(runErr, &re):
-		return false // its run returned
-	case errors.Is(runErr, host.ErrDiverged), errors.Is(runErr, host.ErrComponentChanged),
-		errors.Is(runErr, host.ErrOplogCorrupt), errors.Is(runErr, host.ErrOplogFull),
-		errors.Is(runErr, host.ErrNotDurable), errors.Is(runErr, oplog.ErrCorrupt):
-		return false // a replay of it cannot go on
-	}
-	return true
 }
 
 // dropOplogs removes the oplogs of an agent a reload removed: no start
@@ -137,12 +122,13 @@ func (s *Supervisor) dropOplogs(name string) {
 // holds that are placed here, now and whenever a member leaves (its
 // sessions' keys went with its lease), and again every resumeEvery while
 // some such session is placed elsewhere or nowhere yet (a member still
-// settling).
+// settling), for a minute at most.
 func (v *service) resumeSessions(ctx context.Context, pool *instances.Pool) {
 	if !v.cfg.Durable || v.s.opts.Oplog == nil {
 		return
 	}
 	cl := v.s.opts.Sessions
+	looks := 0 // passes since the last departure
 	for {
 		seen := uint64(0)
 		if cl != nil {
@@ -152,8 +138,12 @@ func (v *service) resumeSessions(ctx context.Context, pool *instances.Pool) {
 		if cl == nil {
 			return
 		}
-		if !v.awaitOrphans(ctx, cl, seen, waiting) {
+		looks++
+		if !v.awaitOrphans(ctx, cl, seen, waiting && looks < resumeLooks) {
 			return
+		}
+		if cl.Departed() != seen {
+			looks = 0
 		}
 	}
 }
@@ -182,8 +172,13 @@ func (v *service) awaitOrphans(ctx context.Context, cl Sessions, seen uint64, wa
 }
 
 // resumeEvery is how often a cluster host looks again for the durable
-// sessions nobody holds while one is not placed here.
-const resumeEvery = 2 * time.Second
+// sessions nobody holds while one is not placed here, at most resumeLooks
+// times after a departure (each look reads the oplogs' keys): the host
+// placement gives such a session resumes it, once settled, within them.
+const (
+	resumeEvery = 2 * time.Second
+	resumeLooks = 30
+)
 
 // resumePass wakes the sessions of the agent that have an oplog (and, in
 // a cluster, nobody holds and are placed here); waiting reports, in a

@@ -110,8 +110,10 @@ func (v *service) serveSessions(ctx context.Context) error {
 	})
 	v.started()
 	var resume sync.WaitGroup
-	resume.Go(func() { v.resumeSessions(ctx, pool) })
+	rctx, stopResume := context.WithCancel(ctx) // in a cluster it looks on while the pool serves
+	resume.Go(func() { v.resumeSessions(rctx, pool) })
 	err = pool.Serve(ctx)
+	stopResume()
 	resume.Wait()
 	v.update(func(r *record) {
 		r.run.pool = nil
