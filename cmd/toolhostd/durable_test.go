@@ -138,21 +138,9 @@ func durableKill(t *testing.T, component, tool string, repeat bool, n, k int) {
 	cs, url := newCountServer(t, k+1)
 	dir := t.TempDir()
 	input, _ := json.Marshal(map[string]any{"tool": tool, "n": n})
-	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
-[host]
-state_dir = %q
-control_socket = %q
-
-[tooling.count]
-url = %q
-
-[agent.loop]
-component = %q
-toolings = ["count"]
-durable = true
-restart = "never"
-input = '%s'
-`, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), url, component, input))
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf("version = 1\n[host]\nstate_dir = %q\ncontrol_socket = %q\n\n",
+		filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"))+
+		loopTables(url, component, fmt.Sprintf("restart = \"never\"\ninput = '%s'\n", input)))
 
 	first := startServe(t, cfg)
 	testenv.Recv(t, cs.held, 60*time.Second, "call k+1 of the first run")
@@ -460,18 +448,8 @@ func TestDurableRun(t *testing.T) {
 	dir := t.TempDir()
 	component := testenv.Agent(t, "test-agents-qjs", "durable")
 	input, _ := json.Marshal(map[string]any{"tool": "step", "n": n})
-	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
-[host]
-state_dir = %q
-
-[tooling.count]
-url = %q
-
-[agent.loop]
-component = %q
-toolings = ["count"]
-durable = true
-`, filepath.Join(dir, "state"), url, component))
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf("version = 1\n[host]\nstate_dir = %q\n\n", filepath.Join(dir, "state"))+
+		loopTables(url, component, ""))
 
 	first := startToolhostd(t, nil, "--config", cfg, "run", "--input", string(input), component)
 	select {
@@ -519,4 +497,11 @@ durable = true
 	if keys, err := st.Keys(); err != nil || len(keys) != 0 {
 		t.Errorf("oplogs left after the run returned: %v %v", keys, err)
 	}
+}
+
+// loopTables are the config tables of the durable tests' loop agent: the
+// count server's tooling at url and [agent.loop], durable, of component,
+// with extra keys of its table after.
+func loopTables(url, component, extra string) string {
+	return fmt.Sprintf("[tooling.count]\nurl = %q\n\n[agent.loop]\ncomponent = %q\ntoolings = [\"count\"]\ndurable = true\n%s", url, component, extra)
 }

@@ -34,22 +34,13 @@ cache_dir = %q
 state_dir = %q
 control_socket = %q
 
-[tooling.count]
-url = %q
-
-[agent.loop]
-component = %q
-toolings = ["count"]
-durable = true
-restart = "never"
-input = '%s'
-
+%s
 [agent.plain]
 component = %q
 restart = "never"
 input = "hi"
-`, filepath.Join(testenv.Root(t), "build", "test-cache"), filepath.Join(dir, "state"), sock, url,
-		testenv.Agent(t, "test-agents", "durable"), input, echo))
+`, filepath.Join(testenv.Root(t), "build", "test-cache"), filepath.Join(dir, "state"), sock,
+		loopTables(url, testenv.Agent(t, "test-agents", "durable"), fmt.Sprintf("restart = \"never\"\ninput = '%s'\n", input)), echo))
 	noConfig(t)
 	srv := startServe(t, cfg)
 	testenv.Recv(t, cs.held, 60*time.Second, "the durable agent's call 4")
