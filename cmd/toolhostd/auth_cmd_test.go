@@ -54,7 +54,7 @@ url = %q
 oauth = { grant_type = "client_credentials", client_id = "svc", client_secret = "x" }
 `, res.URL+"/mcp", res.URL+"/mcp", res.URL+"/mcp"))
 	run := func(args ...string) (int, string, string) {
-		return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+		return runCLI(t, append([]string{"--config", cfg}, args...)...)
 	}
 
 	code, out, errs := run("auth", "status")
@@ -145,7 +145,7 @@ func TestAuthLoginLaterRequest(t *testing.T) {
 			t.Setenv("STATE_DIRECTORY", t.TempDir())
 			cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf("version = 1\n\n[tooling.remote]\nurl = %q\noauth = {}\nconnect_timeout = \"20s\"\n", res.URL+"/mcp"))
 			run := func(args ...string) (int, string, string) {
-				return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+				return runCLI(t, append([]string{"--config", cfg}, args...)...)
 			}
 			code, out, errs := run("call", "remote", "echo", `{"text":"x"}`)
 			if code != exitFailure || !strings.Contains(errs, "run toolhostd auth login remote") {
@@ -170,7 +170,7 @@ func TestAuthLoginLaterRequest(t *testing.T) {
 		defer hs.Close()
 		t.Setenv("STATE_DIRECTORY", t.TempDir())
 		cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", fmt.Sprintf("version = 1\n\n[tooling.open]\nurl = %q\noauth = {}\n", hs.URL))
-		code, out, errs := runConfigCmd(t, "--config", cfg, "auth", "login", "open", "--headless")
+		code, out, errs := runCLI(t, "--config", cfg, "auth", "login", "open", "--headless")
 		if code != 0 || !strings.HasPrefix(out, "open: the server did not ask for authorization and the flow could not run without it (") ||
 			!strings.HasSuffix(out, "); nothing was stored\n") {
 			t.Errorf("login: exit %d\n%s%s", code, out, errs)

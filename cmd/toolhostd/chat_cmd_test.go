@@ -33,7 +33,7 @@ func TestChatCommand(t *testing.T) {
 
 	t.Run("plain", func(t *testing.T) {
 		srv.Script(providertest.Reply{Text: []string{"Hel", "lo ", "there"}, InputTokens: 7, OutputTokens: 3})
-		code, out, errs := runConfigCmd(t, "--config", cfg, "chat", "gpt", "say hello", "--system", "be brief")
+		code, out, errs := runCLI(t, "--config", cfg, "chat", "gpt", "say hello", "--system", "be brief")
 		if code != 0 || out != "Hello there\n" {
 			t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 		}
@@ -55,7 +55,7 @@ func TestChatCommand(t *testing.T) {
 			providertest.Reply{Text: []string{"The echo said ", "hi there."}},
 		)
 		before := len(srv.Requests())
-		code, out, errs := runConfigCmd(t, "--config", cfg, "chat", "gpt", "echo hi there", "--tools", "everything=echo")
+		code, out, errs := runCLI(t, "--config", cfg, "chat", "gpt", "echo hi there", "--tools", "everything=echo")
 		if code != 0 || out != "The echo said hi there.\n" {
 			t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 		}
@@ -81,7 +81,7 @@ func TestChatCommand(t *testing.T) {
 
 	t.Run("max turns", func(t *testing.T) {
 		srv.Script(providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "c", Name: "echo", Arguments: []string{`{"message":"x"}`}}}})
-		code, _, errs := runConfigCmd(t, "--config", cfg, "chat", "gpt", "loop", "--tools", "everything", "--max-turns", "1")
+		code, _, errs := runCLI(t, "--config", cfg, "chat", "gpt", "loop", "--tools", "everything", "--max-turns", "1")
 		if code != exitFailure || !strings.Contains(errs, "the model still asks for tools after 1 turns (--max-turns)") {
 			t.Errorf("exit %d, stderr:\n%s", code, errs)
 		}
@@ -101,7 +101,7 @@ func TestChatCommand(t *testing.T) {
 			providertest.Reply{ToolCalls: []providertest.ToolCall{{ID: "call-1", Name: "echo", Arguments: []string{`{"message":"audited"}`}}}},
 			providertest.Reply{Text: []string{"done"}},
 		)
-		code, out, errs := runConfigCmd(t, "--config", writeConfigFile(t, dir, "toolhostd.toml", withAudit), "chat", "gpt", "echo", "--tools", "everything=echo")
+		code, out, errs := runCLI(t, "--config", writeConfigFile(t, dir, "toolhostd.toml", withAudit), "chat", "gpt", "echo", "--tools", "everything=echo")
 		if code != 0 || out != "done\n" {
 			t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 		}
@@ -124,7 +124,7 @@ func TestChatCommand(t *testing.T) {
 			{[]string{"chat", "nope", "x"}, `no provider named "nope"`},
 			{[]string{"chat", "gpt", "x", "--tools", "nope"}, `--tools nope: no tooling named "nope"`},
 		} {
-			code, _, errs := runConfigCmd(t, append([]string{"--config", cfg}, tc.args...)...)
+			code, _, errs := runCLI(t, append([]string{"--config", cfg}, tc.args...)...)
 			if code != exitUsage || !strings.Contains(errs, tc.want) {
 				t.Errorf("%v: exit %d, stderr:\n%s", tc.args, code, errs)
 			}

@@ -29,7 +29,7 @@ func TestCompileThenRunHitsCache(t *testing.T) {
 	qjs := testenv.Agent(t, "agents-qjs", "hello")
 	echo := testdata("echo.wat")
 
-	code, out, errs := runConfigCmd(t, "--config", cfg, "compile", echo, qjs)
+	code, out, errs := runCLI(t, "--config", cfg, "compile", echo, qjs)
 	if code != 0 {
 		t.Fatalf("compile: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -42,7 +42,7 @@ func TestCompileThenRunHitsCache(t *testing.T) {
 		t.Fatalf("%d cache entries after compiling 2 agents, want 2", n)
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", cfg, "compile", echo, qjs)
+	code, out, errs = runCLI(t, "--config", cfg, "compile", echo, qjs)
 	if code != 0 {
 		t.Fatalf("second compile: exit %d\n%s", code, errs)
 	}
@@ -52,7 +52,7 @@ func TestCompileThenRunHitsCache(t *testing.T) {
 		}
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", cfg, "run", echo, "--input", "from the cache")
+	code, out, errs = runCLI(t, "--config", cfg, "run", echo, "--input", "from the cache")
 	if code != 0 || out != "from the cache\n" {
 		t.Fatalf("run: exit %d, stdout %q\n%s", code, out, errs)
 	}
@@ -86,7 +86,7 @@ func TestCompileKeysAsServe(t *testing.T) {
 		{[]string{"--config", plain, "compile", "--fuel", echo}, "already in the cache", 2},
 	}
 	for _, s := range steps {
-		code, out, errs := runConfigCmd(t, s.args...)
+		code, out, errs := runCLI(t, s.args...)
 		if code != 0 || !strings.Contains(out, echo+": "+s.want) {
 			t.Fatalf("%v: exit %d, stdout %q, want %q\n%s", s.args, code, out, s.want, errs)
 		}
@@ -101,7 +101,7 @@ func TestCompileFailures(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	cfg := writeConfigFile(t, dir, "c.toml", "version = 1\n[host]\ncache_dir = \""+cache+"\"\n")
-	code, out, errs := runConfigCmd(t, "--config", cfg, "compile", testdata("norun.wat"), testdata("echo.wat"), testdata("nope.wasm"))
+	code, out, errs := runCLI(t, "--config", cfg, "compile", testdata("norun.wat"), testdata("echo.wat"), testdata("nope.wasm"))
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -113,7 +113,7 @@ func TestCompileFailures(t *testing.T) {
 	if !strings.Contains(out, testdata("echo.wat")+": compiled in") {
 		t.Errorf("the good agent after a bad one was not compiled:\n%s", out)
 	}
-	if code, _, errs := runConfigCmd(t, "--config", cfg, "compile"); code != 64 || !strings.Contains(errs, "requires at least 1 arg") {
+	if code, _, errs := runCLI(t, "--config", cfg, "compile"); code != 64 || !strings.Contains(errs, "requires at least 1 arg") {
 		t.Errorf("no agent: exit %d, want 64\n%s", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(cache)); err != nil {

@@ -14,13 +14,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 )
 
-func runConfigCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = execute(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func writeConfigFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -79,7 +72,7 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(config.EnvConfig, tc.env)
-			code, stdout, stderr := runConfigCmd(t, tc.args...)
+			code, stdout, stderr := runCLI(t, tc.args...)
 			if code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
 			}
@@ -101,7 +94,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	// The lines come in document order.
-	_, _, stderr := runConfigCmd(t, "config", "validate", bad)
+	_, _, stderr := runCLI(t, "config", "validate", bad)
 	if got := strings.Split(strings.TrimSpace(stderr), "\n"); strings.Join(got[:len(wantBad)], "\n") != strings.Join(wantBad, "\n") {
 		t.Errorf("stderr:\n%s\nwant first lines:\n%s", stderr, strings.Join(wantBad, "\n"))
 	}
@@ -111,14 +104,14 @@ func TestConfigValidateNeverResolvesSecrets(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TH_SECRET", "sk-live-secret")
 	p := writeConfigFile(t, dir, "s.toml", "version = 1\n[tooling.r]\nurl = \"https://h/mcp\"\nheaders = { A = \"${env:TH_SECRET}\", B = \"${env:TH_UNSET_X}\" }\ncomand = 1\n")
-	code, stdout, stderr := runConfigCmd(t, "config", "validate", p)
+	code, stdout, stderr := runCLI(t, "config", "validate", p)
 	if code != 64 || strings.Contains(stdout+stderr, "sk-live-secret") || strings.Contains(stderr, "TH_UNSET_X") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
 
 func TestConfigDefault(t *testing.T) {
-	code, stdout, stderr := runConfigCmd(t, "config", "default")
+	code, stdout, stderr := runCLI(t, "config", "default")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -128,11 +121,11 @@ func TestConfigDefault(t *testing.T) {
 	// What it prints is a valid config that `config validate` accepts; its
 	// agent's component is one the user builds next, so files are not checked.
 	p := writeConfigFile(t, t.TempDir(), "toolhostd.toml", stdout)
-	code, out, errb := runConfigCmd(t, "config", "validate", "--no-files", p)
+	code, out, errb := runCLI(t, "config", "validate", "--no-files", p)
 	if code != 0 || out != "ok: "+p+": 1 tooling, 1 agent\n" {
 		t.Errorf("validate of the default: exit %d\n%s%s", code, out, errb)
 	}
-	if code, _, _ := runConfigCmd(t, "config", "default", "extra"); code != 64 {
+	if code, _, _ := runCLI(t, "config", "default", "extra"); code != 64 {
 		t.Errorf("config default extra: exit %d, want 64", code)
 	}
 }

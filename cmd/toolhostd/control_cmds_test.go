@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -16,9 +15,13 @@ import (
 	"github.com/toolhostd/toolhostd/internal/status"
 )
 
+// runCLI runs `toolhostd ARGS...` in this process. Its output is kept
+// in buffers safe for concurrent writes, as the files a command writes to
+// are: a command's own output and its log lines (from the toolings'
+// goroutines) may share stderr.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	code = execute(args, &out, &errb)
 	return code, out.String(), errb.String()
 }

@@ -41,16 +41,16 @@ func TestDemoConfig(t *testing.T) {
 			t.Errorf("%s %s is not under build/demo", what, p)
 		}
 	}
-	if code, out, errs := runConfigCmd(t, "config", "validate", cfgPath); code != 0 {
+	if code, out, errs := runCLI(t, "config", "validate", cfgPath); code != 0 {
 		t.Fatalf("config validate: exit %d\n%s%s", code, out, errs)
 	}
 
 	srv := startServe(t, cfgPath)
 	waitFor(t, 60*time.Second, func() bool {
-		code, _, _ := runConfigCmd(t, "--config", cfgPath, "ps")
+		code, _, _ := runCLI(t, "--config", cfgPath, "ps")
 		return code == 0
 	}, srv.out)
-	code, out, errs := runConfigCmd(t, "--config", cfgPath, "send", "echo", "hi from make demo", "--session", "demo")
+	code, out, errs := runCLI(t, "--config", cfgPath, "send", "echo", "hi from make demo", "--session", "demo")
 	if code != 0 || out != "echo: hi from make demo (session demo)\n" {
 		t.Errorf("send: exit %d, stdout %q\n%s\n%s", code, out, errs, srv.out.String())
 	}

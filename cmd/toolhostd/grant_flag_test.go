@@ -80,10 +80,10 @@ func TestRunGrantTools(t *testing.T) {
 		{"op": "call-tool-blocking", "h": "e", "tool": "get-sum", "args": map[string]any{"a": 1, "b": 2}},
 		{"op": "call-tool-blocking", "h": "e", "tool": "echo", "args": map[string]any{"message": "granted"}},
 	}})
-	if code, _, errs := runConfigCmd(t, "--config", cfg, "run", testdata("echo.wat"), "--grant", "everything="); code != 64 || !strings.Contains(errs, `--grant "everything=": an empty pattern after =`) {
+	if code, _, errs := runCLI(t, "--config", cfg, "run", testdata("echo.wat"), "--grant", "everything="); code != 64 || !strings.Contains(errs, `--grant "everything=": an empty pattern after =`) {
 		t.Errorf("--grant everything=: exit %d\n%s", code, errs)
 	}
-	code, out, errs := runConfigCmd(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"),
+	code, out, errs := runCLI(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"),
 		"--grant", "everything=echo", "--input", string(steps))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)

@@ -47,7 +47,7 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv("TOOLHOSTD_CONFIG", "")
-	code, out, errs := runConfigCmd(t, "new", "my-agent", "--lang", lang)
+	code, out, errs := runCLI(t, "new", "my-agent", "--lang", lang)
 	if code != 0 {
 		t.Fatalf("new: exit %d\n%s", code, errs)
 	}
@@ -56,14 +56,14 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 	}
 	// The config it wrote is valid and grants the agent the tooling (its
 	// component is not built yet: validate says so without --no-files).
-	if code, out, errs := runConfigCmd(t, "config", "validate", "--no-files", filepath.Join("my-agent", "toolhostd.toml")); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
+	if code, out, errs := runCLI(t, "config", "validate", "--no-files", filepath.Join("my-agent", "toolhostd.toml")); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
 		t.Errorf("config validate: exit %d\n%s%s", code, out, errs)
 	}
-	if code, _, errs := runConfigCmd(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 64 || !strings.Contains(errs, "agent.my-agent.component: component file") {
+	if code, _, errs := runCLI(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 64 || !strings.Contains(errs, "agent.my-agent.component: component file") {
 		t.Errorf("config validate before the build: exit %d, want 64 naming the missing component\n%s", code, errs)
 	}
 
-	code, out, errs = runConfigCmd(t, append([]string{"build", "my-agent"}, buildArgs...)...)
+	code, out, errs = runCLI(t, append([]string{"build", "my-agent"}, buildArgs...)...)
 	if code != 0 {
 		t.Fatalf("build: exit %d\n%s%s", code, out, errs)
 	}
@@ -72,11 +72,11 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 		t.Errorf("build's stdout: %q", out)
 	}
 	t.Logf("build: %s", strings.TrimSpace(out))
-	if code, out, errs := runConfigCmd(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 0 {
+	if code, out, errs := runCLI(t, "config", "validate", filepath.Join("my-agent", "toolhostd.toml")); code != 0 {
 		t.Errorf("config validate after the build: exit %d\n%s%s", code, out, errs)
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", everythingConfig(t), "run", wasm, "--input", "hi from a new project")
+	code, out, errs = runCLI(t, "--config", everythingConfig(t), "run", wasm, "--input", "hi from a new project")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}
@@ -92,7 +92,7 @@ func newBuildRun(t *testing.T, lang string, buildArgs ...string) {
 		t.Errorf("run's stderr lacks the agent's log line:\n%s", errs)
 	}
 	// Without the tooling the agent's err says so (exit 1).
-	code, out, errs = runConfigCmd(t, "run", wasm)
+	code, out, errs = runCLI(t, "run", wasm)
 	if code != 1 || out != "" || !strings.Contains(errs, "everything: ") {
 		t.Errorf("run without a config: exit %d, stdout %q\n%s", code, out, errs)
 	}
@@ -183,7 +183,7 @@ func TestNewRefuses(t *testing.T) {
 		{[]string{"new", "bad name", "--lang", "js"}, `invalid agent name "bad name"`},
 		{[]string{"new", "--lang", "js"}, "accepts 1 arg"},
 	} {
-		code, out, errs := runConfigCmd(t, tc.args...)
+		code, out, errs := runCLI(t, tc.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 64 and %q", tc.args, code, out, errs, tc.err)
 		}
@@ -201,14 +201,14 @@ func TestNewRefuses(t *testing.T) {
 	if err := os.Mkdir("empty", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := runConfigCmd(t, "new", "empty", "--lang", "js"); code != 0 {
+	if code, _, errs := runCLI(t, "new", "empty", "--lang", "js"); code != 0 {
 		t.Errorf("new into an empty directory: exit %d\n%s", code, errs)
 	}
 	if err := os.Mkdir("here", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir("here")
-	code, out, errs := runConfigCmd(t, "new", ".", "--lang", "go")
+	code, out, errs := runCLI(t, "new", ".", "--lang", "go")
 	if code != 0 || strings.Contains(out, "cd ") || !strings.Contains(out, "run here.wasm") {
 		t.Errorf("new .: exit %d\n%s%s", code, out, errs)
 	}
@@ -247,7 +247,7 @@ func TestBuildErrors(t *testing.T) {
 		{[]string{"build", "good.js", "--toolchain", "v8"}, `toolchain "v8": a JS agent is built with qjs or spidermonkey`},
 		{[]string{"build"}, "accepts 1 arg"},
 	} {
-		code, out, errs := runConfigCmd(t, tc.args...)
+		code, out, errs := runCLI(t, tc.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 64 and %q", tc.args, code, out, errs, tc.err)
 		}
@@ -256,7 +256,7 @@ func TestBuildErrors(t *testing.T) {
 	t.Run("no node", func(t *testing.T) {
 		t.Setenv("XDG_CACHE_HOME", t.TempDir()) // no toolchain installed
 		t.Setenv("PATH", t.TempDir())
-		code, _, errs := runConfigCmd(t, "build", "good.js")
+		code, _, errs := runCLI(t, "build", "good.js")
 		if code != exitFailure || !strings.Contains(errs, "node is not on PATH: toolhostd build runs the npm tools") {
 			t.Errorf("exit %d\n%s", code, errs)
 		}
@@ -269,7 +269,7 @@ func TestBuildErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv("PATH", bin)
-		code, _, errs := runConfigCmd(t, "build", "good.js")
+		code, _, errs := runCLI(t, "build", "good.js")
 		if code != exitFailure || !strings.Contains(errs, "npm is not on PATH") {
 			t.Errorf("exit %d\n%s", code, errs)
 		}
@@ -279,7 +279,7 @@ func TestBuildErrors(t *testing.T) {
 	})
 	t.Run("syntax error and -o", func(t *testing.T) {
 		seedToolchain(t)
-		code, out, errs := runConfigCmd(t, "build", "bad.js", "-o", filepath.Join("out", "bad.wasm"))
+		code, out, errs := runCLI(t, "build", "bad.js", "-o", filepath.Join("out", "bad.wasm"))
 		if code != exitFailure || out != "" || !strings.Contains(errs, "componentize-qjs bad.js: exit status") {
 			t.Errorf("exit %d, stdout %q\n%s", code, out, errs)
 		}
@@ -291,7 +291,7 @@ func TestBuildErrors(t *testing.T) {
 		if err := os.Mkdir("outdir", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errs = runConfigCmd(t, "build", "good.js", "-o", "outdir")
+		code, out, errs = runCLI(t, "build", "good.js", "-o", "outdir")
 		if code != 0 || !strings.HasPrefix(out, filepath.Join("outdir", "good.wasm")+": ") {
 			t.Errorf("build -o outdir: exit %d, stdout %q\n%s", code, out, errs)
 		}

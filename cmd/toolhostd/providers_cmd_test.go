@@ -28,7 +28,7 @@ func TestProvidersCommand(t *testing.T) {
 	bad.SetKey("not-the-configured-key")
 	cfg := writeConfigFile(t, t.TempDir(), "toolhostd.toml", b.String())
 
-	code, out, errs := runConfigCmd(t, "--config", cfg, "providers")
+	code, out, errs := runCLI(t, "--config", cfg, "providers")
 	if code != exitFailure || !strings.Contains(errs, "1 provider of 3 did not answer") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
@@ -56,13 +56,13 @@ func TestProvidersCommand(t *testing.T) {
 		}
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", cfg, "providers", "gpt", "--json")
+	code, out, errs = runCLI(t, "--config", cfg, "providers", "gpt", "--json")
 	var checks []providerCheck
 	if code != 0 || json.Unmarshal([]byte(out), &checks) != nil || len(checks) != 1 || !checks[0].OK || !checks[0].Listed || len(checks[0].Models) != 2 {
 		t.Errorf("--json: exit %d, %s\n%s", code, out, errs)
 	}
 
-	if code, _, errs := runConfigCmd(t, "--config", cfg, "providers", "nope"); code != exitUsage || !strings.Contains(errs, `no provider named "nope" (defined: bad, claude, gpt)`) {
+	if code, _, errs := runCLI(t, "--config", cfg, "providers", "nope"); code != exitUsage || !strings.Contains(errs, `no provider named "nope" (defined: bad, claude, gpt)`) {
 		t.Errorf("unknown provider: exit %d, %s", code, errs)
 	}
 }

@@ -186,7 +186,7 @@ func TestREADMEAgent(t *testing.T) {
 				}
 			}
 			// Valid as written (its component is built by the next command).
-			if code, out, errs := runConfigCmd(t, "config", "validate", "--no-files", "toolhostd.toml"); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
+			if code, out, errs := runCLI(t, "config", "validate", "--no-files", "toolhostd.toml"); code != 0 || !strings.Contains(out, "1 tooling, 1 agent") {
 				t.Errorf("config validate of README.md's toolhostd.toml: exit %d\n%s%s", code, out, errs)
 			}
 		case f[0] != "toolhostd":
@@ -197,7 +197,7 @@ func TestREADMEAgent(t *testing.T) {
 			if i := slices.Index(f, "--config"); i >= 0 {
 				f[i+1] = everythingConfig(t)
 			}
-			code, out, errs := runConfigCmd(t, f[1:]...)
+			code, out, errs := runCLI(t, f[1:]...)
 			if code != 0 {
 				t.Fatalf("%s: exit %d\n%s%s", cmd, code, out, errs)
 			}

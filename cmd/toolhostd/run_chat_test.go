@@ -193,7 +193,7 @@ func TestRunChatRefusesOldContracts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runConfigCmd(t, tc.args...)
+			code, out, errs := runCLI(t, tc.args...)
 			if code != tc.code || out != "" || !strings.Contains(errs, tc.stderrHas) {
 				t.Fatalf("exit %d (want %d), stdout %q (want none), stderr lacks %q:\n%s", code, tc.code, out, tc.stderrHas, errs)
 			}

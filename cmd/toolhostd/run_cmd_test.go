@@ -51,7 +51,7 @@ func TestRunExitCodes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("TOOLHOSTD_CONFIG", "")
-			code, out, errs := runConfigCmd(t, tc.args...)
+			code, out, errs := runCLI(t, tc.args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout: %q\nstderr: %s", code, tc.code, out, errs)
 			}
@@ -71,7 +71,7 @@ func TestRunExitCodes(t *testing.T) {
 func TestRunHelloAgainstExampleConfig(t *testing.T) {
 	hello := testenv.Agent(t, "agents", "hello")
 	example := filepath.Join(testenv.Root(t), "configs", "example.toml")
-	code, out, errs := runConfigCmd(t, "--config", example, "run", hello)
+	code, out, errs := runCLI(t, "--config", example, "run", hello)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
@@ -92,7 +92,7 @@ func TestRunHelloAgainstExampleConfig(t *testing.T) {
 	}
 
 	t.Run("grant", func(t *testing.T) {
-		code, out, errs := runConfigCmd(t, "--config", example, "run", hello, "--grant", "everything")
+		code, out, errs := runCLI(t, "--config", example, "run", hello, "--grant", "everything")
 		if code != 0 {
 			t.Fatalf("exit %d\n%s", code, errs)
 		}
@@ -111,7 +111,7 @@ func TestRunHelloAgainstExampleConfig(t *testing.T) {
 		cfg := strings.ReplaceAll(string(b), `cwd = ".."`, fmt.Sprintf("cwd = %q", root)) + fmt.Sprintf(
 			"\n[agent.greeter]\ncomponent = %q\ntoolings = [\"everything\"]\n\n[agent.greeter.grants.everything]\ntools = [\"get-*\"]\n", hello)
 		path := writeConfigFile(t, t.TempDir(), "toolhostd.toml", cfg)
-		code, out, errs := runConfigCmd(t, "--config", path, "run", hello)
+		code, out, errs := runCLI(t, "--config", path, "run", hello)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s", code, errs)
 		}
@@ -130,7 +130,7 @@ func TestRunHelloAgainstExampleConfig(t *testing.T) {
 	t.Run("no config", func(t *testing.T) {
 		t.Chdir(t.TempDir())
 		t.Setenv("TOOLHOSTD_CONFIG", "")
-		code, out, errs := runConfigCmd(t, "run", hello)
+		code, out, errs := runCLI(t, "run", hello)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s", code, errs)
 		}
@@ -296,7 +296,7 @@ func TestRunStartsOnlyGrantedToolings(t *testing.T) {
 	cfg := writeConfigFile(t, dir, "toolhostd.toml", "version = 1\n"+tooling("granted")+tooling("other"))
 	// The agent spins until its run timeout: time enough for every tooling
 	// that is started to start.
-	_, _, errs := runConfigCmd(t, "--config", cfg, "run", testdata("spin.wat"), "--grant", "granted", "--timeout", "2s")
+	_, _, errs := runCLI(t, "--config", cfg, "run", testdata("spin.wat"), "--grant", "granted", "--timeout", "2s")
 	if _, err := os.Stat(marker("granted")); err != nil {
 		t.Fatalf("the granted tooling did not start: %v\n%s", err, errs)
 	}

@@ -15,7 +15,7 @@ func TestRunHelloGuests(t *testing.T) {
 	example := filepath.Join(testenv.Root(t), "configs", "example.toml")
 	for _, dir := range []string{"agents-go", "agents-qjs"} {
 		t.Run(dir, func(t *testing.T) {
-			code, out, errs := runConfigCmd(t, "--config", example, "run", testenv.Agent(t, dir, "hello"))
+			code, out, errs := runCLI(t, "--config", example, "run", testenv.Agent(t, dir, "hello"))
 			if code != 0 {
 				t.Fatalf("exit %d\n%s", code, errs)
 			}
@@ -48,7 +48,7 @@ func TestRunGoPanics(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			t.Setenv("TOOLHOSTD_CONFIG", "")
-			code, out, errs := runConfigCmd(t, "run", probe, "--input", `{"steps":[{"op":"throw","what":"`+tc.what+`","message":"boom"}]}`)
+			code, out, errs := runCLI(t, "run", probe, "--input", `{"steps":[{"op":"throw","what":"`+tc.what+`","message":"boom"}]}`)
 			if code != 2 || out != "" {
 				t.Fatalf("exit %d, stdout %q, want 2 and nothing\n%s", code, out, errs)
 			}

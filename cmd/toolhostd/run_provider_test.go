@@ -52,7 +52,7 @@ func TestRunAssistantAgainstEverything(t *testing.T) {
 			)
 			before := len(gpt.Requests())
 			input := fmt.Sprintf(`{"provider":"gpt","toolings":["everything"],"prompt":"echo it","stream":%v}`, tc.stream)
-			code, out, errs := runConfigCmd(t, "--config", cfg, "run", testenv.Agent(t, tc.dir, "assistant"), "--provider", "gpt", "--input", input)
+			code, out, errs := runCLI(t, "--config", cfg, "run", testenv.Agent(t, tc.dir, "assistant"), "--provider", "gpt", "--input", input)
 			if code != 0 {
 				t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 			}
@@ -80,12 +80,12 @@ func TestRunProviderGrant(t *testing.T) {
 	assistant := testenv.Agent(t, "agents", "assistant")
 	input := `{"provider":"gpt","toolings":[],"prompt":"hi"}`
 
-	code, out, errs := runConfigCmd(t, "--config", cfg, "run", assistant, "--provider", "nope", "--input", input)
+	code, out, errs := runCLI(t, "--config", cfg, "run", assistant, "--provider", "nope", "--input", input)
 	if code != 64 || out != "" || !strings.Contains(errs, `--provider "nope": no [provider.nope] in the config (defined: gpt, other)`) {
 		t.Errorf("unknown provider: exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", cfg, "run", assistant, "--provider", "other", "--input", input)
+	code, out, errs = runCLI(t, "--config", cfg, "run", assistant, "--provider", "other", "--input", input)
 	if code != 1 || out != "" || !strings.Contains(errs, "provider gpt: denied") {
 		t.Errorf("provider not granted: exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
@@ -93,7 +93,7 @@ func TestRunProviderGrant(t *testing.T) {
 		t.Errorf("gpt saw %d requests", n)
 	}
 
-	code, out, errs = runConfigCmd(t, "--config", cfg, "run", assistant, "--input", input)
+	code, out, errs = runCLI(t, "--config", cfg, "run", assistant, "--input", input)
 	if code != 0 || out != "Hello from the fake.\n" {
 		t.Errorf("every provider granted by default: exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
@@ -125,7 +125,7 @@ func TestRunProviderModels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(gpt.Requests())
 			args := append([]string{"--config", cfg, "run", assistant, "--input", input}, tc.flags...)
-			code, out, errs := runConfigCmd(t, args...)
+			code, out, errs := runCLI(t, args...)
 			if code != tc.code || out != tc.out || !strings.Contains(errs, tc.errs) {
 				t.Errorf("exit %d (want %d), stdout %q (want %q), stderr (want %q):\n%s", code, tc.code, out, tc.out, tc.errs, errs)
 			}
@@ -155,7 +155,7 @@ func TestRunSampling(t *testing.T) {
 		{"op": "get", "name": "everything", "as": "t"},
 		{"op": "call-tool-blocking", "h": "t", "tool": "trigger-sampling-request", "args": map[string]any{"prompt": "hello", "maxTokens": 500}},
 	}})
-	code, out, errs := runConfigCmd(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"), "--input", string(steps))
+	code, out, errs := runCLI(t, "--config", cfg, "run", testenv.Agent(t, "test-agents", "probe"), "--input", string(steps))
 	if code != 0 || !strings.Contains(out, "sampled under run") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}

@@ -22,7 +22,7 @@ func everythingConfig(t *testing.T) string {
 func TestToolingCommands(t *testing.T) {
 	cfg := everythingConfig(t)
 	run := func(args ...string) (int, string, string) {
-		return runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+		return runCLI(t, append([]string{"--config", cfg}, args...)...)
 	}
 
 	t.Run("tools", func(t *testing.T) {
@@ -167,7 +167,7 @@ func TestOneShotReportsConnectionErrorAtOnce(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			start := time.Now()
-			code, _, errs := runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+			code, _, errs := runCLI(t, append([]string{"--config", cfg}, args...)...)
 			if code != exitFailure {
 				t.Fatalf("exit %d, want %d: %s", code, exitFailure, errs)
 			}

@@ -36,7 +36,7 @@ func TestWatchUsage(t *testing.T) {
 		{"watch", "a", "b", "c"},
 		{"watch", "nope", "--list"},
 	} {
-		code, _, errs := runConfigCmd(t, append([]string{"--config", cfg}, args...)...)
+		code, _, errs := runCLI(t, append([]string{"--config", cfg}, args...)...)
 		if code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errs)
 		}
