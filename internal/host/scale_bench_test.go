@@ -35,11 +35,8 @@ func benchAgents(b *testing.B) int {
 	return 100
 }
 
-// idleInput makes the probe wait in recv until its shutdown envelope.
-const idleInput = `{"steps": [{"op": "recv"}]}`
-
 // ranLine is the log line of ranInput's first step; ranInput then waits in
-// recv as idleInput does.
+// recv until its shutdown envelope.
 const (
 	ranLine  = "probe-ran"
 	ranInput = `{"steps": [{"op": "log", "level": "warn", "message": "` + ranLine + `"}, {"op": "recv"}]}`
