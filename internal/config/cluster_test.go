@@ -32,3 +32,27 @@ func TestAdvertiseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterPrefixes: the key-value store's keys are under the cluster's
+// prefix, the durable agents' oplogs beside it (not under it: every member
+// watches all that is under it).
+func TestClusterPrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, kv, oplog string
+	}{
+		{"", "/toolhostd/kv", "/toolhostd-oplog"},
+		{"/prod", "/prod/kv", "/prod-oplog"},
+		{"/prod/", "/prod/kv", "/prod-oplog"},
+	} {
+		c := &Config{Cluster: &Cluster{Prefix: tc.prefix}}
+		if got := c.StorePrefix(); got != tc.kv {
+			t.Errorf("prefix %q: StorePrefix %q, want %q", tc.prefix, got, tc.kv)
+		}
+		if got := c.OplogPrefix(); got != tc.oplog {
+			t.Errorf("prefix %q: OplogPrefix %q, want %q", tc.prefix, got, tc.oplog)
+		}
+	}
+	if got := (&Config{}).OplogPrefix(); got != "/toolhostd-oplog" {
+		t.Errorf("no [cluster]: OplogPrefix %q", got)
+	}
+}

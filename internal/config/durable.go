@@ -3,10 +3,7 @@ package config
 // The durable-agent keys: [agent.<name>] durable and max_oplog. See
 // docs/durable.md and internal/oplog.
 
-import (
-	"path/filepath"
-	"strings"
-)
+import "path/filepath"
 
 // Durable-agent defaults and the oplog's file.
 const (
@@ -84,10 +81,4 @@ func (c *Config) OplogPath() string { return filepath.Join(c.StateDir(), OplogFi
 // than under it, because every member lists and watches all that is under
 // the cluster's prefix and an oplog there would send each append to every
 // member.
-func (c *Config) OplogPrefix() string {
-	p := DefaultClusterPrefix
-	if c.Cluster != nil && c.Cluster.Prefix != "" {
-		p = c.Cluster.Prefix
-	}
-	return strings.TrimSuffix(p, "/") + "-oplog"
-}
+func (c *Config) OplogPrefix() string { return c.clusterPrefix() + "-oplog" }

@@ -105,10 +105,14 @@ func (c *Config) StorePath() string { return filepath.Join(c.StateDir(), StoreFi
 
 // StorePrefix is the etcd backend's key prefix: "kv" under the cluster's
 // prefix.
-func (c *Config) StorePrefix() string {
+func (c *Config) StorePrefix() string { return c.clusterPrefix() + "/kv" }
+
+// clusterPrefix is [cluster] prefix (DefaultClusterPrefix when unset)
+// without a trailing slash.
+func (c *Config) clusterPrefix() string {
 	p := DefaultClusterPrefix
 	if c.Cluster != nil && c.Cluster.Prefix != "" {
 		p = c.Cluster.Prefix
 	}
-	return strings.TrimSuffix(p, "/") + "/kv"
+	return strings.TrimSuffix(p, "/")
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/toolhostd/toolhostd/internal/cluster/etcdtest"
 )
 
@@ -30,6 +32,21 @@ func BenchmarkEtcdAppend(b *testing.B) {
 func BenchmarkEtcdAppendParallel(b *testing.B) {
 	c := etcdtest.Start(b, 1)
 	benchAppendParallel(b, etcdStore(b, etcdtest.Client(b, c.Endpoints()...), EtcdOptions{}))
+}
+
+// BenchmarkEtcdAppendGuardedParallel is BenchmarkEtcdAppendParallel with
+// a Guard as a cluster host's (cluster.Node.WriteGuard): one comparison
+// per log of a transaction, on a key that holds.
+func BenchmarkEtcdAppendGuardedParallel(b *testing.B) {
+	c := etcdtest.Start(b, 1)
+	cli := etcdtest.Client(b, c.Endpoints()...)
+	if _, err := cli.Put(b.Context(), "/bench/owner", "this host"); err != nil {
+		b.Fatal(err)
+	}
+	guard := func(string) []clientv3.Cmp {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.Version("/bench/owner"), ">", 0)}
+	}
+	benchAppendParallel(b, etcdStore(b, cli, EtcdOptions{Guard: guard}))
 }
 
 // benchAppend appends to one log of s, one entry at a time.
