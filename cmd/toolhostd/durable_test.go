@@ -201,14 +201,7 @@ func durableKill(t *testing.T, component, tool string, repeat bool, n, k int) {
 	if err := second.wait(t, 30*time.Second); err != nil {
 		t.Fatalf("serve: %v\n%s", err, out)
 	}
-	st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if keys, err := st.Keys(); err != nil || len(keys) != 0 {
-		t.Errorf("oplogs left after the run returned: %v %v", keys, err)
-	}
+	noOplogsLeft(t, dir)
 }
 
 // resultLines are the "result i: ..." lines the durable agent logged:
@@ -489,6 +482,20 @@ func TestDurableRun(t *testing.T) {
 	if out := second.out.String(); !strings.Contains(out, "resuming from its oplog") {
 		t.Errorf("the second run did not say it resumed from its oplog\n%s", out)
 	}
+	noOplogsLeft(t, dir)
+}
+
+// loopTables are the config tables of the durable tests' loop agent: the
+// count server's tooling at url and [agent.loop], durable, of component,
+// with extra keys of its table after.
+func loopTables(url, component, extra string) string {
+	return fmt.Sprintf("[tooling.count]\nurl = %q\n\n[agent.loop]\ncomponent = %q\ntoolings = [\"count\"]\ndurable = true\n%s", url, component, extra)
+}
+
+// noOplogsLeft fails the test unless the oplog file of the state
+// directory under dir holds no log: every run that returned ended its own.
+func noOplogsLeft(t *testing.T, dir string) {
+	t.Helper()
 	st, err := oplog.Open(oplog.Options{Path: filepath.Join(dir, "state", "oplog.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -497,11 +504,4 @@ func TestDurableRun(t *testing.T) {
 	if keys, err := st.Keys(); err != nil || len(keys) != 0 {
 		t.Errorf("oplogs left after the run returned: %v %v", keys, err)
 	}
-}
-
-// loopTables are the config tables of the durable tests' loop agent: the
-// count server's tooling at url and [agent.loop], durable, of component,
-// with extra keys of its table after.
-func loopTables(url, component, extra string) string {
-	return fmt.Sprintf("[tooling.count]\nurl = %q\n\n[agent.loop]\ncomponent = %q\ntoolings = [\"count\"]\ndurable = true\n%s", url, component, extra)
 }

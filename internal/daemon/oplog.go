@@ -42,8 +42,10 @@ func (d *Daemon) oplogStore(cfg *config.Config) (*oplog.Store, error) {
 	if !cfg.Durable() {
 		return nil, nil
 	}
-	if _, err := os.Stat(cfg.OplogPath()); cfg.Cluster == nil && errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if cfg.Cluster == nil {
+		if _, err := os.Stat(cfg.OplogPath()); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
 	}
 	st, err := d.sys.Oplog()
 	if errors.Is(err, oplog.ErrClosed) {

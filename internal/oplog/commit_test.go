@@ -11,69 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func TestGroupCommit(t *testing.T) {
-	const logs, each = 200, 20
-	s := testStore(t, Options{})
-	ls := make([]*Log, logs)
-	for i := range ls {
-		ls[i] = openLog(t, s, fmt.Sprintf("agent%d/session", i))
-	}
-	before := s.Stats()
-	start := make(chan struct{})
-	errs := make(chan error, logs)
-	var wg sync.WaitGroup
-	for _, l := range ls {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				seq, err := l.Append(testEntry(i))
-				if err == nil && seq != uint64(i+1) {
-					err = fmt.Errorf("%s: append %d: seq %d", l.Key(), i, seq)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	st := s.Stats()
-	appends, commits := st.Appends-before.Appends, st.Commits-before.Commits
-	if appends != logs*each || st.Entries-before.Entries != logs*each {
-		t.Errorf("stats %+v (before %+v): want %d more appends and entries", st, before, logs*each)
-	}
-	if commits >= appends {
-		t.Errorf("%d appends took %d commits: no batching", appends, commits)
-	}
-	t.Logf("%d appends in %d commits", appends, commits)
-	for _, l := range ls {
-		l.Close()
-	}
-
-	s = reopen(t, s)
-	for i := range logs {
-		l := openLog(t, s, fmt.Sprintf("agent%d/session", i))
-		rec := l.Recorded()
-		if len(rec) != each {
-			t.Fatalf("%s: recorded %d entries, want %d", l.Key(), len(rec), each)
-		}
-		for j, got := range rec {
-			want := testEntry(j)
-			want.Seq = uint64(j + 1)
-			if err := sameEntry(got, want); err != nil {
-				t.Errorf("%s: %v", l.Key(), err)
-			}
-		}
-		l.Close()
-	}
-}
-
 func TestOrderOneLog(t *testing.T) {
 	const writers, each = 8, 50
 	s := testStore(t, Options{})

@@ -3,6 +3,7 @@ package oplog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,7 @@ func TestBackends(t *testing.T) {
 		{"delete", testDeleteKeys},
 		{"keys do not collide", testNoCollide},
 		{"group commit", testShareCommits},
+		{"summaries and Len", testSummariesAndLen},
 		{"store closed", testClosed},
 	}
 	for _, b := range testBackends(t) {
@@ -90,6 +92,50 @@ func appendN(t testing.TB, l *Log, n int) {
 			t.Fatalf("%s: append %d: seq %d", l.Key(), i, seq)
 		}
 	}
+}
+
+// checkSummaries fails the test unless s's summaries are of the logs of
+// counts, sorted by key, each with its count of entries, its size in
+// sizes and the test header.
+func checkSummaries(t *testing.T, s *Store, counts map[string]int, sizes map[string]int64) {
+	t.Helper()
+	sums, err := s.Summaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, sum := range sums {
+		keys = append(keys, sum.Key)
+		if sum.Header != testHeader || sum.Entries != counts[sum.Key] || sum.Bytes != sizes[sum.Key] {
+			t.Errorf("summary %+v, want %d entries of %d bytes and header %+v", sum, counts[sum.Key], sizes[sum.Key], testHeader)
+		}
+	}
+	if want := slices.Sorted(maps.Keys(counts)); !slices.Equal(keys, want) {
+		t.Errorf("summaries of %q, want %q", keys, want)
+	}
+}
+
+// testSummariesAndLen: a log's Len is its entries and their bytes, and
+// the store's summaries (after a reopen) say the same, an empty log's
+// included.
+func testSummariesAndLen(t *testing.T, b testBackend) {
+	s := b.open(t)
+	counts := map[string]int{"c": 3, "a": 0, "b/s": 7}
+	sizes := map[string]int64{}
+	for k, n := range counts {
+		l := openLog(t, s, k)
+		appendN(t, l, n)
+		got, size := l.Len()
+		if got != n {
+			t.Errorf("%s: Len %d entries, want %d", k, got, n)
+		}
+		if n > 0 && size <= int64(n*len(testEntry(0).Call)) {
+			t.Errorf("%s: Len %d bytes, too few for %d entries", k, size, n)
+		}
+		sizes[k] = size
+		l.Close()
+	}
+	checkSummaries(t, b.reopen(t, s), counts, sizes)
 }
 
 // checkRecorded fails the test unless l recorded testEntry(0..n-1).
@@ -217,30 +263,11 @@ func testNoCollide(t *testing.T, b testBackend) {
 		_, sizes[k] = l.Len()
 		l.Close()
 	}
-	want := slices.Sorted(func(yield func(string) bool) {
-		for k := range counts {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	want := slices.Sorted(maps.Keys(counts))
 	if keys, err := s.Keys(); err != nil || !slices.Equal(keys, want) {
 		t.Errorf("Keys: %q, %v; want %q", keys, err, want)
 	}
-	sums, err := s.Summaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, sum := range sums {
-		keys = append(keys, sum.Key)
-		if sum.Header != testHeader || sum.Entries != counts[sum.Key] || sum.Bytes != sizes[sum.Key] {
-			t.Errorf("summary %+v, want %d entries of %d bytes", sum, counts[sum.Key], sizes[sum.Key])
-		}
-	}
-	if !slices.Equal(keys, want) {
-		t.Errorf("summaries of %q, want %q", keys, want)
-	}
+	checkSummaries(t, s, counts, sizes)
 	if err := s.Remove("a"); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +285,7 @@ func testNoCollide(t *testing.T, b testBackend) {
 
 // testShareCommits: appends of many logs at once share transactions.
 func testShareCommits(t *testing.T, b testBackend) {
-	const logs, each = 50, 10
+	const logs, each = 200, 20
 	s := b.open(t)
 	ls := make([]*Log, logs)
 	for i := range ls {

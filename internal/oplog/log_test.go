@@ -211,42 +211,6 @@ func TestAppendInvalid(t *testing.T) {
 	}
 }
 
-func TestSummariesAndLen(t *testing.T) {
-	s := testStore(t, Options{})
-	counts := map[string]int{"c": 3, "a": 0, "b/s": 7}
-	sizes := map[string]int64{}
-	for k, n := range counts {
-		l := openLog(t, s, k)
-		for i := range n {
-			mustAppend(t, l, testEntry(i))
-		}
-		got, size := l.Len()
-		if got != n {
-			t.Errorf("%s: Len %d entries, want %d", k, got, n)
-		}
-		if n > 0 && size <= int64(n*len(testEntry(0).Call)) {
-			t.Errorf("%s: Len %d bytes, too few for %d entries", k, size, n)
-		}
-		sizes[k] = size
-		l.Close()
-	}
-	s = reopen(t, s)
-	sums, err := s.Summaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, sum := range sums {
-		keys = append(keys, sum.Key)
-		if sum.Header != testHeader || sum.Entries != counts[sum.Key] || sum.Bytes != sizes[sum.Key] {
-			t.Errorf("summary %+v, want %d entries of %d bytes and header %+v", sum, counts[sum.Key], sizes[sum.Key], testHeader)
-		}
-	}
-	if !slices.Equal(keys, []string{"a", "b/s", "c"}) {
-		t.Errorf("summaries of %q, want sorted keys a, b/s, c", keys)
-	}
-}
-
 func TestKindString(t *testing.T) {
 	for k, want := range map[Kind]string{KindResult: "result", KindStarted: "started", KindCompleted: "completed", 0: "kind(0)", 9: "kind(9)"} {
 		if got := k.String(); got != want {
