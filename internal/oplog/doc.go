@@ -24,11 +24,15 @@
 // # Group commit
 //
 // A transaction costs an fsync (bbolt) or a round of raft (etcd), so
-// appends are not written one transaction each: one committer goroutine
-// per Store takes every append waiting at that moment (up to
-// [Options].MaxBatch), writes them all together and only then answers
-// each caller. Many instances appending at once share their
-// transactions; [Store.Stats] counts both. Over bbolt a batch is one
+// appends are not written one transaction each: appends queue in their
+// Store, and one writer at a time takes every append waiting at that
+// moment (up to [Options].MaxBatch), writes them all together and only
+// then answers each caller. An append that finds the Store idle is
+// written by its own caller, with no goroutine between (one instance
+// appending alone pays the transaction and little else); those that
+// queue behind a transaction are written by the Store's committer
+// goroutine, batch after batch, until none waits. Many instances
+// appending at once share their transactions; [Store.Stats] counts both. Over bbolt a batch is one
 // transaction. Over etcd it is as few as etcd's default limits allow, in
 // order: at most 128 operations (and 128 comparisons) and about 1 MiB of
 // keys and values each, an entry larger than that in one of its own (and

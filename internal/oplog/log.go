@@ -128,12 +128,8 @@ func (l *Log) Append(e Entry) (uint64, error) {
 	}
 	l.next++
 	l.mu.Unlock()
-	for _, lr := range later { // in the same transaction as r, or an earlier one
-		if err := s.wait(lr); err != nil {
-			return 0, err
-		}
-	}
-	if err := s.wait(r); err != nil {
+	// later's are in the same transaction as r, or an earlier one.
+	if err := s.waitAll(append(later, r)); err != nil {
 		return 0, err
 	}
 	l.entries.Add(1)
@@ -189,9 +185,7 @@ func (l *Log) flushLater() {
 	l.mu.Lock()
 	later := l.sendLaterLocked()
 	l.mu.Unlock()
-	for _, r := range later {
-		_ = l.s.wait(r) // a failure is the committer's log line and the log's broken
-	}
+	_ = l.s.waitAll(later) // a failure is the committer's log line and the log's broken
 }
 
 // Close closes the log, once AppendLater's entries are written and the

@@ -23,8 +23,14 @@ type Store struct {
 	maxEntry  int
 	limitName string
 
-	reqs    chan *request // to the committer, buffered (maxBatch)
-	done    chan struct{} // closed by Close: the committer stops
+	// The group commit (commit.go): cmu guards queue, baton and closing.
+	cmu     sync.Mutex
+	queue   []*request    // sent, not yet taken into a batch
+	baton   bool          // the baton is held: a commit is under way or due
+	closing bool          // Close was called: send refuses
+	idle    chan struct{} // closed when the baton is put down while closing
+	wake    chan struct{} // hands the baton to the committer (1 buffered)
+	done    chan struct{} // closed by Close, once idle: the committer stops
 	stopped chan struct{} // closed by the committer when it returns
 
 	mu     sync.Mutex
@@ -54,7 +60,8 @@ func newStore(b backend, path string, lg *zap.Logger, maxBatch, maxEntry int, li
 		maxBatch:  maxBatch,
 		maxEntry:  maxEntry,
 		limitName: limitName,
-		reqs:      make(chan *request, maxBatch),
+		idle:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		stopped:   make(chan struct{}),
 		busy:      map[string]bool{},
@@ -64,15 +71,22 @@ func newStore(b backend, path string, lg *zap.Logger, maxBatch, maxEntry int, li
 	return s
 }
 
-// Close stops the committer and closes the file (an etcd store leaves its
-// client open). Appends waiting and later fail with ErrClosed, and so do
-// the other methods, but Log.Close. Close is idempotent: a second call
-// returns what the first did.
+// Close stops the committer, once the writes already sent are committed,
+// and closes the file (an etcd store leaves its client open). Later
+// Appends fail with ErrClosed, and so do the other methods, but Log.Close.
+// Close is idempotent: a second call returns what the first did.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.cmu.Lock()
+		s.closing = true
+		held := s.baton
+		s.cmu.Unlock()
+		if held {
+			<-s.idle
+		}
 		close(s.done)
 		<-s.stopped
 		if err := s.b.close(); err != nil {
