@@ -43,6 +43,10 @@ func TestDurableMessageSurvivesKill(t *testing.T) {
 		// its message left open in its oplog), and its next start answers.
 		{"shutdown", "single", "", syscall.SIGTERM, false},
 		{"per-session shutdown", "per-session", "s1", syscall.SIGTERM, false},
+		// A per-session agent's one-off message (no session): its
+		// instance's oplog is named by the message's id.
+		{"one-off", "per-session", "", syscall.SIGKILL, false},
+		{"one-off shutdown", "per-session", "", syscall.SIGTERM, false},
 		// The message's trace goes on across the kill: the resumed
 		// message's span is in the caller's trace, its replayed calls are
 		// events of it, not spans.

@@ -78,6 +78,11 @@ func (d *Daemon) Oplog(agent, session string, content bool) (control.Oplog, erro
 		return control.Oplog{}, sessionsWithOplog(st, agent)
 	}
 	h, entries, err := readLog(st, key)
+	if id, ok := strings.CutPrefix(session, "#"); ok && errors.Is(err, oplog.ErrNotFound) {
+		// AGENT/#ID: no session of that name, the one-off message ID's.
+		key = supervisor.OneOffKey(agent, id)
+		h, entries, err = readLog(st, key)
+	}
 	switch {
 	case errors.Is(err, oplog.ErrNotFound) && !a.Durable:
 		return control.Oplog{}, fmt.Errorf("%w of %q: the agent is not durable", control.ErrNoOplog, key)
@@ -120,7 +125,11 @@ func sessionsWithOplog(st *oplog.Store, agent string) error {
 	}
 	var sessions []string
 	for _, k := range keys {
-		if s, ok := strings.CutPrefix(k, agent+"/"); ok {
+		switch s, oneOff, ok := supervisor.InstanceOf(agent, k); {
+		case !ok:
+		case oneOff != "":
+			sessions = append(sessions, "#"+oneOff+" (a one-off message's)")
+		default:
 			sessions = append(sessions, s)
 		}
 	}

@@ -43,7 +43,9 @@ func seedOplog(t *testing.T, state string, logs map[string]int) {
 // agent without one is ErrNoOplog saying why.
 func TestOplogBackend(t *testing.T) {
 	state := t.TempDir()
-	seedOplog(t, state, map[string]int{"loop": 3, "talk/alice": 2, "talk/bob": 1, "gone": 4})
+	// talk/#m1: the instance of talk's one-off message m1; talk/##hash:
+	// of its session "#hash".
+	seedOplog(t, state, map[string]int{"loop": 3, "talk/alice": 2, "talk/bob": 1, "talk/#m1": 1, "talk/##hash": 1, "gone": 4})
 	r := build(t, writeConfig(t, t.TempDir(), headerState(t, state)+fmt.Sprintf(`[agent.loop]
 component = %[1]q
 durable = true
@@ -65,8 +67,8 @@ component = %[1]q
 	if o := byName["loop"].Oplog; o == nil || o.Entries != 3 || o.Bytes == 0 || o.Logs != 0 {
 		t.Errorf("loop's oplog %+v, want 3 entries", o)
 	}
-	if o := byName["talk"].Oplog; o == nil || o.Entries != 3 || o.Logs != 2 {
-		t.Errorf("talk's oplog %+v, want 3 entries in 2 logs", o)
+	if o := byName["talk"].Oplog; o == nil || o.Entries != 5 || o.Logs != 4 {
+		t.Errorf("talk's oplog %+v, want 5 entries in 4 logs", o)
 	}
 	if o := byName["plain"].Oplog; o != nil {
 		t.Errorf("a non-durable agent's oplog %+v", o)
@@ -84,15 +86,17 @@ component = %[1]q
 	if l, err := r.d.Oplog("loop", "", true); err != nil || string(l.Entries[2].Data) != "r2" {
 		t.Errorf("Oplog(loop, content) = %+v, %v", l, err)
 	}
-	if l, err := r.d.Oplog("talk", "alice", false); err != nil || l.Key != "talk/alice" || len(l.Entries) != 2 {
-		t.Errorf("Oplog(talk/alice) = %+v, %v", l, err)
+	for session, key := range map[string]string{"alice": "talk/alice", "#m1": "talk/#m1", "#hash": "talk/##hash"} {
+		if l, err := r.d.Oplog("talk", session, false); err != nil || l.Key != key || len(l.Entries) == 0 {
+			t.Errorf("Oplog(talk, %q) = %+v, %v, want the log %q", session, l, err, key)
+		}
 	}
 	for _, tc := range []struct {
 		agent, session string
 		err            error
 		has            string
 	}{
-		{"talk", "", control.ErrNoOplog, "name one (talk/SESSION); those with one: alice, bob"},
+		{"talk", "", control.ErrNoOplog, "name one (talk/SESSION); those with one: #hash, #m1 (a one-off message's), alice, bob"},
 		{"talk", "carol", control.ErrNoOplog, `no oplog of "talk/carol": no instance of it runs`},
 		{"loop", "x", control.ErrNoOplog, `"loop" is not a per-session agent`},
 		{"plain", "", control.ErrNoOplog, `no oplog of "plain": the agent is not durable`},

@@ -75,7 +75,7 @@ func (d *Dispatcher) Target(agent string) (message.Target, error) {
 		return message.Target{}, message.Refuse(message.ErrUnknownAgent, tooling.CodeNotFound, "no agent %q", agent)
 	}
 	return message.Target{Accepts: a.Accepts, MaxMessageBytes: int(a.MaxMessageBytes), AuditContent: a.AuditArguments,
-		Durable: a.Durable, PerSession: a.Instances == config.InstancesPerSession}, nil
+		Durable: a.Durable, SessionsOnly: a.Instances == config.InstancesPerSession && d.node != nil}, nil
 }
 
 // Deliver hands m to the instance of its agent (and session), or in a

@@ -37,10 +37,10 @@ type Instance interface {
 	Done() <-chan struct{}
 }
 
-// StartFunc starts an instance for session ("" for a one-off message);
-// ctx is the delivery's, carrying the message's trace context (its
-// cancellation is not the instance's).
-type StartFunc func(ctx context.Context, session string) (Instance, error)
+// StartFunc starts an instance for session, or for the one-off message
+// whose id is oneOff (session ""); ctx is the delivery's, carrying the
+// message's trace context (its cancellation is not the instance's).
+type StartFunc func(ctx context.Context, session, oneOff string) (Instance, error)
 
 // States of an instance, as Status reports them.
 const (
@@ -78,7 +78,7 @@ type Pool struct {
 
 type entry struct {
 	key, session string
-	oneOff       bool
+	oneOff       string // the message id of a one-off's instance
 	inst         Instance
 	pending      []*message.Message // accepted while it starts, in order
 	ready        bool
@@ -110,9 +110,10 @@ func (p *Pool) Deliver(ctx context.Context, m *message.Message) error { return p
 // instance ending start a new one, once (an instance that ends as it
 // starts fails the message instead of starting instances in a loop).
 func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) error {
-	key, oneOff := m.Session(), m.Session() == ""
-	if oneOff {
-		key = "#" + m.ID()
+	key, oneOff := m.Session(), ""
+	if key == "" {
+		oneOff = m.ID()
+		key = "#" + oneOff
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -155,20 +156,28 @@ func (p *Pool) deliver(ctx context.Context, m *message.Message, retry bool) erro
 // instance its host's restart left to resume, which takes the messages
 // it had open from its oplog, with no message to start it.
 func (p *Pool) Wake(ctx context.Context, session string) error {
+	return p.wake(ctx, &entry{key: session, session: session})
+}
+
+// WakeOneOff is Wake for the instance of the one-off message id.
+func (p *Pool) WakeOneOff(ctx context.Context, id string) error {
+	return p.wake(ctx, &entry{key: "#" + id, oneOff: id})
+}
+
+func (p *Pool) wake(ctx context.Context, e *entry) error {
 	p.mu.Lock()
 	switch {
 	case p.closed:
 		p.mu.Unlock()
 		return message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "agent %q is stopping", p.o.Agent)
-	case p.live[session] != nil:
+	case p.live[e.key] != nil:
 		p.mu.Unlock()
 		return nil
 	case len(p.live) >= p.o.MaxInstances && !p.evictLocked():
 		p.mu.Unlock()
 		return message.Refuse(message.ErrBusy, tooling.CodeBusy, "agent %q has %d instances working", p.o.Agent, len(p.live))
 	}
-	e := &entry{key: session, session: session}
-	p.live[session] = e
+	p.live[e.key] = e
 	p.mu.Unlock()
 	return p.start(ctx, e, nil)
 }
@@ -176,7 +185,7 @@ func (p *Pool) Wake(ctx context.Context, session string) error {
 // start starts e's instance (e is in live, not ready) and gives it m (nil:
 // none) and the messages that came meanwhile.
 func (p *Pool) start(ctx context.Context, e *entry, m *message.Message) error {
-	inst, err := p.o.Start(ctx, e.session)
+	inst, err := p.o.Start(ctx, e.session, e.oneOff)
 	p.mu.Lock()
 	pending := e.pending
 	e.pending = nil
@@ -288,7 +297,7 @@ func (p *Pool) reap() {
 			e.lastBusy = now
 			continue
 		}
-		if e.oneOff || now.Sub(p.lastActive(e)) >= p.o.IdleTimeout {
+		if e.oneOff != "" || now.Sub(p.lastActive(e)) >= p.o.IdleTimeout {
 			p.idle++
 			p.log.Debug("idle instance stopped", zap.String("session", e.session), zap.Duration("idle_timeout", p.o.IdleTimeout))
 			p.stopLocked(e)
@@ -324,7 +333,7 @@ func (p *Pool) List() []Status {
 	out := make([]Status, 0, len(p.live)+len(p.ending))
 	add := func(e *entry, state string) {
 		st := Status{Session: e.session, State: state, Since: e.since}
-		if e.oneOff {
+		if e.oneOff != "" {
 			st.Session = ""
 		}
 		if e.ready {

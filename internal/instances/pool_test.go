@@ -84,7 +84,7 @@ func (w *world) Deliver(ctx context.Context, m *message.Message) error { return 
 
 func newWorld(t *testing.T, idle time.Duration, max int) *world {
 	w := &world{t: t, release: make(chan struct{})}
-	w.pool = New(Options{Agent: "a", IdleTimeout: idle, MaxInstances: max, Start: func(_ context.Context, session string) (Instance, error) {
+	w.pool = New(Options{Agent: "a", IdleTimeout: idle, MaxInstances: max, Start: func(_ context.Context, session, _ string) (Instance, error) {
 		w.mu.Lock()
 		w.starts++
 		w.mu.Unlock()
@@ -262,7 +262,7 @@ func TestServeEndStopsAll(t *testing.T) {
 func TestInstanceEndingAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		starts := 0
-		pool := New(Options{Agent: "a", IdleTimeout: time.Minute, MaxInstances: 4, Start: func(context.Context, string) (Instance, error) {
+		pool := New(Options{Agent: "a", IdleTimeout: time.Minute, MaxInstances: 4, Start: func(context.Context, string, string) (Instance, error) {
 			starts++
 			in := inbox.New(4)
 			g := &guest{in: in, mb: message.NewMailbox(in, nil), done: make(chan struct{})}

@@ -60,9 +60,10 @@ type Target struct {
 	// AuditContent writes messages' content into the audit log.
 	AuditContent bool
 	// Durable: the agent's messages outlive their host (a durable agent's
-	// next host resumes them; a per-session agent's, those of a session);
-	// see Ledger.Claim.
-	Durable, PerSession bool
+	// next host resumes them; see Ledger.Claim); SessionsOnly: only those
+	// of a session do (a per-session agent in a cluster: a one-off runs
+	// where it arrives, and no other host resumes it).
+	Durable, SessionsOnly bool
 }
 
 // Agents is the router's view of the agents: the daemon (or a one-agent
@@ -212,7 +213,7 @@ func (r *Router) send(ctx context.Context, req Request, span trace.Span) (m *Mes
 		// The ledger, not this host's table, says whether the key was
 		// delivered: the message is in the table first, so that a
 		// concurrent retry here finds it by the id the ledger names.
-		durable := tgt.Durable && (req.Session != "" || !tgt.PerSession) // a one-off instance's are not
+		durable := tgt.Durable && (req.Session != "" || !tgt.SessionsOnly)
 		c, prior, err := ledger.Claim(ctx, req.Agent, req.IdempotencyKey, id, durable)
 		switch {
 		case err != nil:

@@ -16,36 +16,70 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
-	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/instances"
 	"github.com/toolhostd/toolhostd/internal/oplog"
 )
 
 // OplogKey is the key of an instance's oplog: the agent's name, and a
-// per-session instance's session after a '/'.
+// per-session instance's session after a '/'. A session that starts with
+// '#' has it doubled: '#' and a message id name a one-off's (OneOffKey).
 func OplogKey(agent, session string) string {
 	if session == "" {
 		return agent
 	}
+	if strings.HasPrefix(session, "#") {
+		session = "#" + session
+	}
 	return agent + "/" + session
 }
 
-// openOplog gives cfg the oplog of an instance of a durable agent (nothing
-// for one that is not): the one its last instance left, to replay, or a
-// new one under prog's content.
-func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentConfig) error {
-	if !v.cfg.Durable || v.s.opts.Oplog == nil {
-		return nil
+// OneOffKey is the oplog key of the instance of a per-session agent's
+// one-off message id (a message with no session).
+func OneOffKey(agent, id string) string { return agent + "/#" + id }
+
+// InstanceOf is the instance of agent whose oplog is key: its session, or
+// the id of its one-off message; ok is false for a key of another agent
+// or of a single instance.
+func InstanceOf(agent, key string) (session, oneOff string, ok bool) {
+	rest, ok := strings.CutPrefix(key, agent+"/")
+	switch {
+	case !ok || rest == "":
+		return "", "", false
+	case strings.HasPrefix(rest, "##"):
+		return rest[1:], "", true
+	case strings.HasPrefix(rest, "#"):
+		return "", rest[1:], true
 	}
-	if v.cfg.Instances == config.InstancesPerSession && session == "" {
-		return nil // a one-off message's instance: nothing names it again
+	return rest, "", true
+}
+
+// oplogKey is the oplog key of a per-session agent's instance, session's
+// or the one-off message oneOff's; "" for a one-off in a cluster, which
+// is not durable (it runs where it arrives, and nothing claims it for the
+// host that would resume it).
+func (v *service) oplogKey(session, oneOff string) string {
+	if oneOff == "" {
+		return OplogKey(v.r.name, session)
+	}
+	if v.s.opts.Sessions != nil {
+		return ""
+	}
+	return OneOffKey(v.r.name, oneOff)
+}
+
+// openOplog gives cfg the oplog key of an instance of a durable agent
+// (nothing for one that is not, nor for key ""): the one its last
+// instance left, to replay, or a new one under prog's content.
+func (v *service) openOplog(prog *host.Program, key string, cfg *host.AgentConfig) error {
+	if !v.cfg.Durable || v.s.opts.Oplog == nil || key == "" {
+		return nil
 	}
 	st, err := v.s.opts.Oplog()
 	if err != nil {
 		return err
 	}
-	l, err := st.Open(OplogKey(v.r.name, session), oplog.Header{Component: prog.Content(), Started: time.Now()})
+	l, err := st.Open(key, oplog.Header{Component: prog.Content(), Started: time.Now()})
 	if err != nil {
 		return err
 	}
@@ -57,7 +91,7 @@ func (v *service) openOplog(prog *host.Program, session string, cfg *host.AgentC
 	}
 	if n := len(l.Recorded()); n > 0 {
 		_, bytes := l.Len()
-		v.log().Info("resuming from its oplog", zap.String("session", session), zap.Int("entries", n), zap.Int64("bytes", bytes))
+		v.log().Info("resuming from its oplog", zap.String("oplog", key), zap.Int("entries", n), zap.Int64("bytes", bytes))
 	}
 	return nil
 }
@@ -102,7 +136,7 @@ func (s *Supervisor) dropOplogs(name string) {
 		return
 	}
 	for _, k := range keys {
-		if k == name || strings.HasPrefix(k, name+"/") {
+		if _, _, ok := InstanceOf(name, k); ok || k == name {
 			err := st.Remove(k)
 			switch {
 			case errors.Is(err, oplog.ErrFenced): // in a cluster: its holder removes it
@@ -196,8 +230,14 @@ func (v *service) resumePass(ctx context.Context, pool *instances.Pool) (waiting
 	}
 	cl := v.s.opts.Sessions
 	for _, k := range keys {
-		session, ok := strings.CutPrefix(k, v.r.name+"/")
-		if !ok || session == "" || ctx.Err() != nil {
+		session, oneOff, ok := InstanceOf(v.r.name, k)
+		if !ok || ctx.Err() != nil {
+			continue
+		}
+		if oneOff != "" {
+			if cl == nil { // in a cluster one-offs are not durable
+				v.wake(pool.WakeOneOff(ctx, oneOff), k)
+			}
 			continue
 		}
 		if cl != nil {
@@ -209,13 +249,17 @@ func (v *service) resumePass(ctx context.Context, pool *instances.Pool) (waiting
 				continue
 			}
 		}
-		err := pool.Wake(ctx, session)
-		switch {
-		case errors.Is(err, cluster.ErrSessionHeld):
-			v.log().Debug("a durable session was taken by another host", zap.String("session", session))
-		case err != nil:
-			v.log().Warn("a durable session's instance cannot resume", zap.String("session", session), zap.Error(err))
-		}
+		v.wake(pool.Wake(ctx, session), k)
 	}
 	return waiting
+}
+
+// wake logs the outcome err of waking the instance of the oplog key.
+func (v *service) wake(err error, key string) {
+	switch {
+	case errors.Is(err, cluster.ErrSessionHeld):
+		v.log().Debug("a durable session was taken by another host", zap.String("oplog", key))
+	case err != nil:
+		v.log().Warn("a durable instance cannot resume", zap.String("oplog", key), zap.Error(err))
+	}
 }

@@ -144,7 +144,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 		return false, ctx.Err()
 	}
 	cfg := v.instanceConfig(env, "")
-	if err := v.openOplog(prog, "", &cfg); err != nil {
+	if err := v.openOplog(prog, v.r.name, &cfg); err != nil {
 		span.fail(err)
 		return false, v.cannotRun(err)
 	}

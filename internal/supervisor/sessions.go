@@ -99,8 +99,8 @@ func (v *service) serveSessions(ctx context.Context) error {
 	}
 	pool := instances.New(instances.Options{
 		Agent: v.r.name, IdleTimeout: v.cfg.IdleTimeout.Duration, MaxInstances: v.cfg.MaxInstances, Log: v.s.log,
-		Start: func(ctx context.Context, session string) (instances.Instance, error) {
-			return v.startSession(ctx, prog, env, session)
+		Start: func(ctx context.Context, session, oneOff string) (instances.Instance, error) {
+			return v.startSession(ctx, prog, env, session, oneOff)
 		},
 	})
 	v.update(func(r *record) {
@@ -122,8 +122,9 @@ func (v *service) serveSessions(ctx context.Context) error {
 	return err
 }
 
-// startSession starts one instance of a per-session agent.
-func (v *service) startSession(ctx context.Context, prog *host.Program, env map[string]string, session string) (instances.Instance, error) {
+// startSession starts one instance of a per-session agent: session's, or
+// the one-off message oneOff's.
+func (v *service) startSession(ctx context.Context, prog *host.Program, env map[string]string, session, oneOff string) (instances.Instance, error) {
 	cfg := v.instanceConfig(env, session) // open("session"): this session's own bucket
 	span := v.startSpan(trace.SpanContextFromContext(ctx), session)
 	span.loaded(prog, 0)
@@ -135,7 +136,7 @@ func (v *service) startSession(ctx context.Context, prog *host.Program, env map[
 		span.fail(err)
 		return nil, err
 	}
-	if err := v.openOplog(prog, session, &cfg); err != nil {
+	if err := v.openOplog(prog, v.oplogKey(session, oneOff), &cfg); err != nil {
 		v.release(claimed, session)
 		span.fail(err)
 		return nil, message.Refuse(message.ErrUnavailable, tooling.CodeUnavailable, "session %q of agent %q cannot start: %v", session, v.r.name, err)

@@ -105,3 +105,27 @@ func TestRestarts(t *testing.T) {
 		}
 	}
 }
+
+// TestOplogKeys: the oplog key of each kind of instance, and back.
+func TestOplogKeys(t *testing.T) {
+	for _, tc := range []struct {
+		key, session, oneOff string
+		ok                   bool
+	}{
+		{key: OplogKey("talk", "alice"), session: "alice", ok: true},
+		{key: OplogKey("talk", "#hash"), session: "#hash", ok: true},
+		{key: OplogKey("talk", "a/b"), session: "a/b", ok: true},
+		{key: OneOffKey("talk", "m1"), oneOff: "m1", ok: true},
+		{key: OplogKey("talk", "")},    // the single instance's
+		{key: OplogKey("talker", "x")}, // another agent's
+		{key: "talk/"},
+	} {
+		session, oneOff, ok := InstanceOf("talk", tc.key)
+		if session != tc.session || oneOff != tc.oneOff || ok != tc.ok {
+			t.Errorf("InstanceOf(talk, %q) = %q, %q, %v; want %q, %q, %v", tc.key, session, oneOff, ok, tc.session, tc.oneOff, tc.ok)
+		}
+	}
+	if a, b := OplogKey("talk", "#m1"), OneOffKey("talk", "m1"); a == b {
+		t.Errorf("session #m1 and one-off m1 share the key %q", a)
+	}
+}
