@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -352,14 +353,19 @@ func corruptEntry(t *testing.T, path, key string, seq uint64) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
-		entries := tx.Bucket([]byte("logs")).Bucket([]byte(key)).Bucket([]byte("entries"))
-		k := binary.BigEndian.AppendUint64(nil, seq)
-		v := slices.Clone(entries.Get(k))
-		if v == nil {
-			return fmt.Errorf("no entry %d", seq)
+		// The log's id, then its entry seq among every log's in the wal.
+		id := tx.Bucket([]byte("logs")).Bucket([]byte(key)).Get([]byte("id"))
+		wal := tx.Bucket([]byte("wal"))
+		want := binary.BigEndian.AppendUint64(slices.Clone(id), seq)
+		c := wal.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) > len(want) && bytes.HasPrefix(v, want) {
+				v = slices.Clone(v)
+				v[len(want)+(len(v)-len(want))/2] ^= 0xff
+				return wal.Put(k, v)
+			}
 		}
-		v[len(v)/2] ^= 0xff
-		return entries.Put(k, v)
+		return fmt.Errorf("no entry %d of %q (id %x)", seq, key, id)
 	})
 	if err != nil {
 		t.Fatal(err)

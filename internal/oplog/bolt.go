@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,8 +32,12 @@ const lockTimeout = time.Second
 
 // Bucket and value names of the file; see the package doc.
 var (
-	rootBucket    = []byte("logs")
-	headerKey     = []byte("header")
+	rootBucket = []byte("logs")
+	walBucket  = []byte("wal")
+	headerKey  = []byte("header")
+	idKey      = []byte("id")
+	// entriesBucket is where a log kept its entries before the wal: Open
+	// moves them into it (migrate).
 	entriesBucket = []byte("entries")
 )
 
@@ -72,16 +77,13 @@ func Open(opts Options) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(rootBucket)
-		return err
-	})
-	if err != nil {
+	lg = lg.Named("oplog")
+	b := &boltBackend{db: db, path: opts.Path, log: lg}
+	if err := b.load(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
 	}
-	lg = lg.Named("oplog")
-	s := newStore(&boltBackend{db: db, path: opts.Path, log: lg}, opts.Path, lg, opts.MaxBatch, bolt.MaxValueSize, "bbolt's limit")
+	s := newStore(b, opts.Path, lg, opts.MaxBatch, bolt.MaxValueSize-walPrefix, "bbolt's limit")
 	return s, nil
 }
 
@@ -90,6 +92,11 @@ type boltBackend struct {
 	db   *bolt.DB
 	path string
 	log  *zap.Logger
+
+	mu sync.Mutex // guards wal
+	// wal is where each log's entries are in the wal, by the log's id
+	// (built by load, kept by commit).
+	wal map[uint64]*walIndex
 }
 
 func (b *boltBackend) close() error { return b.db.Close() }
@@ -99,18 +106,38 @@ func (b *boltBackend) view(fn func(root *bolt.Bucket) error) error {
 	return b.db.View(func(tx *bolt.Tx) error { return fn(tx.Bucket(rootBucket)) })
 }
 
+// read reads and verifies the log key: its header, then its entries in
+// the wal in the order they were committed. The positions are taken
+// before the transaction begins, so that it sees every one (a log
+// deleted meanwhile is gone in it altogether).
 func (b *boltBackend) read(key string) (st *stored, err error) {
-	err = b.view(func(root *bolt.Bucket) error {
-		st, err = readBolt(root, key)
+	var pos []uint64
+	var id uint64
+	err = b.db.View(func(tx *bolt.Tx) error {
+		lb := tx.Bucket(rootBucket).Bucket([]byte(key))
+		if lb == nil {
+			return nil
+		}
+		var ok bool
+		if id, ok = logID(lb); ok {
+			pos = b.positions(id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = b.db.View(func(tx *bolt.Tx) error {
+		st, err = readBolt(tx, key, id, pos)
 		return err
 	})
 	return st, err
 }
 
-// readBolt reads and verifies the log key of root: nil if root holds
-// none.
-func readBolt(root *bolt.Bucket, key string) (*stored, error) {
-	lb := root.Bucket([]byte(key))
+// readBolt reads and verifies the log key of tx, whose id is id and whose
+// entries are at the wal positions pos: nil if tx holds no such log.
+func readBolt(tx *bolt.Tx, key string, id uint64, pos []uint64) (*stored, error) {
+	lb := tx.Bucket(rootBucket).Bucket([]byte(key))
 	if lb == nil {
 		return nil, nil
 	}
@@ -118,23 +145,25 @@ func readBolt(root *bolt.Bucket, key string) (*stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	eb := lb.Bucket(entriesBucket)
-	if eb == nil {
-		return nil, fmt.Errorf("%w: no bucket of entries", ErrCorrupt)
+	if got, ok := logID(lb); !ok {
+		return nil, fmt.Errorf("%w: no id", ErrCorrupt)
+	} else if got != id {
+		return nil, nil // deleted and created again since the positions were read
 	}
-	c := eb.Cursor()
-	for k, val := c.First(); k != nil; k, val = c.Next() {
-		if len(k) != 8 {
-			return nil, v.badKey(fmt.Sprintf("a key of %d bytes (%q) where the entry should be", len(k), k))
+	wal := tx.Bucket(walBucket)
+	for _, p := range pos {
+		val := wal.Get(posKey(p))
+		if val == nil {
+			continue // past the log's end in this transaction
 		}
-		seq := binary.BigEndian.Uint64(k)
+		if len(val) < walPrefix {
+			return nil, v.badKey(fmt.Sprintf("a value of %d bytes where the entry should be", len(val)))
+		}
+		seq := binary.BigEndian.Uint64(val[8:walPrefix])
 		if err := v.next(seq); err != nil {
 			return nil, err
 		}
-		if val == nil {
-			return nil, corrupt(seq, "a bucket, not a value")
-		}
-		if err := v.add(seq, bytes.Clone(val)); err != nil {
+		if err := v.add(seq, bytes.Clone(val[walPrefix:])); err != nil {
 			return nil, err
 		}
 	}
@@ -152,6 +181,8 @@ func (b *boltBackend) keys() ([]string, error) {
 	return keys, err
 }
 
+// summaries reads the headers; the entries and their sizes are the wal
+// index's.
 func (b *boltBackend) summaries() ([]Summary, error) {
 	var sums []Summary
 	err := b.view(func(root *bolt.Bucket) error {
@@ -163,12 +194,12 @@ func (b *boltBackend) summaries() ([]Summary, error) {
 				b.log.Warn("corrupt log header", zap.String("file", b.path), zap.String("key", sum.Key), zap.Error(err))
 			}
 			sum.Header = h
-			if eb := lb.Bucket(entriesBucket); eb != nil {
-				c := eb.Cursor()
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					sum.Entries++
-					sum.Bytes += int64(len(v))
+			if id, ok := logID(lb); ok {
+				b.mu.Lock()
+				if w := b.wal[id]; w != nil {
+					sum.Entries, sum.Bytes = len(w.pos), w.bytes
 				}
+				b.mu.Unlock()
 			}
 			sums = append(sums, sum)
 			return nil
@@ -178,17 +209,20 @@ func (b *boltBackend) summaries() ([]Summary, error) {
 }
 
 // commit writes batch in one transaction: bbolt fsyncs once per
-// read-write transaction.
+// read-write transaction. The appends of every log go to the end of the
+// wal, so that a batch of many logs' appends dirties about as many pages
+// as one log's would.
 func (b *boltBackend) commit(batch []*request, errs []error) int {
+	t := &walTx{b: b, ids: map[string]uint64{}, added: map[uint64]*walIndex{}, gone: map[uint64]bool{}}
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(rootBucket)
-		logs := map[string]*bolt.Bucket{} // entries buckets met in this transaction
+		t.root, t.wal = tx.Bucket(rootBucket), tx.Bucket(walBucket)
+		t.wal.FillPercent = walFill
 		for i, r := range batch {
 			if errs[i] != nil {
 				continue
 			}
 			var err error
-			if errs[i], err = b.apply(root, logs, r); err != nil {
+			if errs[i], err = t.apply(r); err != nil {
 				return err
 			}
 		}
@@ -201,49 +235,6 @@ func (b *boltBackend) commit(batch []*request, errs []error) int {
 		}
 		return 0
 	}
+	t.done()
 	return 1
-}
-
-// apply makes r's write in root. A failure of r alone is reqErr; txErr
-// fails the transaction.
-func (b *boltBackend) apply(root *bolt.Bucket, logs map[string]*bolt.Bucket, r *request) (reqErr, txErr error) {
-	switch r.op {
-	case opAppend:
-		eb := logs[r.key]
-		if eb == nil {
-			if lb := root.Bucket([]byte(r.key)); lb != nil {
-				eb = lb.Bucket(entriesBucket)
-			}
-			if eb == nil {
-				return errors.New("the log is not in the file"), nil
-			}
-			eb.FillPercent = 0.9 // keys are appended in order
-			logs[r.key] = eb
-		}
-		return nil, eb.Put(binary.BigEndian.AppendUint64(nil, r.seq), r.value)
-	case opCreate:
-		lb, err := root.CreateBucket([]byte(r.key))
-		if errors.Is(err, bolterrors.ErrBucketExists) {
-			return errors.New("the log is already in the file"), nil
-		} else if err != nil {
-			return nil, err
-		}
-		if err := lb.Put(headerKey, r.value); err != nil {
-			return nil, err
-		}
-		eb, err := lb.CreateBucket(entriesBucket)
-		if err != nil {
-			return nil, err
-		}
-		eb.FillPercent = 0.9
-		logs[r.key] = eb
-		return nil, nil
-	case opDelete:
-		delete(logs, r.key)
-		if err := root.DeleteBucket([]byte(r.key)); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
-			return nil, err
-		}
-		return nil, nil
-	}
-	return nil, fmt.Errorf("unknown op %d", r.op)
 }

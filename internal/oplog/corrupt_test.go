@@ -13,8 +13,54 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// seqKey is seq as an entries key.
+// seqKey is seq as an entries key (of the layout before the wal).
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// walLog is one log's entries in the wal of a read-write transaction, by
+// seq, for a test to damage.
+type walLog struct {
+	wal *bolt.Bucket
+	id  uint64
+	pos map[uint64][]byte // the wal key of each seq
+}
+
+// walLogOf is the log key of tx's wal.
+func walLogOf(t *testing.T, tx *bolt.Tx, key string) walLog {
+	t.Helper()
+	id, ok := logID(tx.Bucket(rootBucket).Bucket([]byte(key)))
+	if !ok {
+		t.Fatalf("log %q has no id", key)
+	}
+	w := walLog{wal: tx.Bucket(walBucket), id: id, pos: map[uint64][]byte{}}
+	err := w.wal.ForEach(func(k, v []byte) error {
+		if binary.BigEndian.Uint64(v) == id {
+			w.pos[binary.BigEndian.Uint64(v[8:walPrefix])] = bytes.Clone(k)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// get is entry seq's value.
+func (w walLog) get(seq uint64) []byte { return bytes.Clone(w.wal.Get(w.pos[seq])[walPrefix:]) }
+
+// put makes v the value of entry seq where it is.
+func (w walLog) put(seq uint64, v []byte) error { return w.wal.Put(w.pos[seq], walValue(w.id, seq, v)) }
+
+// del deletes entry seq.
+func (w walLog) del(seq uint64) error { return w.wal.Delete(w.pos[seq]) }
+
+// add appends raw to the wal, as if committed last.
+func (w walLog) add(raw []byte) error {
+	p, err := w.wal.NextSequence()
+	if err != nil {
+		return err
+	}
+	return w.wal.Put(posKey(p), raw)
+}
 
 // flip is v with byte i (from the end if negative) inverted.
 func flip(v []byte, i int) []byte {
@@ -29,40 +75,38 @@ func flip(v []byte, i int) []byte {
 func TestCorrupt(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(lb, eb *bolt.Bucket) error // of log "a": entries 1..5
-		want   string                          // in the error
+		mutate func(lb *bolt.Bucket, w walLog) error // of log "a": entries 1..5
+		want   string                                // in the error
 	}{
-		{"data byte flipped", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), flip(eb.Get(seqKey(3)), -6)) },
+		{"data byte flipped", func(_ *bolt.Bucket, w walLog) error { return w.put(3, flip(w.get(3), -6)) },
 			"at entry 3: checksum mismatch"},
-		{"checksum flipped", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), flip(eb.Get(seqKey(3)), -1)) },
+		{"checksum flipped", func(_ *bolt.Bucket, w walLog) error { return w.put(3, flip(w.get(3), -1)) },
 			"at entry 3: checksum mismatch"},
-		{"unknown version", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), flip(eb.Get(seqKey(3)), 0)) },
+		{"unknown version", func(_ *bolt.Bucket, w walLog) error { return w.put(3, flip(w.get(3), 0)) },
 			"at entry 3: unknown encoding version 254"},
-		{"truncated", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), eb.Get(seqKey(3))[:3]) },
+		{"truncated", func(_ *bolt.Bucket, w walLog) error { return w.put(3, w.get(3)[:3]) },
 			"at entry 3: value of 3 bytes"},
-		{"empty", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), []byte{}) },
+		{"empty", func(_ *bolt.Bucket, w walLog) error { return w.put(3, []byte{}) },
 			"at entry 3: value of 0 bytes"},
-		{"bad kind, good checksum", func(_, eb *bolt.Bucket) error {
-			return eb.Put(seqKey(3), appendEntry(nil, &Entry{Seq: 3, Kind: 9}))
+		{"bad kind, good checksum", func(_ *bolt.Bucket, w walLog) error {
+			return w.put(3, appendEntry(nil, &Entry{Seq: 3, Kind: 9}))
 		}, "at entry 3: kind(9) is not a kind of entry"},
-		{"missing seq", func(_, eb *bolt.Bucket) error { return eb.Delete(seqKey(3)) },
+		{"missing seq", func(_ *bolt.Bucket, w walLog) error { return w.del(3) },
 			"at entry 3: missing (the next stored is 4)"},
-		{"first missing", func(_, eb *bolt.Bucket) error { return eb.Delete(seqKey(1)) },
+		{"first missing", func(_ *bolt.Bucket, w walLog) error { return w.del(1) },
 			"at entry 1: missing"},
-		{"entry of another seq", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(3), bytes.Clone(eb.Get(seqKey(2)))) },
+		{"entry of another seq", func(_ *bolt.Bucket, w walLog) error { return w.put(3, w.get(2)) },
 			"at entry 3: holds entry 2"},
-		{"seq 0", func(_, eb *bolt.Bucket) error { return eb.Put(seqKey(0), bytes.Clone(eb.Get(seqKey(1)))) },
+		{"seq 0", func(_ *bolt.Bucket, w walLog) error { return w.add(walValue(w.id, 0, w.get(1))) },
 			"at entry 0: out of place"},
-		{"short key", func(_, eb *bolt.Bucket) error { return eb.Put([]byte("x"), []byte("y")) },
-			"at entry 6: a key of 1 bytes"},
-		{"bucket among entries", func(_, eb *bolt.Bucket) error { _, err := eb.CreateBucket(seqKey(6)); return err },
-			"at entry 6: a bucket"},
-		{"header flipped", func(lb, _ *bolt.Bucket) error { return lb.Put(headerKey, flip(lb.Get(headerKey), 2)) },
+		{"short value", func(_ *bolt.Bucket, w walLog) error { return w.add(append(posKey(w.id), 1, 2, 3)) },
+			"at entry 6: a value of 11 bytes"},
+		{"header flipped", func(lb *bolt.Bucket, _ walLog) error { return lb.Put(headerKey, flip(lb.Get(headerKey), 2)) },
 			"corrupt: header: checksum mismatch"},
-		{"header missing", func(lb, _ *bolt.Bucket) error { return lb.Delete(headerKey) },
+		{"header missing", func(lb *bolt.Bucket, _ walLog) error { return lb.Delete(headerKey) },
 			"corrupt: header: value of 0 bytes"},
-		{"entries missing", func(lb, _ *bolt.Bucket) error { return lb.DeleteBucket(entriesBucket) },
-			"corrupt: no bucket of entries"},
+		{"id missing", func(lb *bolt.Bucket, _ walLog) error { return lb.Delete(idKey) },
+			"corrupt: no id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,8 +127,7 @@ func TestCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = db.Update(func(tx *bolt.Tx) error {
-				lb := tx.Bucket(rootBucket).Bucket([]byte("a"))
-				return tt.mutate(lb, lb.Bucket(entriesBucket))
+				return tt.mutate(tx.Bucket(rootBucket).Bucket([]byte("a")), walLogOf(t, tx, "a"))
 			})
 			if err := errors.Join(err, db.Close()); err != nil {
 				t.Fatal(err)

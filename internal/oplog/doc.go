@@ -47,10 +47,18 @@
 //
 // # Layout and encoding
 //
-// The bbolt file has one top-level bucket, "logs", and in it a bucket per
-// log key holding the value "header" and the bucket "entries", whose keys
-// are the entries' seqs (8 bytes, big-endian) and whose values are the
-// entries.
+// The bbolt file has two top-level buckets. "logs" holds a bucket per log
+// key, with the values "header" and "id" (8 bytes, big-endian, from the
+// sequence of "logs"). "wal" holds every log's entries in the order they
+// were committed: its keys are positions (8 bytes, big-endian, from its
+// sequence), its values the log's id and the entry's seq (8 bytes each)
+// followed by the entry. A batch of appends of many logs so writes to the
+// end of one tree, a page or two, rather than to the last page of each
+// log's. Where each log's entries are is held in memory, built by one scan
+// of the wal when the file is opened (which also moves the entries of a
+// file written before the wal, each log's in a bucket "entries" of its
+// own, into it). A log's Open reads its entries at those positions;
+// Summaries reads no entry.
 //
 // In etcd a log is under PREFIX/<key>/, the key escaped by
 // [url.PathEscape] (so that a '/' of the key is "%2F" and the prefixes of

@@ -76,8 +76,8 @@ func TestEntries(t *testing.T) {
 					t.Fatal(err)
 				}
 				err = db.Update(func(tx *bolt.Tx) error {
-					eb := tx.Bucket(rootBucket).Bucket([]byte("agent")).Bucket(entriesBucket)
-					return eb.Put(seqKey(2), flip(eb.Get(seqKey(2)), -6))
+					w := walLogOf(t, tx, "agent")
+					return w.put(2, flip(w.get(2), -6))
 				})
 				if err := errors.Join(err, db.Close()); err != nil {
 					t.Fatal(err)
