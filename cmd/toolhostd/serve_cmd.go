@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/daemon"
+	"github.com/toolhostd/toolhostd/internal/system"
 )
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -76,14 +77,14 @@ func serveDaemon(cmd *cobra.Command, g *globalOptions, listen string) error {
 	listening := make(chan struct{})
 	d, err := daemon.New(cfg.Path, cfg, daemon.Options{Log: log, Metrics: true, ReadyGate: listening,
 		FenceOverrun: fenceOverrun(log), Version: toolhostdVersion()})
-	if err != nil {
+	var ce *system.ControlError
+	switch {
+	case errors.As(err, &ce):
+		return withExit(exitUsage, err)
+	case err != nil:
 		return withExit(exitHost, err)
 	}
-	srv, err := d.ControlServer()
-	if err != nil {
-		d.Close()
-		return withExit(exitUsage, err)
-	}
+	srv := d.ControlServer()
 
 	// The control socket first: Serve announces READY=1 only once it
 	// listens (and every agent was started).

@@ -7,11 +7,11 @@ import (
 // Agents reports every configured agent, sorted by name (in a cluster,
 // those this host holds or still runs), a durable one with what its
 // oplogs hold (oplog.go).
-func (d *Daemon) Agents() []control.AgentStatus { return d.withOplogs(d.sup.Statuses(d.listed)) }
+func (d *Daemon) Agents() []control.AgentStatus { return d.withOplogs(d.g.Agents.Statuses(d.listed)) }
 
 // Configured reports whether name is an agent of the config, also one
 // that another cluster host runs (Agents lists only this host's).
-func (d *Daemon) Configured(name string) bool { return d.sup.Configured(name) }
+func (d *Daemon) Configured(name string) bool { return d.g.Agents.Configured(name) }
 
 // Toolings reports every configured tooling, sorted by name.
 func (d *Daemon) Toolings() []control.ToolingStatus { return d.tools.statuses() }
@@ -20,7 +20,7 @@ func (d *Daemon) Toolings() []control.ToolingStatus { return d.tools.statuses() 
 // started (or could not be).
 func (d *Daemon) isStarted() bool {
 	select {
-	case <-d.sup.Started():
+	case <-d.g.Agents.Started():
 		return true
 	default:
 		return false
@@ -42,13 +42,13 @@ func (d *Daemon) Ready() bool {
 func (d *Daemon) StartAgent(name string) error {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	if err := d.sup.Check(name); err != nil {
+	if err := d.g.Agents.Check(name); err != nil {
 		return err
 	}
 	if err := d.checkOwner(name); err != nil {
 		return err
 	}
-	_, err := d.sup.Start(name, "agent started by request")
+	_, err := d.g.Agents.Start(name, "agent started by request")
 	return err
 }
 
@@ -57,7 +57,7 @@ func (d *Daemon) StartAgent(name string) error {
 func (d *Daemon) StopAgent(name string) error {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	return d.sup.Stop(name)
+	return d.g.Agents.Stop(name)
 }
 
 // RestartAgent stops the agent as StopAgent does and starts it again at
@@ -65,37 +65,17 @@ func (d *Daemon) StopAgent(name string) error {
 func (d *Daemon) RestartAgent(name string) error {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	if err := d.sup.Check(name); err != nil {
+	if err := d.g.Agents.Check(name); err != nil {
 		return err
 	}
 	if err := d.checkOwner(name); err != nil {
 		return err
 	}
-	return d.sup.Restart(name)
+	return d.g.Agents.Restart(name)
 }
 
 // ControlServer is the control API over this daemon as its config's
-// [host] says (control_socket, control_listen, control_token): its agents
-// and toolings, messages, metrics, recent traces and key-value store. The
-// caller serves it (Serve announces READY only once it listens: Options.ReadyGate).
-func (d *Daemon) ControlServer() (*control.Server, error) {
-	h := d.runningConfig().Host
-	o := control.Options{
-		Backend:  d,
-		Messages: d.router,
-		Socket:   h.ControlSocket,
-		Listen:   h.ControlListen,
-		Token:    h.ControlToken,
-		Log:      d.opts.Log,
-	}
-	if d.metrics != nil {
-		o.Gatherer = d.metrics.Registry()
-	}
-	if t := d.Traces(); t != nil {
-		o.Traces = t
-	}
-	if st := d.KV(); st != nil {
-		o.KV = st // not a nil *kv.Service in the interface: without a store /v1/kv answers 404
-	}
-	return control.NewServer(o)
-}
+// [host] says (control_socket, control_listen, control_token), built with
+// the graph (system.ServeGraph.Control). The caller serves it (Serve
+// announces READY only once it listens: Options.ReadyGate).
+func (d *Daemon) ControlServer() *control.Server { return d.g.Control }

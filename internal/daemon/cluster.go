@@ -13,70 +13,20 @@ import (
 	"os"
 	"reflect"
 	"sync/atomic"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/forward"
-	"github.com/toolhostd/toolhostd/internal/idem"
 	"github.com/toolhostd/toolhostd/internal/supervisor"
 )
 
-// clusterState is the daemon's cluster part; nil fields without [cluster].
+// clusterState is the daemon's cluster part (its pieces are the graph's,
+// system.ClusterParts).
 type clusterState struct {
-	cli  *clientv3.Client
-	node *cluster.Node
-	fwd  *forward.Forwarder // nil: no control token, no forwarding
-	// ledger keeps the router's idempotency keys in etcd (set by
-	// newRouter); closed before the client.
-	ledger *idem.Ledger
-	ttl    time.Duration
-	cfg    config.Cluster // as started: a reload does not change it
-	stop   context.CancelFunc
-	done   chan struct{}
+	stop context.CancelFunc
+	done chan struct{}
 	// placed is what the node places (placement), the running config's.
 	placed atomic.Pointer[cluster.Placement]
-}
-
-// setupCluster connects to etcd (lazily: no request yet) and makes the
-// node, for a config with [cluster].
-func (d *Daemon) setupCluster(cfg *config.Config) error {
-	c := cfg.Cluster
-	if c == nil {
-		return nil
-	}
-	ccfg, err := cluster.ClientConfig(c, d.opts.Log)
-	if err != nil {
-		return err
-	}
-	address, fwd, err := d.setupForwarding(cfg)
-	if err != nil {
-		return err
-	}
-	cli, err := clientv3.New(ccfg)
-	if err != nil {
-		closeForwarder(fwd)
-		return fmt.Errorf("cluster: etcd client: %w", err)
-	}
-	cs := &clusterState{cli: cli, fwd: fwd, ttl: c.LeaseTTL.Duration, cfg: *c}
-	cs.placed.Store(d.placementOf(cfg))
-	node, err := cluster.New(cluster.Options{
-		Client: cli, Runner: clusterRunner{d}, Log: d.opts.Log,
-		Name: c.Name, Prefix: c.Prefix, LeaseTTL: c.LeaseTTL.Duration,
-		Settle: c.Settle.Duration, MovesPerSecond: c.MovesPerSecond,
-		Placement: func() cluster.Placement { return *cs.placed.Load() }, Overrun: d.opts.FenceOverrun, Address: address,
-	})
-	if err != nil {
-		closeForwarder(fwd)
-		_ = cli.Close()
-		return err
-	}
-	cs.node = node
-	d.cluster = cs
-	return nil
 }
 
 // placementOf is cfg's cluster.Placement: what the node places (read
@@ -107,7 +57,7 @@ func (d *Daemon) runCluster() {
 	d.cluster.stop, d.cluster.done = cancel, make(chan struct{})
 	go func() {
 		defer close(d.cluster.done)
-		_ = d.cluster.node.Run(ctx)
+		_ = d.g.Cluster.Node.Run(ctx)
 	}()
 }
 
@@ -121,45 +71,19 @@ func (d *Daemon) stopCluster() {
 	<-d.cluster.done
 }
 
-// closeCluster ends the forwarded streams and closes the etcd client.
-func (d *Daemon) closeCluster() {
-	if d.cluster != nil {
-		closeForwarder(d.cluster.fwd)
-		if l := d.cluster.ledger; l != nil {
-			l.Close() // its writes in flight end first
-		}
-		_ = d.cluster.cli.Close()
-	}
-}
-
-func closeForwarder(f *forward.Forwarder) {
-	if f != nil {
-		_ = f.Close()
-	}
-}
-
-// stopGrace is an agent's effective stop grace: in a cluster at most the
-// node's stop budget (see the cluster package's guarantee).
-func (d *Daemon) stopGrace(g time.Duration) time.Duration {
-	if d.cluster == nil {
-		return g
-	}
-	return min(g, cluster.StopBudget(d.cluster.ttl))
-}
-
 // listed reports whether Agents shows the agent: in a cluster, only the
 // agents this host holds or still runs (supervised).
 func (d *Daemon) listed(name string, supervised bool) bool {
-	return d.cluster == nil || supervised || d.cluster.node.Owns(name)
+	return d.cluster == nil || supervised || d.g.Cluster.Node.Owns(name)
 }
 
 // clusterReady is the cluster's part of Ready.
-func (d *Daemon) clusterReady() bool { return d.cluster == nil || d.cluster.node.Ready() }
+func (d *Daemon) clusterReady() bool { return d.cluster == nil || d.g.Cluster.Node.Ready() }
 
 // checkOwner refuses an operator's start or restart of an agent another
 // host runs.
 func (d *Daemon) checkOwner(name string) error {
-	if d.cluster != nil && !d.cluster.node.Owns(name) && !d.everyHost(name) {
+	if d.cluster != nil && !d.g.Cluster.Node.Owns(name) && !d.everyHost(name) {
 		return fmt.Errorf("%w: %q", ErrNotOwner, name)
 	}
 	return nil
@@ -168,27 +92,27 @@ func (d *Daemon) checkOwner(name string) error {
 // reloaded applies a new config to the protocol endpoints (which agents
 // are exposed) and tells the node its agents and digest.
 func (d *Daemon) reloaded(cur *config.Config) {
-	d.endpoints.Expose(cur)
+	d.g.Endpoints.Expose(cur)
 	if d.cluster == nil {
 		return
 	}
-	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.cluster.cfg) {
+	if cur.Cluster == nil || !reflect.DeepEqual(*cur.Cluster, d.g.Cluster.Config) {
 		d.log.Warn("reload: [cluster] changed; it applies only when toolhostd restarts")
 	}
 	d.cluster.placed.Store(d.placementOf(cur))
-	d.cluster.node.Refresh()
+	d.g.Cluster.Node.Refresh()
 }
 
 // startsOnReload reports whether a reload starts an added or changed agent
 // here: in a cluster only one this host holds or a per-session agent,
 // which every host runs (the node starts the rest once claimed).
 func (d *Daemon) startsOnReload(name string, a *config.Agent) bool {
-	return d.cluster == nil || d.cluster.node.Owns(name) || isPerSession(a)
+	return d.cluster == nil || d.g.Cluster.Node.Owns(name) || isPerSession(a)
 }
 
 // everyHost reports a per-session agent, which every host runs.
 func (d *Daemon) everyHost(name string) bool {
-	a := d.sup.Agent(name)
+	a := d.g.Agents.Agent(name)
 	return a != nil && isPerSession(a)
 }
 
@@ -197,7 +121,7 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	if d.cluster == nil {
 		return control.ClusterStatus{}, false
 	}
-	st := d.cluster.node.Status()
+	st := d.g.Cluster.Node.Status()
 	out := control.ClusterStatus{
 		Name: st.Name, Joined: st.Joined, Fencing: st.Fencing, Lease: st.Lease,
 		LastRenew: st.LastRenew, Digest: st.Digest, Owners: st.Owners, Owned: st.Owned,
@@ -220,30 +144,30 @@ func (c clusterRunner) Start(name string) {
 	d := c.d
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	_, _ = d.sup.Start(name, "agent placed here")
+	_, _ = d.g.Agents.Start(name, "agent placed here")
 }
 
 func (c clusterRunner) Stop(name string) {
 	d := c.d
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	if !d.sup.Configured(name) {
+	if !d.g.Agents.Configured(name) {
 		return
 	}
-	d.sup.Release(name)
+	d.g.Agents.Release(name)
 	d.settleMessages() // before the node hands the agent over
 }
 
 // Halt stops every running instance at once and waits, without the
 // operation lock (a reload may hold it): the fence's fast path. Until
 // Resume no instance starts.
-func (c clusterRunner) Halt() { c.d.sup.Halt() }
+func (c clusterRunner) Halt() { c.d.g.Agents.Halt() }
 
 // Resume lets instances start again (a new session).
-func (c clusterRunner) Resume() { c.d.sup.Resume() }
+func (c clusterRunner) Resume() { c.d.g.Agents.Resume() }
 
 func (c clusterRunner) State(name string) string {
-	if s, ok := c.d.sup.State(name); ok {
+	if s, ok := c.d.g.Agents.State(name); ok {
 		return s.String()
 	}
 	return ""
@@ -251,9 +175,9 @@ func (c clusterRunner) State(name string) string {
 
 // Sessions lists the agent's per-session instances by state (for the
 // cluster's view).
-func (c clusterRunner) Sessions(name string) map[string]string { return c.d.sup.Sessions(name) }
+func (c clusterRunner) Sessions(name string) map[string]string { return c.d.g.Agents.Sessions(name) }
 
 func (c clusterRunner) Started(name string) bool {
-	s, ok := c.d.sup.State(name)
+	s, ok := c.d.g.Agents.State(name)
 	return ok && s != supervisor.Starting
 }

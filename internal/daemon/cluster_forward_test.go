@@ -113,7 +113,7 @@ func ownerOf(t testing.TB, hosts []*fwdHost, agent string) *fwdHost {
 					out = o
 				}
 			}
-			if h.r.d.cluster.node.Owns(agent) && h.r.agent(t, agent).State != stateRunning {
+			if h.r.d.g.Cluster.Node.Owns(agent) && h.r.agent(t, agent).State != stateRunning {
 				return false
 			}
 		}
@@ -266,7 +266,7 @@ stop_grace = "1s"
 			t.Fatalf("%s sees lazy held by %s before any message", h.name, st.Owners["lazy"])
 		}
 	}
-	placed := hosts[0].r.d.cluster.node.Place("lazy")
+	placed := hosts[0].r.d.g.Cluster.Node.Place("lazy")
 	lvia := hosts[0]
 	if placed == lvia.name {
 		lvia = hosts[1]
@@ -320,7 +320,7 @@ stop_grace = "1s"
 		}
 		t.Fatalf("held on its new host: no event within 40s")
 	}
-	if !hvia.r.d.cluster.node.Owns("held") {
+	if !hvia.r.d.g.Cluster.Node.Owns("held") {
 		t.Error("held answered but its new host does not hold it")
 	}
 }

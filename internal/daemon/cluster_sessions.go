@@ -32,7 +32,7 @@ func placedAgents(cfg *config.Config) []string {
 func (d *Daemon) onEveryHost(names []string) []string {
 	var out []string
 	for _, name := range names {
-		if isPerSession(d.sup.Agent(name)) {
+		if isPerSession(d.g.Agents.Agent(name)) {
 			out = append(out, name)
 		}
 	}

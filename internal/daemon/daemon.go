@@ -4,8 +4,9 @@
 // the config on request (starting what was added, stopping what was removed,
 // restarting only what changed), shuts down in order and bounded in time,
 // talks to systemd (readiness, reload, stop, watchdog) and is the control
-// API's Backend. Its graph (audit log, providers, toolings, hub, host) is
-// built by package system, as every command's is.
+// API's Backend. Its graph (audit log, providers, toolings, hub, host, the
+// supervisor, the router, the endpoints, the cluster's pieces) is built by
+// package system (system.NewServe), as every command's is.
 package daemon
 
 import (
@@ -19,13 +20,11 @@ import (
 	"github.com/thejerf/suture/v4"
 	"go.uber.org/zap"
 
+	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
-	"github.com/toolhostd/toolhostd/internal/endpoints"
 	"github.com/toolhostd/toolhostd/internal/gateway"
-	"github.com/toolhostd/toolhostd/internal/message"
 	"github.com/toolhostd/toolhostd/internal/metrics"
-	"github.com/toolhostd/toolhostd/internal/supervisor"
 	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling/mcpclient"
 )
@@ -81,23 +80,20 @@ type Daemon struct {
 	cfgPath string
 	log     *zap.Logger
 	opts    Options
-	sys     *system.System // the graph: audit, providers, toolings, hub, host
-	notify  *notifier
+	// g is the graph, built by system.NewServe: audit, providers,
+	// toolings, hub, host, the supervisor of the agents, the router, the
+	// endpoints, metrics and the cluster's pieces.
+	g      *system.ServeGraph
+	notify *notifier
 
 	// opMu serialises Reload, the agent operations and the shutdown.
 	opMu sync.Mutex
-
-	sup *supervisor.Supervisor // the agents
 
 	tools *toolingMonitor // the toolings' sessions as they were seen
 
 	mu     sync.Mutex
 	cfg    *config.Config
 	served bool
-
-	metrics   *metrics.Metrics     // Options.Metrics; nil: none
-	router    *message.Router      // messages to the agents (messages.go)
-	endpoints *endpoints.Endpoints // MCP and A2A endpoints, peers (protocols.go)
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 
@@ -129,56 +125,35 @@ func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 		notify:  newNotifier(log.Named("systemd")),
 		opts:    opts,
 	}
-	// The cluster's etcd client first: the key-value store's etcd backend
-	// keeps its keys there, and the router's idempotency ledger.
-	if err := d.setupCluster(cfg); err != nil {
-		return nil, err
+	o := system.ServeOptions{
+		Options: system.Options{Log: log, ToolingOptions: d.opts.ToolingOptions, EpochTick: d.opts.EpochTick, Version: d.opts.Version},
+		Metrics: d.opts.Metrics, Source: d, // read at scrape time, once d serves
+		Backend: d,
 	}
-	sopts := system.Options{Log: log, ToolingOptions: d.opts.ToolingOptions, EpochTick: d.opts.EpochTick, Version: d.opts.Version}
-	if d.opts.Metrics {
-		d.metrics = metrics.New(metrics.Options{Source: d}) // read at scrape time, once d serves
-		sopts.Metrics = d.metrics
+	if cfg.Cluster != nil {
+		d.cluster = &clusterState{}
+		d.cluster.placed.Store(d.placementOf(cfg))
+		o.Runner, o.FenceOverrun = clusterRunner{d}, d.opts.FenceOverrun
+		o.Placement = func() cluster.Placement { return *d.cluster.placed.Load() }
 	}
-	if d.cluster != nil {
-		sopts.StoreClient, sopts.Member = d.cluster.cli, d.cluster.cfg.Name
-		sopts.OplogGuard = d.cluster.node.WriteGuard
-	}
-	sys, err := system.New(cfg, sopts)
+	g, err := system.NewServe(cfg, o)
 	if err != nil {
-		d.closeCluster()
 		return nil, err
 	}
-	d.sys = sys
-	so := supervisor.Options{Host: sys.Host, Log: d.log, Metrics: d.metrics, Recorder: d.recorder(),
-		Config: d.instanceConfig, Limit: sys.Limit, Oplog: sys.Oplog}
-	if d.cluster != nil {
-		so.Sessions = d.cluster.node
-	}
-	if t := sys.Tracing; t.On() {
-		so.Tracer = t.Provider()
-	}
-	d.sup = supervisor.New(cfg.Agent, so)
-	d.router = d.newRouter(cfg)
-	eps, err := endpoints.New(endpoints.Options{Config: cfg, Router: d.router, Version: d.opts.Version, Log: log})
-	if err != nil {
-		_ = sys.Close()
-		d.closeCluster()
-		return nil, err
-	}
-	d.endpoints = eps
-	for name, t := range sys.Toolings {
+	d.g = g
+	for name, t := range g.Toolings {
 		d.tools.put(name, &toolingRec{cfg: cfg.Tooling[name], t: t})
 	}
 	return d, nil
 }
 
 // Metrics are the daemon's metrics (nil without Options.Metrics).
-func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
+func (d *Daemon) Metrics() *metrics.Metrics { return d.g.Metrics }
 
 // makeToolings builds a tooling per config entry (Reload's additions),
 // as New's are built.
 func (d *Daemon) makeToolings(cfgs map[string]*config.Tooling) (map[string]*toolingRec, error) {
-	ts, err := d.sys.MakeToolings(cfgs)
+	ts, err := d.g.MakeToolings(cfgs)
 	if err != nil {
 		return nil, err
 	}
@@ -213,24 +188,24 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	root := suture.New("toolhostd", suture.Spec{EventHook: hook, Timeout: hubStopTimeout})
 	hubDone := make(chan struct{})
-	root.Add(&hubService{hub: d.sys.Hub, done: hubDone})
+	root.Add(&hubService{hub: d.g.Hub, done: hubDone})
 
 	d.opMu.Lock()
-	names := d.sup.Names()
+	names := d.g.Agents.Names()
 	if d.clustered() {
 		names = d.onEveryHost(names) // per-session agents; the cluster node starts those placed here
 	}
-	d.sup.Run(root, names)
+	d.g.Agents.Run(root, names)
 	d.opMu.Unlock()
 
 	auditCtx, stopAudit := context.WithCancel(context.Background())
-	auditDone := d.sys.RunAudit(auditCtx)
+	auditDone := d.g.RunAudit(auditCtx)
 	defer func() { stopAudit(); <-auditDone }()
 	rootCtx, stopRoot := context.WithCancel(context.Background())
 	defer stopRoot()
 	rootDone := root.ServeBackground(rootCtx)
 	d.runCluster()
-	d.endpoints.Serve()
+	d.g.Endpoints.Serve()
 
 	monCtx, stopMon := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -243,7 +218,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.notify.send("STOPPING=1")
 	stopMon()
 	bg.Wait()
-	d.stopEndpoints()
+	d.g.Endpoints.Close()
 	d.stopCluster()
 	d.shutdown(root, stopRoot, rootDone, hubDone)
 	return nil
@@ -254,7 +229,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // reports it, and the ready gate (the control socket) is open.
 func (d *Daemon) announceReady(ctx context.Context) {
 	select {
-	case <-d.sup.Started():
+	case <-d.g.Agents.Started():
 	case <-ctx.Done():
 		return
 	}
@@ -283,7 +258,7 @@ func (d *Daemon) announceReady(ctx context.Context) {
 func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, rootDone <-chan error, hubDone <-chan struct{}) {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	d.sup.Shutdown()
+	d.g.Agents.Shutdown()
 	stopRoot()
 	select {
 	case <-rootDone:
@@ -295,7 +270,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 	case <-time.After(hubStopTimeout):
 		d.log.Error("the toolings did not stop in time")
 	}
-	d.sup.Detach()
+	d.g.Agents.Detach()
 	d.log.Info("stopped")
 }
 
@@ -304,11 +279,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // Serve calls it when it returns; call it only for a daemon that is never
 // served.
 func (d *Daemon) Close() error {
-	d.closeOnce.Do(func() {
-		d.stopEndpoints()
-		d.closeErr = d.sys.Close()
-		d.closeCluster()
-	})
+	d.closeOnce.Do(func() { d.closeErr = d.g.Close() })
 	return d.closeErr
 }
 

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolhostd/toolhostd/internal/config"
-	"github.com/toolhostd/toolhostd/internal/policy"
 )
 
 // reopenTimeout bounds ReopenAudit's wait on the audit writer.
@@ -19,17 +18,9 @@ const reopenTimeout = 5 * time.Second
 func (d *Daemon) ReopenAudit() error {
 	ctx, cancel := context.WithTimeout(context.Background(), reopenTimeout)
 	defer cancel()
-	if err := d.sys.Audit.Reopen(ctx); err != nil {
+	if err := d.g.Audit.Reopen(ctx); err != nil {
 		d.log.Error("reopening the audit log failed; writing on to the old file", zap.Error(err))
 		return err
-	}
-	return nil
-}
-
-// recorder is the metrics as the policy's Recorder (nil without metrics).
-func (d *Daemon) recorder() policy.Recorder {
-	if m := d.metrics; m != nil {
-		return m
 	}
 	return nil
 }

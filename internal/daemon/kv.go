@@ -10,7 +10,7 @@ import (
 )
 
 // KV is the key-value store, for the control API's /v1/kv routes.
-func (d *Daemon) KV() *kv.Service { return d.sys.KV }
+func (d *Daemon) KV() *kv.Service { return d.g.KV }
 
 // Traces is the store of the last traces; nil when tracing is off.
-func (d *Daemon) Traces() *tracing.Recent { return d.sys.Tracing.Recent() }
+func (d *Daemon) Traces() *tracing.Recent { return d.g.Tracing.Recent() }

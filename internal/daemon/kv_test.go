@@ -94,7 +94,7 @@ stop_grace = "50ms"
 	ctx := context.Background()
 	instanceConfig := func(name, session string) host.AgentConfig {
 		t.Helper()
-		cfg, ok := r.d.sup.InstanceConfig(name, nil, session)
+		cfg, ok := r.d.g.Agents.InstanceConfig(name, nil, session)
 		if !ok {
 			t.Fatalf("agent %s has no service", name)
 		}
@@ -146,13 +146,13 @@ stop_grace = "50ms"
 
 	// A reload that widens a's stores: its service is started afresh and
 	// its instances may open "other".
-	old := r.d.sup.Instance("a")
+	old := r.d.g.Agents.Instance("a")
 	writeConfig(t, dir, text(`["*"]`))
 	if err := r.d.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	r.waitAgent(t, "a", "running again", isRunning)
-	if r.d.sup.Instance("a") == old {
+	if r.d.g.Agents.Instance("a") == old {
 		t.Fatal("the reload did not start agent a afresh")
 	}
 	if _, err := instanceConfig("a", "").OpenBucket("other"); err != nil {

@@ -122,7 +122,7 @@ input = '{"steps":[{"op":"recv-message","as":"m"},{"op":"send","to":"echo","cont
 	}
 	mustReply(t, r, "boss", "", "go", "done")
 	out, ok := "", false
-	inst := r.d.sup.Instance("boss")
+	inst := r.d.g.Agents.Instance("boss")
 	if inst == nil {
 		t.Fatal("boss is not running after its message")
 	}

@@ -36,7 +36,7 @@ func (d *Daemon) runningConfig() *config.Config {
 // no agent is durable or, on one host, there is no file: reading creates
 // none. In a cluster the store is etcd's, which opening creates nothing in.
 func (d *Daemon) oplogStore(cfg *config.Config) (*oplog.Store, error) {
-	if st := d.sys.OpenedOplog(); st != nil {
+	if st := d.g.OpenedOplog(); st != nil {
 		return st, nil
 	}
 	if !cfg.Durable() {
@@ -47,7 +47,7 @@ func (d *Daemon) oplogStore(cfg *config.Config) (*oplog.Store, error) {
 			return nil, nil
 		}
 	}
-	st, err := d.sys.Oplog()
+	st, err := d.g.Oplog()
 	if errors.Is(err, oplog.ErrClosed) {
 		return nil, fmt.Errorf("%w: the daemon is shutting down", control.ErrUnavailable)
 	}
@@ -197,7 +197,7 @@ func (d *Daemon) withOplogs(list []control.AgentStatus) []control.AgentStatus {
 // it was not, no durable agent has run): metrics reads them at scrape
 // time.
 func (d *Daemon) OplogStats() (oplog.Stats, bool) {
-	st := d.sys.OpenedOplog()
+	st := d.g.OpenedOplog()
 	if st == nil {
 		return oplog.Stats{}, false
 	}

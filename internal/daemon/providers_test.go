@@ -206,7 +206,7 @@ sampling = { provider = "gpt", max_tokens = 32 }
 	testenv.Eventually(t, 60*time.Second, "the tooling connected", r.d.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := r.d.sys.Toolings["everything"].CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))
+	res, err := r.d.g.Toolings["everything"].CallTool(ctx, "trigger-sampling-request", json.RawMessage(`{"prompt": "hello", "maxTokens": 500}`))
 	if err != nil {
 		t.Fatal(err)
 	}

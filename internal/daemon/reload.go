@@ -87,7 +87,7 @@ func diffMaps[V any](old, cur map[string]V) (added, removed, changed []string) {
 func (d *Daemon) Reload() error {
 	d.opMu.Lock()
 	defer d.opMu.Unlock()
-	if err := d.sup.Serving(); err != nil {
+	if err := d.g.Agents.Serving(); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -116,11 +116,11 @@ func (d *Daemon) Reload() error {
 	// 0. Policies: the running agents see their new grants from their
 	// next operation on.
 	if len(p.policyAgent) > 0 {
-		d.sup.ApplyPolicies(cur.Agent, p.policyAgent)
+		d.g.Agents.ApplyPolicies(cur.Agent, p.policyAgent)
 		d.log.Info("reload: grants applied to the running agents without a restart", zap.Strings("agents", p.policyAgent))
 	}
 	// 1. Stop the agents that go or change (restarted in 3).
-	d.sup.StopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...), handOver(cur, p))
+	d.g.Agents.StopAgents(append(slices.Clone(p.removeAgent), p.changeAgent...), handOver(cur, p))
 	// 2. Toolings: take out the removed and changed ones, then serve the new.
 	errs := d.swapToolings(p, made)
 	// 3. Agents: forget the removed, start the added and changed afresh.
@@ -150,7 +150,7 @@ func (d *Daemon) planReload(old *config.Config) (*config.Config, plan, map[strin
 	if err := checkThreads(cur, maxThreads(old)); err != nil {
 		return refuse(err)
 	}
-	if needsFuel(cur) && !d.sys.MetersFuel() {
+	if needsFuel(cur) && !d.g.MetersFuel() {
 		return refuse(ErrNeedsFuel)
 	}
 	p := diff(old, cur)
@@ -175,7 +175,7 @@ func (d *Daemon) planReload(old *config.Config) (*config.Config, plan, map[strin
 func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	var errs []error
 	for _, name := range append(slices.Clone(p.removeTooling), p.changeTooling...) {
-		if err := d.sys.Hub.RemoveTooling(name); err != nil {
+		if err := d.g.Hub.RemoveTooling(name); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: removing a tooling", zap.String("tooling", name), zap.Error(err))
 		}
@@ -183,7 +183,7 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	for _, name := range p.removeTooling {
 		d.tools.remove(name)
 	}
-	if m := d.metrics; m != nil {
+	if m := d.g.Metrics; m != nil {
 		for _, name := range p.removeTooling {
 			m.ForgetTooling(name)
 		}
@@ -193,7 +193,7 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 	}
 	for _, name := range append(slices.Clone(p.addTooling), p.changeTooling...) {
 		r := made[name]
-		if err := d.sys.Hub.AddTooling(gateway.Entry{Tooling: r.t, Limits: gateway.LimitsFrom(r.cfg)}); err != nil {
+		if err := d.g.Hub.AddTooling(gateway.Entry{Tooling: r.t, Limits: gateway.LimitsFrom(r.cfg)}); err != nil {
 			errs = append(errs, err)
 			d.log.Error("reload: adding a tooling", zap.String("tooling", name), zap.Error(err))
 			continue
@@ -207,7 +207,7 @@ func (d *Daemon) swapToolings(p plan, made map[string]*toolingRec) []error {
 // changed ones afresh (those this host runs) and makes cur the running
 // config.
 func (d *Daemon) startAgents(cur *config.Config, p plan) {
-	d.sup.Replace(cur.Agent, p.removeAgent, append(slices.Clone(p.addAgent), p.changeAgent...), d.startsOnReload)
+	d.g.Agents.Replace(cur.Agent, p.removeAgent, append(slices.Clone(p.addAgent), p.changeAgent...), d.startsOnReload)
 	d.mu.Lock()
 	d.cfg = cur
 	d.mu.Unlock()
@@ -218,13 +218,13 @@ func (d *Daemon) startAgents(cur *config.Config, p plan) {
 // whose component file now has another content than the one they were
 // started with: they restart on the new one.
 func (d *Daemon) componentsChanged(p *plan, cur *config.Config) {
-	started := d.sup.Contents()
+	started := d.g.Agents.Contents()
 	for _, name := range sortedKeys(cur.Agent) {
 		was := started[name]
 		if was == "" || slices.Contains(p.addAgent, name) || slices.Contains(p.changeAgent, name) {
 			continue
 		}
-		if now, err := d.sys.Host.ContentKey(cur.Agent[name].Component); err == nil && now != was {
+		if now, err := d.g.Host.ContentKey(cur.Agent[name].Component); err == nil && now != was {
 			d.log.Info("reload: the component file changed", zap.String("agent", name), zap.String("component", cur.Agent[name].Component))
 			p.changeAgent = append(p.changeAgent, name)
 		}

@@ -48,11 +48,11 @@ func TestStopDuringFirstCompile(t *testing.T) {
 		t.Errorf("%d agents reported they cannot run after a stop during their compile", n)
 	}
 	select {
-	case <-r.d.sys.Host.Released():
+	case <-r.d.g.Host.Released():
 	case <-time.After(180 * time.Second):
 		t.Fatal("the engine was not released within 180s of the stop (the compiles did not end?)")
 	}
-	if n := r.d.sys.Host.Live(); n != 0 {
+	if n := r.d.g.Host.Live(); n != 0 {
 		t.Errorf("%d programs alive after the abandoned compiles ended, want 0", n)
 	}
 }

@@ -8,9 +8,10 @@
 //
 // serve (package daemon), run, chat and compile all build through New, so
 // that an agent's operations are checked, limited and audited alike
-// whichever command runs it. What serve needs beyond it (the cluster's
-// pieces, the router, the endpoints, metrics, the control server) is still
-// built by package daemon and the serve command.
+// whichever command runs it. NewServe builds serve's graph on it: the
+// cluster's etcd client, forwarder and node, metrics, the agents'
+// supervisor, the message router with its ledger and dispatcher, and the
+// MCP and A2A endpoints (serve.go); the daemon orchestrates that graph.
 package system
 
 import (
