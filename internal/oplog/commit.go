@@ -3,6 +3,7 @@ package oplog
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // op is what a request asks of the committer.
@@ -29,7 +30,7 @@ type request struct {
 }
 
 // Group commit. Requests queue in the store (send); one party at a time
-// holds the baton (Store.baton) and commits the queue's next batch in one
+// holds the baton (committer.baton) and commits the queue's next batch in one
 // transaction. A request sent while the store is idle takes the baton, and
 // its waiter commits on its own goroutine (wait): one instance appending
 // alone pays no hand-off between goroutines, which from a guest's locked
@@ -37,20 +38,32 @@ type request struct {
 // goes to the committer goroutine (commitLoop), which commits batch after
 // batch until the queue is empty and the store idle again.
 
+// committer is a Store's group commit: mu guards queue, baton and closing.
+type committer struct {
+	mu      sync.Mutex
+	queue   []*request    // sent, not yet taken into a batch
+	baton   bool          // the baton is held: a commit is under way or due
+	closing bool          // Close was called: send refuses
+	idle    chan struct{} // closed when the baton is put down while closing
+	wake    chan struct{} // hands the baton to the committer (1 buffered)
+	done    chan struct{} // closed by Close, once idle: the committer stops
+	stopped chan struct{} // closed by the committer when it returns
+}
+
 // send queues r, false if the store is closed. Every request sent must be
 // waited for (wait): its waiter may hold the baton.
 func (s *Store) send(r *request) bool {
 	if r.done == nil {
 		r.done = make(chan error, 1)
 	}
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	if s.closing {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.closing {
 		return false
 	}
-	s.queue = append(s.queue, r)
-	if !s.baton {
-		s.baton, r.inline = true, true
+	s.c.queue = append(s.c.queue, r)
+	if !s.c.baton {
+		s.c.baton, r.inline = true, true
 	}
 	return true
 }
@@ -61,7 +74,7 @@ func (s *Store) wait(r *request) error {
 	if r.inline {
 		r.inline = false
 		if s.commitQueued() {
-			s.wake <- struct{}{} // never blocks: the committer took the last one before the baton went back
+			s.c.wake <- struct{}{} // never blocks: the committer took the last one before the baton went back
 		}
 	}
 	return <-r.done
@@ -90,22 +103,22 @@ func (s *Store) submit(r *request) error {
 // holding the baton, and reports whether requests remain: then the caller
 // keeps the baton (the committer is to go on); else the store is idle.
 func (s *Store) commitQueued() (more bool) {
-	s.cmu.Lock()
-	n := min(len(s.queue), s.maxBatch)
-	batch := slices.Clone(s.queue[:n])
-	s.queue = slices.Delete(s.queue, 0, n)
-	s.cmu.Unlock()
+	s.c.mu.Lock()
+	n := min(len(s.c.queue), s.maxBatch)
+	batch := slices.Clone(s.c.queue[:n])
+	s.c.queue = slices.Delete(s.c.queue, 0, n)
+	s.c.mu.Unlock()
 	if len(batch) > 0 {
 		s.commit(batch)
 	}
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	if len(s.queue) > 0 {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if len(s.c.queue) > 0 {
 		return true
 	}
-	s.baton = false
-	if s.closing {
-		close(s.idle)
+	s.c.baton = false
+	if s.c.closing {
+		close(s.c.idle)
 	}
 	return false
 }
@@ -114,12 +127,12 @@ func (s *Store) commitQueued() (more bool) {
 // after batch until the queue is empty; it returns at Close, once the
 // store is idle.
 func (s *Store) commitLoop() {
-	defer close(s.stopped)
+	defer close(s.c.stopped)
 	for {
 		select {
-		case <-s.done:
+		case <-s.c.done:
 			return
-		case <-s.wake:
+		case <-s.c.wake:
 			for s.commitQueued() {
 			}
 		}
@@ -136,7 +149,7 @@ func (s *Store) commit(batch []*request) {
 			errs[i] = fmt.Errorf("entry %d not written: an earlier one failed (close the log and open it again): %w", r.seq, r.log.broken)
 		}
 	}
-	s.commits.Add(uint64(s.b.commit(batch, errs)))
+	s.n.commits.Add(uint64(s.b.commit(batch, errs)))
 	for i, r := range batch {
 		if errs[i] != nil {
 			if r.op == opAppend && r.log.broken == nil {
@@ -146,8 +159,8 @@ func (s *Store) commit(batch []*request) {
 			continue
 		}
 		if r.op == opAppend {
-			s.entries.Add(1)
-			s.bytes.Add(uint64(len(r.value)))
+			s.n.entries.Add(1)
+			s.n.bytes.Add(uint64(len(r.value)))
 		}
 		r.done <- nil
 	}

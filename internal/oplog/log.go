@@ -108,7 +108,7 @@ func (l *Log) Len() (entries int, bytes int64) {
 // is refused without taking a seq.
 func (l *Log) Append(e Entry) (uint64, error) {
 	s := l.s
-	s.appends.Add(1)
+	s.n.appends.Add(1)
 	if err := s.checkEntry(&e); err != nil {
 		return 0, s.errorf(l.key, err)
 	}
@@ -146,7 +146,7 @@ func (l *Log) Append(e Entry) (uint64, error) {
 // next recorded effect would have made durable anyway).
 func (l *Log) AppendLater(e Entry) (uint64, error) {
 	s := l.s
-	s.appends.Add(1)
+	s.n.appends.Add(1)
 	if err := s.checkEntry(&e); err != nil {
 		return 0, s.errorf(l.key, err)
 	}

@@ -23,15 +23,7 @@ type Store struct {
 	maxEntry  int
 	limitName string
 
-	// The group commit (commit.go): cmu guards queue, baton and closing.
-	cmu     sync.Mutex
-	queue   []*request    // sent, not yet taken into a batch
-	baton   bool          // the baton is held: a commit is under way or due
-	closing bool          // Close was called: send refuses
-	idle    chan struct{} // closed when the baton is put down while closing
-	wake    chan struct{} // hands the baton to the committer (1 buffered)
-	done    chan struct{} // closed by Close, once idle: the committer stops
-	stopped chan struct{} // closed by the committer when it returns
+	c committer // the group commit (commit.go)
 
 	mu     sync.Mutex
 	busy   map[string]bool // keys of open logs and of logs being removed
@@ -40,6 +32,11 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	n counters
+}
+
+// counters are a Store's Stats.
+type counters struct {
 	appends, entries, bytes, commits atomic.Uint64
 }
 
@@ -60,10 +57,7 @@ func newStore(b backend, path string, lg *zap.Logger, maxBatch, maxEntry int, li
 		maxBatch:  maxBatch,
 		maxEntry:  maxEntry,
 		limitName: limitName,
-		idle:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		stopped:   make(chan struct{}),
+		c:         committer{idle: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})},
 		busy:      map[string]bool{},
 	}
 	go s.commitLoop()
@@ -80,15 +74,15 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
-		s.cmu.Lock()
-		s.closing = true
-		held := s.baton
-		s.cmu.Unlock()
+		s.c.mu.Lock()
+		s.c.closing = true
+		held := s.c.baton
+		s.c.mu.Unlock()
 		if held {
-			<-s.idle
+			<-s.c.idle
 		}
-		close(s.done)
-		<-s.stopped
+		close(s.c.done)
+		<-s.c.stopped
 		if err := s.b.close(); err != nil {
 			s.closeErr = fmt.Errorf("oplog: %s: %w", s.path, err)
 		}
@@ -104,10 +98,10 @@ func (s *Store) Path() string { return s.path }
 // Stats are the store's counters since Open, each read atomically.
 func (s *Store) Stats() Stats {
 	return Stats{
-		Appends: s.appends.Load(),
-		Entries: s.entries.Load(),
-		Bytes:   s.bytes.Load(),
-		Commits: s.commits.Load(),
+		Appends: s.n.appends.Load(),
+		Entries: s.n.entries.Load(),
+		Bytes:   s.n.bytes.Load(),
+		Commits: s.n.commits.Load(),
 	}
 }
 
