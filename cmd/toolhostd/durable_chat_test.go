@@ -128,3 +128,67 @@ input = '{"provider":"gpt","toolings":[],"prompt":"hi","stream":true}'
 		t.Errorf("%d chat-stream audit lines, want the one made again\n%s", reissued, b)
 	}
 }
+
+// TestDurableRunChat: `toolhostd run --chat` of a durable agent (the paced
+// test agent, replying word by word with a read-only pause after each)
+// killed (SIGKILL) mid-reply is resumed by the same command run again: it
+// prints the whole reply to the line sent before the kill, the agent was
+// given that line once ("delivered" called once: the replay answered it
+// from the oplog), the pause out at the kill is made again, and the
+// oplog ends with the chat.
+func TestDurableRunChat(t *testing.T) {
+	const content = "one two three four five six "
+	ps, psURL := newHoldPace(t, 3)
+	dir := t.TempDir()
+	component := testenv.Agent(t, "test-agents", "paced")
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
+[host]
+state_dir = %q
+
+[tooling.pace]
+url = %q
+
+[agent.paced]
+component = %q
+toolings = ["pace"]
+durable = true
+`, filepath.Join(dir, "state"), psURL, component))
+
+	first := startToolhostdIn(t, nil, strings.NewReader(content+"\n"), "--config", cfg, "run", "--chat", component)
+	select {
+	case <-ps.held:
+	case <-first.exited:
+		t.Fatalf("the first chat exited: %v\n%s", first.err, first.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the reply's third pause not made\n%s", first.out.String())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.wait(t, 10*time.Second)
+	ps.releaseHeld()
+
+	// Nothing more to say: the chat prints the resumed reply, then ends
+	// at the end of its input.
+	second := startToolhostdIn(t, nil, strings.NewReader(""), "--config", cfg, "run", "--chat", component)
+	if err := second.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("the second chat: %v\n%s", err, second.out.String())
+	}
+	// Its stdout and stderr are one buffer: the reply's words, printed as
+	// they come, are among the log lines, in order.
+	out := second.out.String()
+	at := strings.Index(out, "resuming from its oplog")
+	if at < 0 {
+		t.Fatalf("the second chat did not resume from its oplog\n%s", out)
+	}
+	rest := out[at:]
+	for _, w := range strings.Fields(content) {
+		i := strings.Index(rest, w+" ")
+		if i < 0 {
+			t.Fatalf("the second chat's output lacks %q of the reply %q, in order\n%s", w, content, out)
+		}
+		rest = rest[i+len(w):]
+	}
+	ps.check(t, content, "kill")
+	noOplogsLeft(t, dir)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/contract"
 	"github.com/toolhostd/toolhostd/internal/host"
 	"github.com/toolhostd/toolhostd/internal/message"
+	"github.com/toolhostd/toolhostd/internal/oplog"
 	"github.com/toolhostd/toolhostd/internal/system"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 )
@@ -30,6 +31,7 @@ type chatRun struct {
 	prog        *host.Program
 	cfg         host.AgentConfig
 	agent       *config.Agent // its [agent.X], or nil
+	oplog       *oplog.Log    // a durable agent's run's (openRunOplog), or nil
 	path, input string
 	session     string
 	sigs        <-chan os.Signal
@@ -82,6 +84,7 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 	c.cfg.Messaging = contract.Messaging{Router: router, SendsTo: func(string) bool { return true },
 		AuditContent: target.AuditContent}
 	if !host.Receives(c.prog) {
+		endRunOplog(c.oplog, nil, c.log) // nothing ran
 		return withExit(exitHost, fmt.Errorf("%s cannot receive messages: its component was built against toolhost:agent 0.1.0 or 0.2.0, and --chat needs 0.3.0 (rebuild it with this toolhostd)", c.path))
 	}
 	agent := c.sys.Host.Start(c.prog, c.cfg, c.input)
@@ -91,6 +94,14 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 	defer close(quit)
 	lines := readLines(cmd.InOrStdin(), quit, c.log)
 	ch := &chatter{out: cmd.OutOrStdout(), errs: cmd.ErrOrStderr(), log: c.log, agent: agent, sigs: c.sigs}
+	// A durable chat killed mid-reply: its message is resumed from the
+	// oplog, and its reply printed whole before the next line is read.
+	for _, id := range agent.Resumed() {
+		if m, ok := router.Get(c.cfg.Name, id); ok && !ch.stopped {
+			c.log.Info("the reply to a message sent before the restart", zap.String("message_id", id))
+			ch.follow(m)
+		}
+	}
 	for !ch.stopped {
 		select {
 		case line, ok := <-lines:
@@ -108,6 +119,7 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 		}
 	}
 	out, err := agent.Wait()
+	endRunOplog(c.oplog, err, c.log)
 	if err == nil {
 		c.log.Info("the agent returned", zap.String("output", out))
 	}
@@ -143,6 +155,11 @@ func (c *chatter) converse(ctx context.Context, r *message.Router, req message.R
 		fmt.Fprintf(c.errs, "error: %s: %s\n", herr.Code, herr.Message)
 		return
 	}
+	c.follow(m)
+}
+
+// follow streams m's reply until it ends (see converse).
+func (c *chatter) follow(m *message.Message) {
 	var seq uint64
 	printed := 0
 	for {

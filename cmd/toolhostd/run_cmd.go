@@ -158,13 +158,13 @@ func runAgent(cmd *cobra.Command, g *globalOptions, o *runOptions, path string) 
 		spec.Providers = &access
 	}
 	acfg := sys.AgentConfig(spec)
-	if o.chat {
-		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac,
-			path: path, input: input, session: o.session, sigs: sigs})
-	}
-	ol, err := openRunOplog(cfg, ac, sys, prog, input, &acfg, log)
+	ol, err := openRunOplog(cfg, ac, sys, prog, runInput(o.chat, o.session, input), &acfg, log)
 	if err != nil {
 		return withExit(exitHost, err)
+	}
+	if o.chat {
+		return chatAgent(cmd, chatRun{log: log, sys: sys, prog: prog, cfg: acfg, agent: ac, oplog: ol,
+			path: path, input: input, session: o.session, sigs: sigs})
 	}
 	agent := sys.Host.Start(prog, acfg, input)
 	select {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,8 +325,16 @@ func startServe(t testing.TB, cfgPath string, env ...string) *serveProc {
 // environment; the test's cleanup kills it if it still runs.
 func startToolhostd(t testing.TB, env []string, args ...string) *serveProc {
 	t.Helper()
+	return startToolhostdIn(t, env, nil, args...)
+}
+
+// startToolhostdIn is startToolhostd with stdin as its standard input
+// (nil: none).
+func startToolhostdIn(t testing.TB, env []string, stdin io.Reader, args ...string) *serveProc {
+	t.Helper()
 	p := &serveProc{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), envAsMain+"=1"), env...)
+	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,16 @@ func runOplogKey(agent, input string) string {
 	return "run:" + agent + ":" + hex.EncodeToString(sum[:8])
 }
 
+// runInput is what names a run among those of its agent (runOplogKey):
+// its input, and for --chat its session too (a chat is apart from a run
+// of the same input).
+func runInput(chat bool, session, input string) string {
+	if !chat {
+		return input
+	}
+	return "chat\x00" + session + "\x00" + input
+}
+
 // openRunOplog gives acfg the oplog of this run of the configured agent
 // ac when it is durable and the config keeps a state directory (nil
 // otherwise): the one a killed run of it with this input left, to replay,

@@ -139,6 +139,16 @@ func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
 	return a
 }
 
+// Resumed are the ids of the messages a durable instance took over from
+// its oplog at its start (accepted by the instance that was cut off, not
+// ended), in the order they were accepted: the router has them.
+func (a *Agent) Resumed() []string {
+	if a.journal == nil {
+		return nil
+	}
+	return a.journal.resumed
+}
+
 // Mailbox brings messages to the agent (see Receives).
 func (a *Agent) Mailbox() *message.Mailbox { return a.pa.Mailbox() }
 

@@ -118,6 +118,9 @@ type journal struct {
 	// (resumeMessages), each with the bytes of reply text it has already
 	// (kept from before the restart) that the calls made again skip.
 	reapply map[string]int
+	// resumed are the ids of those messages, in their order (set at the
+	// start, read by Agent.Resumed).
+	resumed []string
 	start   time.Time
 	done    func(entries int, took time.Duration)
 	failed  error // the first append that failed: every later call traps

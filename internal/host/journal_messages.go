@@ -150,6 +150,7 @@ func (a *Agent) resumeMessages(j *journal) {
 				skip = m.ReplyBytes()
 			}
 			j.reapply[rm.ID] = skip
+			j.resumed = append(j.resumed, rm.ID)
 		}
 		if err != nil {
 			a.log.Warn("a message accepted before the restart cannot be resumed", zap.String("message_id", rm.ID), zap.Error(err))
