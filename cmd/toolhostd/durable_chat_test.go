@@ -141,31 +141,11 @@ func TestDurableRunChat(t *testing.T) {
 	ps, psURL := newHoldPace(t, 3)
 	dir := t.TempDir()
 	component := testenv.Agent(t, "test-agents", "paced")
-	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf(`version = 1
-[host]
-state_dir = %q
-
-[tooling.pace]
-url = %q
-
-[agent.paced]
-component = %q
-toolings = ["pace"]
-durable = true
-`, filepath.Join(dir, "state"), psURL, component))
+	cfg := writeConfigFile(t, dir, "toolhostd.toml", fmt.Sprintf("version = 1\n[host]\nstate_dir = %q\n\n", filepath.Join(dir, "state"))+
+		pacedTables(t, psURL, ""))
 
 	first := startToolhostdIn(t, nil, strings.NewReader(content+"\n"), "--config", cfg, "run", "--chat", component)
-	select {
-	case <-ps.held:
-	case <-first.exited:
-		t.Fatalf("the first chat exited: %v\n%s", first.err, first.out.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the reply's third pause not made\n%s", first.out.String())
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.wait(t, 10*time.Second)
+	killWhenHeld(t, first, ps.held, "the reply's third pause")
 	ps.releaseHeld()
 
 	// Nothing more to say: the chat prints the resumed reply, then ends

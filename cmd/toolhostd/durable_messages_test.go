@@ -86,17 +86,8 @@ func durableMessage(t *testing.T, instances, session string, stop syscall.Signal
 [host]
 state_dir = %q
 control_socket = %q
-`+traces+`
-[tooling.pace]
-url = %q
-
-[agent.paced]
-component = %q
-toolings = ["pace"]
-durable = true
-stop_grace = %q
-instances = %q
-`, filepath.Join(dir, "state"), sock, psURL, testenv.Agent(t, "test-agents", "paced"), grace, instances))
+`+traces+"\n", filepath.Join(dir, "state"), sock)+
+			pacedTables(t, psURL, fmt.Sprintf("stop_grace = %q\ninstances = %q\n", grace, instances)))
 	}
 	cfg := config("2s")
 	dial := func(p *serveProc) *control.Client {

@@ -451,17 +451,7 @@ func TestDurableRun(t *testing.T) {
 		loopTables(url, component, ""))
 
 	first := startToolhostd(t, nil, "--config", cfg, "run", "--input", string(input), component)
-	select {
-	case <-cs.held:
-	case <-first.exited:
-		t.Fatalf("the first run exited: %v\n%s", first.err, first.out.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("call k+1 not made\n%s", first.out.String())
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.wait(t, 10*time.Second)
+	killWhenHeld(t, first, cs.held, "call k+1")
 	cs.releaseHeld()
 
 	second := startToolhostd(t, nil, "--config", cfg, "run", "--input", string(input), component)
@@ -496,6 +486,32 @@ func TestDurableRun(t *testing.T) {
 // with extra keys of its table after.
 func loopTables(url, component, extra string) string {
 	return fmt.Sprintf("[tooling.count]\nurl = %q\n\n[agent.loop]\ncomponent = %q\ntoolings = [\"count\"]\ndurable = true\n%s", url, component, extra)
+}
+
+// pacedTables are the config tables of the durable message tests' paced
+// agent: the hold-pace server's tooling at url and [agent.paced],
+// durable, of the paced test agent, with extra keys of its table after.
+func pacedTables(t *testing.T, url, extra string) string {
+	return fmt.Sprintf("[tooling.pace]\nurl = %q\n\n[agent.paced]\ncomponent = %q\ntoolings = [\"pace\"]\ndurable = true\n%s",
+		url, testenv.Agent(t, "test-agents", "paced"), extra)
+}
+
+// killWhenHeld kills p (SIGKILL) once held is closed (the call the test's
+// server holds is out), failing t if p exits first or held is not closed
+// within a minute (what names the call); it returns once p exited.
+func killWhenHeld(t *testing.T, p *serveProc, held <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-p.exited:
+		t.Fatalf("toolhostd exited before %s: %v\n%s", what, p.err, p.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s not made\n%s", what, p.out.String())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.wait(t, 10*time.Second)
 }
 
 // noOplogsLeft fails the test unless the oplog file of the state

@@ -146,7 +146,7 @@ func readBolt(tx *bolt.Tx, key string, id uint64, pos []uint64) (*stored, error)
 		return nil, err
 	}
 	if got, ok := logID(lb); !ok {
-		return nil, fmt.Errorf("%w: no id", ErrCorrupt)
+		return nil, errNoID
 	} else if got != id {
 		return nil, nil // deleted and created again since the positions were read
 	}

@@ -19,6 +19,9 @@ import (
 // "logs"). Where each log's entries are is kept in memory (walIndex),
 // built by one scan of the wal at Open.
 
+// errNoID is the error of a log whose bucket lacks its id.
+var errNoID = fmt.Errorf("%w: its bucket has no id, by which its entries are found in the wal", ErrCorrupt)
+
 // walPrefix is the size of a wal value before its entry: the log's id
 // and the entry's seq.
 const walPrefix = 16
@@ -226,7 +229,7 @@ func (t *walTx) apply(r *request) (reqErr, txErr error) {
 				return errors.New("the log is not in the file"), nil
 			}
 			if id, ok = logID(lb); !ok {
-				return fmt.Errorf("%w: no id", ErrCorrupt), nil
+				return errNoID, nil
 			}
 			t.ids[r.key] = id
 		}

@@ -101,23 +101,8 @@ func TestMigrate(t *testing.T) {
 // id was unreadable) are dropped when the file is opened again.
 func TestOrphans(t *testing.T) {
 	s := testStore(t, Options{})
-	l := openLog(t, s, "a")
-	for i := range 3 {
-		mustAppend(t, l, testEntry(i))
-	}
-	l.Close()
-	path := s.Path()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(rootBucket).DeleteBucket([]byte("a")) })
-	if err := errors.Join(err, db.Close()); err != nil {
-		t.Fatal(err)
-	}
+	fill(t, s, map[string]int{"a": 3})
+	path := damage(t, s, func(tx *bolt.Tx) error { return tx.Bucket(rootBucket).DeleteBucket([]byte("a")) })
 	s = testStore(t, Options{Path: path})
 	b := s.b.(*boltBackend)
 	b.mu.Lock()
@@ -126,7 +111,7 @@ func TestOrphans(t *testing.T) {
 	if left != 0 {
 		t.Errorf("the index holds %d logs after the open, want none", left)
 	}
-	err = b.db.View(func(tx *bolt.Tx) error {
+	err := b.db.View(func(tx *bolt.Tx) error {
 		if n := tx.Bucket(walBucket).Stats().KeyN; n != 0 {
 			t.Errorf("the wal holds %d entries of no log", n)
 		}

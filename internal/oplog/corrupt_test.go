@@ -62,6 +62,36 @@ func (w walLog) add(raw []byte) error {
 	return w.wal.Put(posKey(p), raw)
 }
 
+// fill appends n entries to each log of s named in logs, and closes them.
+func fill(t *testing.T, s *Store, logs map[string]int) {
+	t.Helper()
+	for k, n := range logs {
+		l := openLog(t, s, k)
+		for i := range n {
+			mustAppend(t, l, testEntry(i))
+		}
+		l.Close()
+	}
+}
+
+// damage closes s and runs fn in a read-write transaction of its file,
+// behind the store's back; it returns the file.
+func damage(t *testing.T, s *Store, fn func(tx *bolt.Tx) error) string {
+	t.Helper()
+	path := s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Update(fn), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // flip is v with byte i (from the end if negative) inverted.
 func flip(v []byte, i int) []byte {
 	v = bytes.Clone(v)
@@ -106,35 +136,19 @@ func TestCorrupt(t *testing.T) {
 		{"header missing", func(lb *bolt.Bucket, _ walLog) error { return lb.Delete(headerKey) },
 			"corrupt: header: value of 0 bytes"},
 		{"id missing", func(lb *bolt.Bucket, _ walLog) error { return lb.Delete(idKey) },
-			"corrupt: no id"},
+			"corrupt: its bucket has no id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testStore(t, Options{})
-			for k, n := range map[string]int{"a": 5, "b": 2} {
-				l := openLog(t, s, k)
-				for i := range n {
-					mustAppend(t, l, testEntry(i))
-				}
-				l.Close()
-			}
-			path := s.Path()
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(func(tx *bolt.Tx) error {
+			fill(t, s, map[string]int{"a": 5, "b": 2})
+			path := damage(t, s, func(tx *bolt.Tx) error {
 				return tt.mutate(tx.Bucket(rootBucket).Bucket([]byte("a")), walLogOf(t, tx, "a"))
 			})
-			if err := errors.Join(err, db.Close()); err != nil {
-				t.Fatal(err)
-			}
 
 			core, logs := observer.New(zap.WarnLevel)
 			s = testStore(t, Options{Path: path, Log: zap.New(core)})
+			var err error
 			for range 2 { // the failed Open leaves the key free
 				_, err = s.Open("a", testHeader)
 				if !errors.Is(err, ErrCorrupt) {

@@ -62,26 +62,11 @@ func TestEntries(t *testing.T) {
 		}},
 		{name: "corrupt log", key: "agent", err: ErrCorrupt, errHas: `log "agent" is corrupt at entry 2: checksum mismatch`,
 			setup: func(t *testing.T, s *Store) *Store {
-				l := openLog(t, s, "agent")
-				for i := range 3 {
-					mustAppend(t, l, testEntry(i))
-				}
-				l.Close()
-				path := s.Path()
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				db, err := bolt.Open(path, 0o600, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = db.Update(func(tx *bolt.Tx) error {
+				fill(t, s, map[string]int{"agent": 3})
+				path := damage(t, s, func(tx *bolt.Tx) error {
 					w := walLogOf(t, tx, "agent")
 					return w.put(2, flip(w.get(2), -6))
 				})
-				if err := errors.Join(err, db.Close()); err != nil {
-					t.Fatal(err)
-				}
 				return testStore(t, Options{Path: path})
 			}},
 		{name: "empty key", key: "", errHas: "empty log key", setup: func(_ *testing.T, s *Store) *Store { return s }},

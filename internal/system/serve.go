@@ -128,6 +128,10 @@ func NewServe(cfg *config.Config, o ServeOptions) (g *ServeGraph, err error) {
 		sup.Tracer = t.Provider()
 	}
 	g.Agents = supervisor.New(cfg.Agent, sup)
+	if c := g.Cluster; c != nil { // idempotency keys across the hosts
+		c.Ledger = idem.New(idem.Options{Client: c.Etcd, Prefix: c.Config.Prefix, Host: c.Config.Name,
+			TTL: cfg.Host.MessageRetention.Duration, Timeout: c.Config.LeaseTTL.Duration / 2, Log: log})
+	}
 	g.Router = g.newRouter(cfg, log)
 	if g.Endpoints, err = endpoints.New(endpoints.Options{Config: cfg, Router: g.Router, Version: o.Version, Log: log}); err != nil {
 		return g, err
@@ -231,7 +235,7 @@ func closeForwarder(f *forward.Forwarder) {
 }
 
 // newRouter is the router of the graph's messages, over the dispatcher of
-// its agents; in a cluster its idempotency keys are in etcd.
+// its agents; in a cluster its idempotency keys are in the ledger.
 func (g *ServeGraph) newRouter(cfg *config.Config, log *zap.Logger) *message.Router {
 	o := message.Options{Retention: cfg.Host.MessageRetention.Duration, Audit: g.Audit, Log: log}
 	if t := g.Tracing; t.On() {
@@ -245,8 +249,6 @@ func (g *ServeGraph) newRouter(cfg *config.Config, log *zap.Logger) *message.Rou
 	}
 	do := dispatch.Options{Agents: g.Agents, Peer: g.peer}
 	if c := g.Cluster; c != nil {
-		c.Ledger = idem.New(idem.Options{Client: c.Etcd, Prefix: c.Config.Prefix, Host: c.Config.Name,
-			TTL: o.Retention, Timeout: c.Config.LeaseTTL.Duration / 2, Log: log})
 		o.Ledger = c.Ledger
 		do.Node, do.Forwarder = c.Node, c.Forwarder
 	}
