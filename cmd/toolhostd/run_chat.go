@@ -106,7 +106,7 @@ func chatAgent(cmd *cobra.Command, c chatRun) error {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				c.log.Debug("end of input: stopping the agent", zap.Duration("grace", c.cfg.StopGrace))
+				c.log.Debug("end of input: stopping the agent", zap.Duration("grace", c.cfg.Limits.StopGrace))
 				ch.stop("")
 				break
 			}

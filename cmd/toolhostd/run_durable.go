@@ -55,8 +55,8 @@ func openRunOplog(cfg *config.Config, ac *config.Agent, sys *system.System, prog
 	if err != nil {
 		return nil, err
 	}
-	acfg.Oplog = l
-	acfg.MaxOplogEntries, acfg.MaxOplogBytes = ac.MaxOplog.Entries, int64(ac.MaxOplog.Bytes)
+	acfg.Durable.Oplog = l
+	acfg.Durable.MaxEntries, acfg.Durable.MaxBytes = ac.MaxOplog.Entries, int64(ac.MaxOplog.Bytes)
 	if n := len(l.Recorded()); n > 0 {
 		_, bytes := l.Len()
 		log.Info("resuming from its oplog", zap.String("agent", ac.Name), zap.String("oplog", l.Key()), zap.Int("entries", n), zap.Int64("bytes", bytes))

@@ -97,8 +97,7 @@ type Daemon struct {
 
 	cluster *clusterState // [cluster]; nil: a single host (cluster.go)
 
-	closeOnce sync.Once
-	closeErr  error
+	close func() error // closes g, once (Close)
 }
 
 // New builds the daemon for cfg (read from cfgPath, which Reload reads
@@ -125,6 +124,7 @@ func New(cfgPath string, cfg *config.Config, opts Options) (*Daemon, error) {
 		notify:  newNotifier(log.Named("systemd")),
 		opts:    opts,
 	}
+	d.close = sync.OnceValue(func() error { return d.g.Close() })
 	o := system.ServeOptions{
 		Options: system.Options{Log: log, ToolingOptions: d.opts.ToolingOptions, EpochTick: d.opts.EpochTick, Version: d.opts.Version},
 		Metrics: d.opts.Metrics, Source: d, // read at scrape time, once d serves
@@ -279,8 +279,7 @@ func (d *Daemon) shutdown(root *suture.Supervisor, stopRoot context.CancelFunc, 
 // Serve calls it when it returns; call it only for a daemon that is never
 // served.
 func (d *Daemon) Close() error {
-	d.closeOnce.Do(func() { d.closeErr = d.g.Close() })
-	return d.closeErr
+	return d.close()
 }
 
 // hubService runs the gateway hub (its own supervisor with one sub-supervisor

@@ -56,10 +56,16 @@ type Engine struct {
 	live       atomic.Int64 // Programs loaded and not released
 	noPrefault bool
 
-	stopTicker context.CancelFunc
-	ticker     sync.WaitGroup
-	closeOnce  sync.Once
-	released   chan struct{} // closed once the engine is released
+	ticker    ticker
+	closeOnce sync.Once
+	released  chan struct{} // closed once the engine is released
+}
+
+// ticker is the goroutine advancing the engine's epoch (tick): stop ends
+// it, running waits for it.
+type ticker struct {
+	stop    context.CancelFunc
+	running sync.WaitGroup
 }
 
 // New creates an engine, its compile cache and its epoch ticker. Close
@@ -92,15 +98,15 @@ func New(opts Options) (*Engine, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e.stopTicker = cancel
-	e.ticker.Add(1)
+	e.ticker.stop = cancel
+	e.ticker.running.Add(1)
 	go e.tick(ctx, opts.EpochTick)
 	return e, nil
 }
 
 // tick advances the engine's epoch until ctx ends.
 func (e *Engine) tick(ctx context.Context, every time.Duration) {
-	defer e.ticker.Done()
+	defer e.ticker.running.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -130,8 +136,8 @@ func (e *Engine) Fingerprint() string { return e.fp }
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
-		e.stopTicker()
-		e.ticker.Wait()
+		e.ticker.stop()
+		e.ticker.running.Wait()
 		if n := e.programs.closeAll(); n > 0 {
 			e.log.Info("closed with components still compiling; the engine is released after them", zap.Int("compiling", n))
 			return

@@ -38,6 +38,26 @@ type AgentConfig struct {
 	Policy *policy.Agent
 	// Env is the guest's WASI environment (nothing is inherited).
 	Env map[string]string
+	// Limits bound what the instance may use.
+	Limits AgentLimits
+	// OnStarted, if set, is called on the agent's goroutine once the
+	// component is instantiated, with how long that took, before run.
+	OnStarted func(instantiate time.Duration)
+	// Messaging is how the agent sends messages (toolhost:agent@0.3.0);
+	// the zero value: it cannot send. Messages to it come through its
+	// Mailbox.
+	Messaging contract.Messaging
+	// OpenBucket is the agent's wasi:keyvalue store.open(identifier),
+	// bound to its agent, session and store policy (kv.Service.Open); nil:
+	// the agent has no key-value store, and every open fails.
+	OpenBucket func(identifier string) (*kv.Bucket, error)
+	// Durable, with an Oplog, makes the instance durable (journal.go).
+	Durable Durability
+}
+
+// AgentLimits bound one agent run: its inbox, memory, work, time and log
+// lines.
+type AgentLimits struct {
 	// InboxCapacity bounds open calls plus undelivered envelopes (default
 	// config.DefaultInboxCapacity).
 	InboxCapacity int
@@ -50,23 +70,17 @@ type AgentConfig struct {
 	// StopGrace is how long a stopped agent has to return from run after
 	// its shutdown envelope before it is interrupted.
 	StopGrace time.Duration
-	// OnStarted, if set, is called on the agent's goroutine once the
-	// component is instantiated, with how long that took, before run.
-	OnStarted func(instantiate time.Duration)
 	// LogRate bounds the guest's log lines (log.write, stdout and stderr
 	// lines) per second, LogBurst at once; 0: unlimited. OnLogDropped, if
 	// set, is called for each line dropped.
 	LogRate      float64
 	LogBurst     int
 	OnLogDropped func()
-	// Messaging is how the agent sends messages (toolhost:agent@0.3.0);
-	// the zero value: it cannot send. Messages to it come through its
-	// Mailbox.
-	Messaging contract.Messaging
-	// OpenBucket is the agent's wasi:keyvalue store.open(identifier),
-	// bound to its agent, session and store policy (kv.Service.Open); nil:
-	// the agent has no key-value store, and every open fails.
-	OpenBucket func(identifier string) (*kv.Bucket, error)
+}
+
+// Durability is what makes an instance durable: its oplog, its bounds and
+// a hook for the end of its replay. The zero value: not durable.
+type Durability struct {
 	// Oplog, if set, makes the instance durable (journal.go): each host
 	// call's result is recorded in it (a call with an effect outside the
 	// host as started, durably, before it is issued), and what it recorded
@@ -74,13 +88,29 @@ type AgentConfig struct {
 	// program's Content as its header's component; the caller closes it,
 	// or deletes it once the instance ended for good.
 	Oplog *oplog.Log
-	// MaxOplogEntries and MaxOplogBytes bound the oplog (0: unbounded):
-	// the call that reaches either traps with ErrOplogFull.
-	MaxOplogEntries int
-	MaxOplogBytes   int64
+	// MaxEntries and MaxBytes bound the oplog (0: unbounded): the call
+	// that reaches either traps with ErrOplogFull.
+	MaxEntries int
+	MaxBytes   int64
 	// OnReplayed, if set, is called on the agent's goroutine when the
 	// replay of a durable instance ends, with the entries it replayed.
 	OnReplayed func(entries int, took time.Duration)
+}
+
+// lifecycle is how an Agent is stopped: asked (stopping), then cut off
+// (killed, an interrupt of its store), and which phase it was in.
+type lifecycle struct {
+	stopping   context.Context
+	stop       context.CancelFunc
+	killed     context.Context
+	kill       context.CancelFunc
+	stopOnce   sync.Once
+	interrupts atomic.Pointer[wt.Store] // set while the guest may run
+	reason     atomic.Pointer[error]    // why the host interrupted it
+
+	phase     sync.Mutex
+	stopAsked bool // Stop was called
+	inRun     bool // run was called: a Stop gives it the grace
 }
 
 // RunError is the err of the guest's run: its own failure message.
@@ -98,17 +128,7 @@ type Agent struct {
 	receives bool     // the program can be given messages
 	journal  *journal // a durable instance's (journal.go); nil: not durable
 
-	stopping   context.Context
-	stop       context.CancelFunc
-	killed     context.Context
-	kill       context.CancelFunc
-	stopOnce   sync.Once
-	interrupts atomic.Pointer[wt.Store] // set while the guest may run
-	reason     atomic.Pointer[error]    // why the host interrupted it
-
-	phase     sync.Mutex
-	stopAsked bool // Stop was called
-	inRun     bool // run was called: a Stop gives it the grace
+	life lifecycle // how it is stopped
 
 	done chan struct{}
 	out  string
@@ -118,18 +138,18 @@ type Agent struct {
 // Start instantiates p in a new store and calls run(input) on a goroutine
 // that owns the store. Wait returns the outcome; Stop ends it early.
 func (h *Host) Start(p *Program, cfg AgentConfig, input string) *Agent {
-	if cfg.InboxCapacity <= 0 {
-		cfg.InboxCapacity = config.DefaultInboxCapacity
+	if cfg.Limits.InboxCapacity <= 0 {
+		cfg.Limits.InboxCapacity = config.DefaultInboxCapacity
 	}
 	a := &Agent{
 		name: cfg.Name,
 		cfg:  cfg,
-		in:   inbox.New(cfg.InboxCapacity),
+		in:   inbox.New(cfg.Limits.InboxCapacity),
 		log:  h.log.Named("agent").With(zap.String("agent", cfg.Name)),
 		done: make(chan struct{}),
 	}
-	a.stopping, a.stop = context.WithCancel(context.Background())
-	a.killed, a.kill = context.WithCancel(context.Background())
+	a.life.stopping, a.life.stop = context.WithCancel(context.Background())
+	a.life.killed, a.life.kill = context.WithCancel(context.Background())
 	a.pa = contract.NewAgent(h.hub, a.name, a.in, h.agentOptions(a.cfg))
 	a.receives = Receives(p)
 	if a.journal = newJournal(a.cfg, a.log); a.journal != nil {
@@ -184,27 +204,27 @@ func (a *Agent) Wait() (string, error) {
 // instantiated) has nothing to wind down: it is interrupted at once.
 // Stop returns at once; Wait for the end.
 func (a *Agent) Stop() {
-	a.stopOnce.Do(func() {
-		a.phase.Lock()
-		a.stopAsked = true
-		inRun := a.inRun
+	a.life.stopOnce.Do(func() {
+		a.life.phase.Lock()
+		a.life.stopAsked = true
+		inRun := a.life.inRun
 		if !inRun { // set before enterRun can see stopAsked
 			reason := fmt.Errorf("%w: stopped before its run began", ErrInterrupted)
-			a.reason.CompareAndSwap(nil, &reason)
+			a.life.reason.CompareAndSwap(nil, &reason)
 		}
-		a.phase.Unlock()
+		a.life.phase.Unlock()
 		a.in.Shutdown()
-		a.stop()
+		a.life.stop()
 		switch {
 		case !inRun:
 			a.interrupt(nil) // the reason is set
 			return
-		case a.cfg.StopGrace <= 0:
+		case a.cfg.Limits.StopGrace <= 0:
 			a.interrupt(fmt.Errorf("%w: stopped", ErrInterrupted))
 			return
 		}
-		t := time.AfterFunc(a.cfg.StopGrace, func() {
-			a.interrupt(fmt.Errorf("%w: did not return within the stop grace of %v", ErrInterrupted, a.cfg.StopGrace))
+		t := time.AfterFunc(a.cfg.Limits.StopGrace, func() {
+			a.interrupt(fmt.Errorf("%w: did not return within the stop grace of %v", ErrInterrupted, a.cfg.Limits.StopGrace))
 		})
 		go func() { <-a.done; t.Stop() }()
 	})
@@ -221,22 +241,22 @@ func (a *Agent) Suspend(leaveMessages bool) {
 	if leaveMessages && a.journal != nil {
 		a.pa.LeaveMessages()
 	}
-	a.stopOnce.Do(func() {
-		a.phase.Lock()
-		a.stopAsked = true
-		a.phase.Unlock()
+	a.life.stopOnce.Do(func() {
+		a.life.phase.Lock()
+		a.life.stopAsked = true
+		a.life.phase.Unlock()
 		a.interrupt(fmt.Errorf("%w: %w (its oplog resumes it)", ErrInterrupted, ErrSuspended))
 	})
 }
 
 // enterRun marks the agent as in run, unless it was stopped before.
 func (a *Agent) enterRun() bool {
-	a.phase.Lock()
-	defer a.phase.Unlock()
-	if a.stopAsked {
+	a.life.phase.Lock()
+	defer a.life.phase.Unlock()
+	if a.life.stopAsked {
 		return false
 	}
-	a.inRun = true
+	a.life.inRun = true
 	return true
 }
 
@@ -244,11 +264,11 @@ func (a *Agent) enterRun() bool {
 // host call it waits in. The first reason wins (nil: one set already).
 func (a *Agent) interrupt(reason error) {
 	if reason != nil {
-		a.reason.CompareAndSwap(nil, &reason)
+		a.life.reason.CompareAndSwap(nil, &reason)
 	}
-	a.stop()
-	a.kill()
-	if s := a.interrupts.Load(); s != nil {
+	a.life.stop()
+	a.life.kill()
+	if s := a.life.interrupts.Load(); s != nil {
 		s.Interrupt()
 	}
 }
@@ -260,17 +280,20 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		pa:       a.pa,
 		in:       a.in,
 		log:      a.log,
-		stopping: a.stopping,
-		killed:   a.killed,
-		handles:  make(map[uint32]*contract.Handle),
-		provs:    make(map[uint32]*contract.ProviderHandle),
-
-		openBucket: a.cfg.OpenBucket,
-		buckets:    make(map[uint32]*kv.Bucket),
-		cases:      make(map[uint32]*kv.CAS),
-		journal:    a.journal,
+		stopping: a.life.stopping,
+		killed:   a.life.killed,
+		handles: handleTable{
+			tools: make(map[uint32]*contract.Handle),
+			provs: make(map[uint32]*contract.ProviderHandle),
+		},
+		kv: kvHandles{
+			open:    a.cfg.OpenBucket,
+			buckets: make(map[uint32]*kv.Bucket),
+			cases:   make(map[uint32]*kv.CAS),
+		},
+		journal: a.journal,
 	}
-	st.logs = newLogLimiter(a.cfg.LogRate, a.cfg.LogBurst, a.log, a.cfg.OnLogDropped)
+	st.logs = newLogLimiter(a.cfg.Limits.LogRate, a.cfg.Limits.LogBurst, a.log, a.cfg.Limits.OnLogDropped)
 	stdout := newLineLogger(a.log, "stdout")
 	stderr := newLineLogger(a.log, "stderr")
 	stdout.limit, stderr.limit = st.logs, st.logs
@@ -281,8 +304,8 @@ func (a *Agent) main(h *Host, p *Program, input string) {
 		stdout.Flush()
 		stderr.Flush()
 		st.logs.flush()
-		a.stop()
-		a.kill()
+		a.life.stop()
+		a.life.kill()
 	}()
 	start := time.Now()
 	a.out, a.err = a.run(h, p, st, input, stdout, stderr)
@@ -307,8 +330,8 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	// A start slot, held until the instance exists.
 	select {
 	case h.starts <- struct{}{}:
-	case <-a.killed.Done():
-		if r := a.reason.Load(); r != nil {
+	case <-a.life.killed.Done():
+		if r := a.life.reason.Load(); r != nil {
 			return "", *r
 		}
 		return "", ErrInterrupted
@@ -326,8 +349,8 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	}
 	store, err := wt.NewStore(h.Wasmtime(), wt.StoreConfig{
 		WASI:        &wt.WASIConfig{Args: []string{a.name}, Env: a.cfg.Env, Stdout: stdout, Stderr: stderr},
-		MemoryLimit: a.cfg.MemoryLimit,
-		Fuel:        a.cfg.Fuel,
+		MemoryLimit: a.cfg.Limits.MemoryLimit,
+		Fuel:        a.cfg.Limits.Fuel,
 		Data:        st,
 	})
 	if err != nil {
@@ -341,14 +364,14 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 	if err := store.EnableInterrupt(); err != nil {
 		return "", err
 	}
-	a.interrupts.Store(store)
-	defer a.interrupts.Store(nil)
-	if r := a.reason.Load(); r != nil { // stopped before the store existed
+	a.life.interrupts.Store(store)
+	defer a.life.interrupts.Store(nil)
+	if r := a.life.reason.Load(); r != nil { // stopped before the store existed
 		return "", *r
 	}
-	if a.cfg.RunTimeout > 0 {
-		t := time.AfterFunc(a.cfg.RunTimeout, func() {
-			a.interrupt(fmt.Errorf("%w: run timeout of %v exceeded", ErrInterrupted, a.cfg.RunTimeout))
+	if a.cfg.Limits.RunTimeout > 0 {
+		t := time.AfterFunc(a.cfg.Limits.RunTimeout, func() {
+			a.interrupt(fmt.Errorf("%w: run timeout of %v exceeded", ErrInterrupted, a.cfg.Limits.RunTimeout))
 		})
 		defer t.Stop()
 	}
@@ -369,13 +392,13 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 		return "", err
 	}
 	if !a.enterRun() {
-		return "", *a.reason.Load() // Stop interrupted it before run
+		return "", *a.life.reason.Load() // Stop interrupted it before run
 	}
 	v, err := run.Call(wt.String(input))
 	if err != nil {
 		return "", a.explain(err)
 	}
-	if r := a.reason.Load(); r != nil && a.killed.Err() != nil {
+	if r := a.life.reason.Load(); r != nil && a.life.killed.Err() != nil {
 		// The hard stop came first: the guest returned only because what
 		// it waited in ended (a recv, a store call) before the interrupt
 		// trapped it at the next epoch tick. It was cut off all the same.
@@ -395,7 +418,7 @@ func (a *Agent) run(h *Host, p *Program, st *agentState, input string, stdout, s
 // explain attaches the host's reason to a failure it caused (an interrupt);
 // a trap of the guest's own stays a trap even while it is being stopped.
 func (a *Agent) explain(err error) error {
-	if r := a.reason.Load(); r != nil && wt.IsInterrupt(err) {
+	if r := a.life.reason.Load(); r != nil && wt.IsInterrupt(err) {
 		return fmt.Errorf("%w (%w)", *r, err)
 	}
 	var exit *wt.ExitError

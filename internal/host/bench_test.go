@@ -116,7 +116,7 @@ func benchAgent(b *testing.B, dir string, n, batch int) []time.Duration {
 	s := env(b)
 	p := s.program(b, dir, "bench")
 	in := map[string]any{"tooling": "mem", "tool": "echo", "arguments": echoArgs, "n": n, "batch": batch}
-	return runBenchAgent(b, s, p, AgentConfig{Name: "bench", InboxCapacity: 4 * max(batch, 1)}, in, n)
+	return runBenchAgent(b, s, p, AgentConfig{Name: "bench", Limits: AgentLimits{InboxCapacity: 4 * max(batch, 1)}}, in, n)
 }
 
 // runBenchAgent runs a bench agent (any guest) of p with input in and

@@ -101,7 +101,7 @@ func TestJSMemoryLimit(t *testing.T) {
 	s := env(t)
 	p := s.program(t, "test-agents", "probe")
 	alloc := probeInput(t, []step{{"op": "alloc", "mb": 100}, {"op": "pending"}})
-	limited := s.host.Start(p, AgentConfig{Name: "limited", MemoryLimit: 48 << 20}, alloc)
+	limited := s.host.Start(p, AgentConfig{Name: "limited", Limits: AgentLimits{MemoryLimit: 48 << 20}}, alloc)
 	free := s.host.Start(p, AgentConfig{Name: "unlimited"}, alloc)
 	for _, tc := range []struct {
 		a    *Agent

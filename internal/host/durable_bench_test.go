@@ -75,7 +75,7 @@ func uniqueKey(prefix string) string { return fmt.Sprintf("%s/%d", prefix, oplog
 func fixedEntries(b *testing.B, s *suite, p *Program, st *oplog.Store) (int, int64) {
 	b.Helper()
 	l := openOplog(b, st, uniqueKey("fixed"), p)
-	runBenchAgent(b, s, p, AgentConfig{Name: "bench", Oplog: l}, echoInput(0), 0)
+	runBenchAgent(b, s, p, AgentConfig{Name: "bench", Durable: Durability{Oplog: l}}, echoInput(0), 0)
 	n, bytes := l.Len()
 	if err := l.Delete(); err != nil {
 		b.Fatal(err)
@@ -209,7 +209,7 @@ func BenchmarkDurableCallBlocking(b *testing.B) {
 		defer l.Close()
 		calls := s.mem.Calls("echo")
 		b.ResetTimer()
-		ds := runBenchAgent(b, s, p, AgentConfig{Name: "bench", Oplog: l}, echoInput(b.N), b.N)
+		ds := runBenchAgent(b, s, p, AgentConfig{Name: "bench", Durable: Durability{Oplog: l}}, echoInput(b.N), b.N)
 		b.StopTimer()
 		n, bytes := l.Len()
 		if want := fixed + durableCallEntries*b.N; n != want {
@@ -298,7 +298,7 @@ func BenchmarkDurableParallel100(b *testing.B) {
 				}
 				gates, recorded := s.mem.Calls("gate"), statsOf(st).Entries
 				for i := range agents {
-					cfg := AgentConfig{Name: "bench", Oplog: logs[i], OnStarted: func(time.Duration) { started.Done() }}
+					cfg := AgentConfig{Name: "bench", OnStarted: func(time.Duration) { started.Done() }, Durable: Durability{Oplog: logs[i]}}
 					agents[i] = s.host.Start(p, cfg, string(text))
 				}
 				started.Wait()
@@ -469,7 +469,7 @@ func BenchmarkDurableReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	calls := s.mem.Calls("echo")
-	runBenchAgent(b, s, p, AgentConfig{Name: "bench", Oplog: l}, echoInput(replayCalls), replayCalls)
+	runBenchAgent(b, s, p, AgentConfig{Name: "bench", Durable: Durability{Oplog: l}}, echoInput(replayCalls), replayCalls)
 	entries, _ := l.Len()
 	if want := fixed + durableCallEntries*replayCalls; entries != want {
 		b.Fatalf("the recording holds %d entries, want %d", entries, want)
@@ -511,7 +511,7 @@ func BenchmarkDurableReplay(b *testing.B) {
 				b.Fatalf("the copy holds %d entries, the recording %d", got, entries)
 			}
 			replayed := -1
-			cfg := AgentConfig{Name: "bench", Oplog: l, OnReplayed: func(n int, _ time.Duration) { replayed = n }}
+			cfg := AgentConfig{Name: "bench", Durable: Durability{Oplog: l, OnReplayed: func(n int, _ time.Duration) { replayed = n }}}
 			calls := s.mem.Calls("echo")
 			b.StartTimer()
 			start := time.Now()

@@ -90,8 +90,8 @@ func New(opts Options, hub *gateway.Hub) (*Host, error) {
 func (h *Host) agentOptions(cfg AgentConfig) contract.Options {
 	o := h.agentOpts
 	o.Grants, o.Policy, o.ProviderAccess, o.Messaging = cfg.Grants, cfg.Policy, cfg.Providers, cfg.Messaging
-	if cfg.Oplog != nil {
-		o.MailJournal = mailJournal{cfg.Oplog}
+	if cfg.Durable.Oplog != nil {
+		o.MailJournal = mailJournal{cfg.Durable.Oplog}
 	}
 	return o
 }

@@ -68,15 +68,11 @@ type agentState struct {
 	// killed ends at the hard stop: a waiting recv returns none.
 	killed context.Context
 
-	handles map[uint32]*contract.Handle
-	provs   map[uint32]*contract.ProviderHandle
-	next    uint32
-
-	// openBucket is the agent's store.open (AgentConfig.OpenBucket; nil:
-	// no store); buckets and cases are the guest's bucket and cas handles.
-	openBucket func(identifier string) (*kv.Bucket, error)
-	buckets    map[uint32]*kv.Bucket
-	cases      map[uint32]*kv.CAS
+	// handles are the guest's tooling and provider handles.
+	handles handleTable
+	// kv is the agent's key-value store (AgentConfig.OpenBucket) and the
+	// guest's bucket and cas handles.
+	kv kvHandles
 
 	// journal is a durable instance's oplog (journal.go); nil: not durable.
 	journal *journal
@@ -84,6 +80,23 @@ type agentState struct {
 	// image is the instance's mapping of its memory image; the first recv
 	// teaches its write set (package prefault), then it is cleared.
 	image *prefault.Mapping
+}
+
+// handleTable is an instance's tooling and provider handles, by the
+// number the guest holds; next is the last number given to any handle of
+// the instance (its buckets and cas handles too).
+type handleTable struct {
+	tools map[uint32]*contract.Handle
+	provs map[uint32]*contract.ProviderHandle
+	next  uint32
+}
+
+// kvHandles is an instance's key-value store: open is its store.open
+// (nil: no store), buckets and cases the guest's bucket and cas handles.
+type kvHandles struct {
+	open    func(identifier string) (*kv.Bucket, error)
+	buckets map[uint32]*kv.Bucket
+	cases   map[uint32]*kv.CAS
 }
 
 // started is called at the guest's first wait for input: its start is over.
@@ -99,16 +112,16 @@ func (st *agentState) started() {
 
 // closeHandles drops every handle the guest still holds.
 func (st *agentState) closeHandles() {
-	for rep, h := range st.handles {
+	for rep, h := range st.handles.tools {
 		h.Close()
-		delete(st.handles, rep)
+		delete(st.handles.tools, rep)
 	}
-	for rep, ph := range st.provs {
+	for rep, ph := range st.handles.provs {
 		ph.Close()
-		delete(st.provs, rep)
+		delete(st.handles.provs, rep)
 	}
-	clear(st.buckets)
-	clear(st.cases)
+	clear(st.kv.buckets)
+	clear(st.kv.cases)
 }
 
 func stateOf(c *wt.Caller) *agentState { return c.Data().(*agentState) }
@@ -165,7 +178,7 @@ func methodOf[H any](resolve func(st *agentState, args []wt.Val) (H, error), bod
 // method adapts a tooling method body to a HostFunc.
 func method(body func(st *agentState, h *contract.Handle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
 	return methodOf(func(st *agentState, args []wt.Val) (*contract.Handle, error) {
-		return selfArg(st.handles, toolingType, "tooling", args)
+		return selfArg(st.handles.tools, toolingType, "tooling", args)
 	}, body)
 }
 
@@ -203,9 +216,9 @@ func defineImports(l *wt.Linker) error {
 // keep puts h in the agent's table m (handles, provs, buckets, cases)
 // under a new rep and returns the guest's owned handle of resource typ.
 func keep[H any](st *agentState, m map[uint32]H, typ uint32, h H) wt.ResourceHost {
-	st.next++
-	m[st.next] = h
-	return wt.ResourceHost{Type: typ, Rep: st.next, Owned: true}
+	st.handles.next++
+	m[st.handles.next] = h
+	return wt.ResourceHost{Type: typ, Rep: st.handles.next, Owned: true}
 }
 
 func defineTooling(root *wt.LinkerInstance, iface string) error {
@@ -215,9 +228,9 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 	}
 	dtor := func(c *wt.Caller, rep uint32) error {
 		st := stateOf(c)
-		if h, ok := st.handles[rep]; ok {
+		if h, ok := st.handles.tools[rep]; ok {
 			h.Close()
-			delete(st.handles, rep)
+			delete(st.handles.tools, rep)
 		}
 		return nil
 	}
@@ -236,7 +249,7 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 				results[0] = errResult(err)
 				return nil
 			}
-			results[0] = wt.Ok(keep(st, st.handles, toolingType, h))
+			results[0] = wt.Ok(keep(st, st.handles.tools, toolingType, h))
 			return nil
 		},
 		"[method]tooling.kind": method(func(_ *agentState, h *contract.Handle, _ []wt.Val) (wt.Val, error) {

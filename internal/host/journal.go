@@ -110,8 +110,7 @@ type journal struct {
 	zap    *zap.Logger
 	rec    []oplog.Entry       // what the oplog held when the instance started
 	pos    int                 // the next recorded entry replay answers with
-	max    int                 // entries; 0: unbounded
-	maxB   int64               // bytes; 0: unbounded
+	bound  oplogBound          // past it, the call traps (ErrOplogFull)
 	open   map[string]openWork // the work the replayed calls opened, by its id
 	deltas map[string]int      // the chat-delta bytes a replayed recv gave, by stream id
 	// reapply are the resumed messages whose replies replay makes again
@@ -126,12 +125,24 @@ type journal struct {
 	failed  error // the first append that failed: every later call traps
 }
 
+// oplogBound bounds an oplog: entries and bytes, 0 unbounded.
+type oplogBound struct {
+	entries int
+	bytes   int64
+}
+
+// reached reports whether an oplog of n entries and b bytes is at the
+// bound.
+func (o oplogBound) reached(n int, b int64) bool {
+	return (o.entries > 0 && n >= o.entries) || (o.bytes > 0 && b >= o.bytes)
+}
+
 func newJournal(cfg AgentConfig, log *zap.Logger) *journal {
-	if cfg.Oplog == nil {
+	if cfg.Durable.Oplog == nil {
 		return nil
 	}
-	return &journal{log: cfg.Oplog, zap: log, rec: cfg.Oplog.Recorded(), max: cfg.MaxOplogEntries,
-		maxB: cfg.MaxOplogBytes, open: map[string]openWork{}, deltas: map[string]int{}, reapply: map[string]int{}, start: time.Now(), done: cfg.OnReplayed}
+	return &journal{log: cfg.Durable.Oplog, zap: log, rec: cfg.Durable.Oplog.Recorded(), bound: oplogBound{cfg.Durable.MaxEntries, cfg.Durable.MaxBytes},
+		open: map[string]openWork{}, deltas: map[string]int{}, reapply: map[string]int{}, start: time.Now(), done: cfg.Durable.OnReplayed}
 }
 
 // replaying reports whether recorded calls remain (the message entries
@@ -313,7 +324,7 @@ func (j *journal) append(e oplog.Entry) error {
 		return j.failed
 	}
 	n, b := j.log.Len()
-	if (j.max > 0 && n >= j.max) || (j.maxB > 0 && b >= j.maxB) {
+	if j.bound.reached(n, b) {
 		j.failed = fmt.Errorf("%w: %d entries, %d bytes", ErrOplogFull, n, b)
 		return j.failed
 	}

@@ -34,7 +34,7 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 		"[method]bucket.set", "[method]bucket.delete", "set-many", "delete-many":
 		again = true // a subscription only reads; a write of a value, made twice, is made once
 	case "[method]tooling.call-tool-blocking", "[method]tooling.call-tool":
-		if h, err := selfArg(st.handles, toolingType, "tooling", args); err == nil && len(args) > 1 {
+		if h, err := selfArg(st.handles.tools, toolingType, "tooling", args); err == nil && len(args) > 1 {
 			if tool, ok := args[1].(wt.String); ok {
 				again = h.Repeatable(st.stopping, string(tool))
 			}
@@ -56,7 +56,7 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 // chatAgain makes a model call that was out when the instance stopped
 // again: it is paid again, and its audit line says it was made again.
 func (j *journal) chatAgain(st *agentState, call, name string, args, results []wt.Val) error {
-	ph, err := selfArg(st.provs, providerType, "provider", args)
+	ph, err := selfArg(st.handles.provs, providerType, "provider", args)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func streamOf(st *agentState, name string, args []wt.Val) *streamAgain {
 	if name != "[method]provider.chat-stream" {
 		return nil
 	}
-	ph, err := selfArg(st.provs, providerType, "provider", args)
+	ph, err := selfArg(st.handles.provs, providerType, "provider", args)
 	if err != nil {
 		return nil
 	}
@@ -202,12 +202,12 @@ func (e *DivergenceError) Is(target error) bool { return target == ErrDiverged }
 // checkOplog refuses an oplog recorded by another component (or engine
 // settings): replay into it would answer calls it does not make.
 func checkOplog(p *Program, cfg AgentConfig) error {
-	if cfg.Oplog == nil || len(cfg.Oplog.Recorded()) == 0 {
+	if cfg.Durable.Oplog == nil || len(cfg.Durable.Oplog.Recorded()) == 0 {
 		return nil
 	}
-	if got, want := p.Content(), cfg.Oplog.Header().Component; got != want {
+	if got, want := p.Content(), cfg.Durable.Oplog.Header().Component; got != want {
 		return fmt.Errorf("%w: the oplog %s was recorded by component %s, this is %s: it is not replayed",
-			ErrComponentChanged, cfg.Oplog.Key(), short(want), short(got))
+			ErrComponentChanged, cfg.Durable.Oplog.Key(), short(want), short(got))
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func bucketFunc(fn string, n int, body func(ctx context.Context, st *agentState,
 		if err := argCount(args, n, fn); err != nil {
 			return nil, err
 		}
-		return selfArg(st.buckets, bucketType, "bucket", args)
+		return selfArg(st.kv.buckets, bucketType, "bucket", args)
 	}, func(st *agentState, b *kv.Bucket, args []wt.Val) (wt.Val, error) {
 		end := st.pa.Work(span, attrBucket.String(b.Ref().Bucket))
 		v, err := body(st.killed, st, b, args)
@@ -165,7 +165,7 @@ func defineKVStore(root *wt.LinkerInstance) error {
 	if err != nil {
 		return err
 	}
-	if err := li.AddResource("bucket", bucketType, dropFrom(func(st *agentState) map[uint32]*kv.Bucket { return st.buckets })); err != nil {
+	if err := li.AddResource("bucket", bucketType, dropFrom(func(st *agentState) map[uint32]*kv.Bucket { return st.kv.buckets })); err != nil {
 		return err
 	}
 	return addFuncs(li, map[string]wt.HostFunc{
@@ -175,16 +175,16 @@ func defineKVStore(root *wt.LinkerInstance) error {
 			if err != nil {
 				return err
 			}
-			if st.openBucket == nil {
+			if st.kv.open == nil {
 				results[0] = kvResult(nil, errNoStore)
 				return nil
 			}
-			b, err := st.openBucket(id)
+			b, err := st.kv.open(id)
 			if err != nil {
 				results[0] = kvResult(nil, err)
 				return nil
 			}
-			results[0] = wt.Ok(keep(st, st.buckets, bucketType, b))
+			results[0] = wt.Ok(keep(st, st.kv.buckets, bucketType, b))
 			return nil
 		},
 		"[method]bucket.get": keyFunc("bucket.get", func(ctx context.Context, _ *agentState, b *kv.Bucket, key string) wt.Val {
@@ -244,7 +244,7 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 	if err != nil {
 		return err
 	}
-	if err := li.AddResource("cas", casType, dropFrom(func(st *agentState) map[uint32]*kv.CAS { return st.cases })); err != nil {
+	if err := li.AddResource("cas", casType, dropFrom(func(st *agentState) map[uint32]*kv.CAS { return st.kv.cases })); err != nil {
 		return err
 	}
 	return addFuncs(li, map[string]wt.HostFunc{
@@ -253,10 +253,10 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 			if err != nil {
 				return kvResult(nil, err)
 			}
-			return wt.Ok(keep(st, st.cases, casType, c))
+			return wt.Ok(keep(st, st.kv.cases, casType, c))
 		}),
 		"[method]cas.current": methodOf(func(st *agentState, args []wt.Val) (*kv.CAS, error) {
-			return selfArg(st.cases, casType, "cas", args)
+			return selfArg(st.kv.cases, casType, "cas", args)
 		}, func(_ *agentState, c *kv.CAS, _ []wt.Val) (wt.Val, error) {
 			return wt.Ok(optBytes(c.Current())), nil
 		}),
@@ -279,11 +279,11 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 				return err
 			}
 			st := stateOf(c)
-			cas, err := selfArg(st.cases, casType, "cas", args)
+			cas, err := selfArg(st.kv.cases, casType, "cas", args)
 			if err != nil {
 				return err
 			}
-			delete(st.cases, args[0].(wt.ResourceHost).Rep)
+			delete(st.kv.cases, args[0].(wt.ResourceHost).Rep)
 			v, err := bytesArg(args[1], "value")
 			if err != nil {
 				return err
@@ -293,7 +293,7 @@ func defineKVAtomics(root *wt.LinkerInstance) error {
 			case err == nil:
 				results[0] = wt.Ok(nil)
 			case again != nil:
-				results[0] = wt.Err(wt.Variant{Case: "cas-failed", Payload: keep(st, st.cases, casType, again)})
+				results[0] = wt.Err(wt.Variant{Case: "cas-failed", Payload: keep(st, st.kv.cases, casType, again)})
 			default:
 				results[0] = wt.Err(wt.Variant{Case: "store-error", Payload: kvError(err)})
 			}

@@ -56,7 +56,7 @@ func TestLogRateLimit(t *testing.T) {
 	const lines = 20000
 	var dropped atomic.Int64
 	start := time.Now()
-	a := s.host.Start(p, AgentConfig{Name: "flooder", LogRate: 100, LogBurst: 50, OnLogDropped: func() { dropped.Add(1) }},
+	a := s.host.Start(p, AgentConfig{Name: "flooder", Limits: AgentLimits{LogRate: 100, LogBurst: 50, OnLogDropped: func() { dropped.Add(1) }}},
 		strings.Repeat("x", lines/1000))
 	if out, err := waitAgent(t, a, 60*time.Second); err != nil || out != "flood" {
 		t.Fatalf("run = %q, %v", out, err)

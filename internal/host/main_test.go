@@ -291,12 +291,12 @@ type probeOpts struct {
 }
 
 func (o probeOpts) config() AgentConfig {
-	cfg := AgentConfig{Name: o.name, InboxCapacity: o.capacity, StopGrace: o.grace, Messaging: o.messaging, OpenBucket: o.bucket}
+	cfg := AgentConfig{Name: o.name, Messaging: o.messaging, OpenBucket: o.bucket, Limits: AgentLimits{InboxCapacity: o.capacity, StopGrace: o.grace}}
 	if cfg.Name == "" {
 		cfg.Name = "probe"
 	}
-	if cfg.StopGrace == 0 {
-		cfg.StopGrace = 10 * time.Second
+	if cfg.Limits.StopGrace == 0 {
+		cfg.Limits.StopGrace = 10 * time.Second
 	}
 	if o.grants != nil {
 		set := map[string]bool{}

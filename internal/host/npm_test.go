@@ -188,7 +188,7 @@ func TestExampleWatch(t *testing.T) {
 		})
 		t.Run("stopped", func(t *testing.T) {
 			const uri = "test://sub/stop"
-			a := s.host.Start(p, AgentConfig{Name: "watch", StopGrace: 10 * time.Second}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
+			a := s.host.Start(p, AgentConfig{Name: "watch", Limits: AgentLimits{StopGrace: 10 * time.Second}}, fmt.Sprintf(`{"tooling": "mem", "uri": %q, "count": 3, "toggle": false}`, uri))
 			testenv.Eventually(t, 20*time.Second, "the subscription", func() bool { return s.mem.Subscribes(uri) == 1 })
 			// Past subscribe-resource and into recv (a stop during the
 			// subscribe makes watch.js throw the cancelled host-error out of

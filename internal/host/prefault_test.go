@@ -43,7 +43,7 @@ func TestPrefaultStart(t *testing.T) {
 		t.Fatal("a program mapped from its cache file has no prefault image")
 	}
 	start := func(name string) *Agent {
-		return h.Start(p, AgentConfig{Name: name, StopGrace: 10 * time.Second}, ranInput)
+		return h.Start(p, AgentConfig{Name: name, Limits: AgentLimits{StopGrace: 10 * time.Second}}, ranInput)
 	}
 	first := start("prefault-first")
 	testenv.Eventually(t, 20*time.Second, "the first agent to teach its write set", func() bool { pages, _ := p.Image().Stats(); return pages > 0 })

@@ -277,7 +277,7 @@ func TestStopBeforeRun(t *testing.T) {
 	}
 	defer p.Close()
 	h.starts <- struct{}{} // the only slot, taken
-	a := h.Start(p, AgentConfig{Name: "queued", StopGrace: time.Minute}, "never echoed")
+	a := h.Start(p, AgentConfig{Name: "queued", Limits: AgentLimits{StopGrace: time.Minute}}, "never echoed")
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
 	a.Stop()

@@ -11,7 +11,7 @@ import (
 // providerMethod adapts a provider method body to a HostFunc.
 func providerMethod(body func(st *agentState, ph *contract.ProviderHandle, args []wt.Val) (wt.Val, error)) wt.HostFunc {
 	return methodOf(func(st *agentState, args []wt.Val) (*contract.ProviderHandle, error) {
-		return selfArg(st.provs, providerType, "provider", args)
+		return selfArg(st.handles.provs, providerType, "provider", args)
 	}, body)
 }
 
@@ -31,9 +31,9 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 	}
 	dtor := func(c *wt.Caller, rep uint32) error {
 		st := stateOf(c)
-		if ph, ok := st.provs[rep]; ok {
+		if ph, ok := st.handles.provs[rep]; ok {
 			ph.Close()
-			delete(st.provs, rep)
+			delete(st.handles.provs, rep)
 		}
 		return nil
 	}
@@ -52,7 +52,7 @@ func defineProvider(root *wt.LinkerInstance, iface string) error {
 				results[0] = errResult(err)
 				return nil
 			}
-			results[0] = wt.Ok(keep(st, st.provs, providerType, ph))
+			results[0] = wt.Ok(keep(st, st.handles.provs, providerType, ph))
 			return nil
 		},
 		"[method]provider.kind": providerMethod(func(_ *agentState, ph *contract.ProviderHandle, _ []wt.Val) (wt.Val, error) {

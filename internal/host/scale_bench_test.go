@@ -126,7 +126,7 @@ func idleAgents(b *testing.B, h *Host, n int, open func(string) (*Program, error
 					return
 				}
 				progs[i] = p
-				agents[i] = h.Start(p, AgentConfig{Name: fmt.Sprintf("idle-%d", i), StopGrace: 30 * time.Second, OnStarted: func(time.Duration) { started.Done() }}, ranInput)
+				agents[i] = h.Start(p, AgentConfig{Name: fmt.Sprintf("idle-%d", i), OnStarted: func(time.Duration) { started.Done() }, Limits: AgentLimits{StopGrace: 30 * time.Second}}, ranInput)
 			})
 		}
 		loads.Wait()

@@ -92,7 +92,7 @@ func idlePSS(b *testing.B, s *suite, p *Program) float64 {
 	started.Add(pssProbes)
 	agents := make([]*Agent, pssProbes)
 	for i := range agents {
-		agents[i] = s.host.Start(p, AgentConfig{Name: "idle", StopGrace: 10 * time.Second, OnStarted: func(time.Duration) { started.Done() }}, `{"steps": [{"op": "recv"}]}`)
+		agents[i] = s.host.Start(p, AgentConfig{Name: "idle", OnStarted: func(time.Duration) { started.Done() }, Limits: AgentLimits{StopGrace: 10 * time.Second}}, `{"steps": [{"op": "recv"}]}`)
 	}
 	started.Wait()
 	time.Sleep(300 * time.Millisecond) // into their recv

@@ -123,8 +123,8 @@ func TestWATRun(t *testing.T) {
 	}{
 		{name: "echo", wat: watEcho, input: "héllo", wantOut: "héllo"},
 		{name: "grow unlimited", wat: watGrow, wantOut: "grew"},
-		{name: "grow within the limit", wat: watGrow, cfg: AgentConfig{MemoryLimit: 2 << 20}, wantOut: "grew"},
-		{name: "grow past the limit", wat: watGrow, cfg: AgentConfig{MemoryLimit: 512 << 10}, wantErr: func(t *testing.T, err error) {
+		{name: "grow within the limit", wat: watGrow, cfg: AgentConfig{Limits: AgentLimits{MemoryLimit: 2 << 20}}, wantOut: "grew"},
+		{name: "grow past the limit", wat: watGrow, cfg: AgentConfig{Limits: AgentLimits{MemoryLimit: 512 << 10}}, wantErr: func(t *testing.T, err error) {
 			var re *RunError
 			if !errors.As(err, &re) || re.Message != "grow failed" {
 				t.Fatalf("err = %v (%T), want RunError \"grow failed\"", err, err)
@@ -152,7 +152,7 @@ func TestWATRun(t *testing.T) {
 				t.Errorf("err %v has no guest backtrace", err)
 			}
 		}},
-		{name: "run timeout", wat: watSpin, cfg: AgentConfig{RunTimeout: 50 * time.Millisecond}, wantErr: func(t *testing.T, err error) {
+		{name: "run timeout", wat: watSpin, cfg: AgentConfig{Limits: AgentLimits{RunTimeout: 50 * time.Millisecond}}, wantErr: func(t *testing.T, err error) {
 			if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "run timeout") {
 				t.Fatalf("err = %v, want ErrInterrupted for the run timeout", err)
 			}
@@ -232,7 +232,7 @@ func TestStopSpinningGuest(t *testing.T) {
 	p := load(t, s.host, "spin", watSpin)
 	for _, grace := range []time.Duration{0, 100 * time.Millisecond} {
 		t.Run(fmt.Sprint("grace=", grace), func(t *testing.T) {
-			a := s.host.Start(p, AgentConfig{Name: "spinner", StopGrace: grace}, "")
+			a := s.host.Start(p, AgentConfig{Name: "spinner", Limits: AgentLimits{StopGrace: grace}}, "")
 			time.Sleep(50 * time.Millisecond) // let it spin
 			select {
 			case <-a.Done():
@@ -275,7 +275,7 @@ func TestFuel(t *testing.T) {
 	}
 	defer h.Close()
 	spin := load(t, h, "spin", watSpin)
-	_, err = waitAgent(t, h.Start(spin, AgentConfig{Name: "fueled", Fuel: 100_000}, ""), 20*time.Second)
+	_, err = waitAgent(t, h.Start(spin, AgentConfig{Name: "fueled", Limits: AgentLimits{Fuel: 100_000}}, ""), 20*time.Second)
 	var tr *wt.Trap
 	if !errors.As(err, &tr) || tr.Code != wt.TrapOutOfFuel {
 		t.Fatalf("err = %v, want an out-of-fuel trap", err)
@@ -284,7 +284,7 @@ func TestFuel(t *testing.T) {
 	if out, err := waitAgent(t, h.Start(grow, AgentConfig{Name: "unmetered"}, ""), 20*time.Second); err != nil || out != "grew" {
 		t.Fatalf("Fuel 0 on a metering host: %q, %v; want unlimited", out, err)
 	}
-	if out, err := waitAgent(t, h.Start(grow, AgentConfig{Name: "metered", Fuel: 1_000_000}, ""), 20*time.Second); err != nil || out != "grew" {
+	if out, err := waitAgent(t, h.Start(grow, AgentConfig{Name: "metered", Limits: AgentLimits{Fuel: 1_000_000}}, ""), 20*time.Second); err != nil || out != "grew" {
 		t.Fatalf("enough fuel: %q, %v", out, err)
 	}
 }

@@ -104,7 +104,7 @@ func (s *Store) submit(r *request) error {
 // keeps the baton (the committer is to go on); else the store is idle.
 func (s *Store) commitQueued() (more bool) {
 	s.c.mu.Lock()
-	n := min(len(s.c.queue), s.maxBatch)
+	n := min(len(s.c.queue), s.lim.maxBatch)
 	batch := slices.Clone(s.c.queue[:n])
 	s.c.queue = slices.Delete(s.c.queue, 0, n)
 	s.c.mu.Unlock()

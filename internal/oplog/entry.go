@@ -80,8 +80,8 @@ func (s *Store) checkEntry(e *Entry) error {
 		return fmt.Errorf("entry digest of %d bytes: the limit is %d", len(e.Digest), maxDigest)
 	}
 	// The encoding adds at most 1+1+10+10+3*10+4 bytes to these.
-	if n := len(e.Call) + len(e.Digest) + len(e.Data) + 56; n > s.maxEntry {
-		return fmt.Errorf("entry of about %d bytes: %s is %d", n, s.limitName, s.maxEntry)
+	if n := len(e.Call) + len(e.Digest) + len(e.Data) + 56; n > s.lim.maxEntry {
+		return fmt.Errorf("entry of about %d bytes: %s is %d", n, s.lim.name, s.lim.maxEntry)
 	}
 	return nil
 }

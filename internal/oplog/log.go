@@ -17,25 +17,41 @@ type Log struct {
 	header   Header
 	recorded []Entry
 
-	entries atomic.Int64 // recorded + appended
-	bytes   atomic.Int64
+	size logSize // recorded + appended
 
 	mu       sync.Mutex // serialises Append; guards the fields below
 	next     uint64     // the seq of the next Append
 	closed   bool
-	deleting bool           // Delete closed it: finish removes the log
-	inflight sync.WaitGroup // Appends handed to the committer, not yet answered
+	deleting bool // Delete closed it: finish removes the log
 	// later are AppendLater's entries not yet handed to the committer: the
 	// next Append (or Close) sends them first.
 	later []*request
 
-	finishOnce sync.Once
-	deleteErr  error
+	end ending // Close's and Delete's last step (finish)
 
 	// broken is the error of a failed commit of one of the log's entries:
 	// the log may now have a gap after its last durable entry, so the
 	// committer refuses its later ones. Only the committer touches it.
 	broken error
+}
+
+// logSize is a Log's length: its entries and their stored bytes.
+type logSize struct {
+	entries, bytes atomic.Int64
+}
+
+// add counts one entry of n stored bytes.
+func (z *logSize) add(n int) {
+	z.entries.Add(1)
+	z.bytes.Add(int64(n))
+}
+
+// ending is how a Log ends: the Appends under way it waits for, once, and
+// the outcome of removing it (Delete).
+type ending struct {
+	inflight  sync.WaitGroup // Appends handed to the committer, not yet answered
+	once      sync.Once
+	deleteErr error
 }
 
 // Open opens the log key: "agent" or "agent/session" (not empty, at most
@@ -74,8 +90,8 @@ func (s *Store) openLog(key string, h Header) (*Log, error) {
 		st = &stored{header: h}
 	}
 	l := &Log{s: s, key: key, header: st.header, recorded: st.entries, next: uint64(len(st.entries)) + 1}
-	l.entries.Store(int64(len(st.entries)))
-	l.bytes.Store(st.bytes)
+	l.size.entries.Store(int64(len(st.entries)))
+	l.size.bytes.Store(st.bytes)
 	return l, nil
 }
 
@@ -93,7 +109,7 @@ func (l *Log) Recorded() []Entry { return l.recorded }
 // Len is how many entries the log holds, recorded and appended, and their
 // stored size.
 func (l *Log) Len() (entries int, bytes int64) {
-	return int(l.entries.Load()), l.bytes.Load()
+	return int(l.size.entries.Load()), l.size.bytes.Load()
 }
 
 // Append adds e to the log, setting its Seq (the next of the log: 1, 2, 3
@@ -119,8 +135,8 @@ func (l *Log) Append(e Entry) (uint64, error) {
 	}
 	e.Seq, e.At = l.next, time.Now().UTC()
 	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
-	l.inflight.Add(1)
-	defer l.inflight.Done()
+	l.end.inflight.Add(1)
+	defer l.end.inflight.Done()
 	later := l.sendLaterLocked()
 	if !s.send(r) {
 		l.mu.Unlock()
@@ -132,8 +148,7 @@ func (l *Log) Append(e Entry) (uint64, error) {
 	if err := s.waitAll(append(later, r)); err != nil {
 		return 0, err
 	}
-	l.entries.Add(1)
-	l.bytes.Add(int64(len(r.value)))
+	l.size.add(len(r.value))
 	return e.Seq, nil
 }
 
@@ -159,8 +174,7 @@ func (l *Log) AppendLater(e Entry) (uint64, error) {
 	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
 	l.later = append(l.later, r)
 	l.next++
-	l.entries.Add(1)
-	l.bytes.Add(int64(len(r.value)))
+	l.size.add(len(r.value))
 	return e.Seq, nil
 }
 
@@ -213,20 +227,20 @@ func (l *Log) Delete() error {
 	l.later = nil // removed with the log
 	l.mu.Unlock()
 	l.finish()
-	return l.deleteErr
+	return l.end.deleteErr
 }
 
 // finish waits for the Appends under way, removes the log from the store
 // if Delete closed it, and releases the key. It runs once; other callers
 // wait for it.
 func (l *Log) finish() {
-	l.finishOnce.Do(func() {
-		l.inflight.Wait()
+	l.end.once.Do(func() {
+		l.end.inflight.Wait()
 		l.mu.Lock()
 		deleting := l.deleting
 		l.mu.Unlock()
 		if deleting {
-			l.deleteErr = l.s.submit(&request{op: opDelete, key: l.key})
+			l.end.deleteErr = l.s.submit(&request{op: opDelete, key: l.key})
 		}
 		l.s.release(l.key)
 	})

@@ -14,14 +14,10 @@ const defaultMaxBatch = 1024
 // Store is a set of logs kept in one bbolt file (Open) or under a prefix
 // of etcd (OpenEtcd). Its methods are safe for concurrent use.
 type Store struct {
-	b        backend
-	path     string // the file, or "etcd:PREFIX"
-	log      *zap.Logger
-	maxBatch int
-	// maxEntry bounds an entry's encoded size; limitName says whose limit
-	// it is, for checkEntry's error.
-	maxEntry  int
-	limitName string
+	b    backend
+	path string // the file, or "etcd:PREFIX"
+	log  *zap.Logger
+	lim  limits
 
 	c committer // the group commit (commit.go)
 
@@ -33,6 +29,14 @@ type Store struct {
 	closeErr  error
 
 	n counters
+}
+
+// limits bound a Store's batches and entries: maxBatch the requests of
+// one transaction, maxEntry an entry's encoded size; name says whose limit
+// maxEntry is, for checkEntry's error.
+type limits struct {
+	maxBatch, maxEntry int
+	name               string
 }
 
 // counters are a Store's Stats.
@@ -51,14 +55,12 @@ type Stats struct {
 // newStore is a Store over b, its committer started.
 func newStore(b backend, path string, lg *zap.Logger, maxBatch, maxEntry int, limitName string) *Store {
 	s := &Store{
-		b:         b,
-		path:      path,
-		log:       lg,
-		maxBatch:  maxBatch,
-		maxEntry:  maxEntry,
-		limitName: limitName,
-		c:         committer{idle: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})},
-		busy:      map[string]bool{},
+		b:    b,
+		path: path,
+		log:  lg,
+		lim:  limits{maxBatch: maxBatch, maxEntry: maxEntry, name: limitName},
+		c:    committer{idle: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})},
+		busy: map[string]bool{},
 	}
 	go s.commitLoop()
 	s.log.Debug("store open", zap.String("file", s.path))

@@ -83,11 +83,11 @@ func (v *service) openOplog(prog *host.Program, key string, cfg *host.AgentConfi
 	if err != nil {
 		return err
 	}
-	cfg.Oplog = l
-	cfg.MaxOplogEntries, cfg.MaxOplogBytes = v.cfg.MaxOplog.Entries, int64(v.cfg.MaxOplog.Bytes)
+	cfg.Durable.Oplog = l
+	cfg.Durable.MaxEntries, cfg.Durable.MaxBytes = v.cfg.MaxOplog.Entries, int64(v.cfg.MaxOplog.Bytes)
 	if m := v.s.opts.Metrics; m != nil {
 		name := v.r.name
-		cfg.OnReplayed = func(entries int, _ time.Duration) { m.AgentReplayed(name, entries) }
+		cfg.Durable.OnReplayed = func(entries int, _ time.Duration) { m.AgentReplayed(name, entries) }
 	}
 	if n := len(l.Recorded()); n > 0 {
 		_, bytes := l.Len()

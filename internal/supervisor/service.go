@@ -151,7 +151,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 	inst := v.startInstance(prog, cfg, span)
 	if inst == nil {
 		err := fmt.Errorf("agent %s: the cluster host is fenced: %w", v.r.name, suture.ErrDoNotRestart)
-		v.endOplog(cfg.Oplog, err, false) // kept: it never ran
+		v.endOplog(cfg.Durable.Oplog, err, false) // kept: it never ran
 		span.fail(err)
 		v.set(Stopped)
 		return false, err
@@ -168,7 +168,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 	case <-inst.Done():
 	case <-ctx.Done():
 		v.set(Stopping)
-		if cfg.Oplog != nil {
+		if cfg.Durable.Oplog != nil {
 			inst.Suspend(v.s.handingOver(v.r)) // a durable instance's work resumes from its oplog
 		} else {
 			inst.Stop()
@@ -178,7 +178,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 		v.set(Stopping)
 		inst.Stop()
 		<-inst.Done()
-		v.endOplog(cfg.Oplog, nil, true)
+		v.endOplog(cfg.Durable.Oplog, nil, true)
 		v.update(func(r *record) {
 			r.run.inst = nil
 			v.s.setState(r, Idle)
@@ -190,7 +190,7 @@ func (v *service) serveOnce(ctx context.Context, cause trace.SpanContext) (idle 
 		return true, nil
 	}
 	out, runErr := inst.Wait()
-	v.endOplog(cfg.Oplog, runErr, false)
+	v.endOplog(cfg.Durable.Oplog, runErr, false)
 	span.fail(runErr) // an instance that ended before it started
 	ran := time.Since(start)
 	if ce := v.log().Check(zap.DebugLevel, "agent output"); ce != nil && runErr == nil {

@@ -143,15 +143,15 @@ func (v *service) startSession(ctx context.Context, prog *host.Program, env map[
 	}
 	inst, err := v.startSessionInstance(prog, cfg, session, claimed)
 	if err != nil {
-		v.endOplog(cfg.Oplog, err, false) // kept: it never ran
+		v.endOplog(cfg.Durable.Oplog, err, false) // kept: it never ran
 		span.fail(err)
 		return nil, err
 	}
 	if m := v.s.opts.Metrics; m != nil {
 		m.InstanceStarted(v.r.name)
 	}
-	go v.sessionEnded(inst, cfg.Oplog, session, span)
-	if cfg.Oplog != nil {
+	go v.sessionEnded(inst, cfg.Durable.Oplog, session, span)
+	if cfg.Durable.Oplog != nil {
 		return durableSession{inst, v.s}, nil
 	}
 	return inst, nil

@@ -62,9 +62,11 @@ func (s *System) AgentConfig(a Agent) host.AgentConfig {
 		Policy:    a.Policy,
 		Env:       a.Env,
 		Messaging: a.Messaging,
-		StopGrace: config.DefaultStopGrace,
-		LogRate:   config.DefaultLogRate,
-		LogBurst:  config.DefaultLogBurst,
+		Limits: host.AgentLimits{
+			StopGrace: config.DefaultStopGrace,
+			LogRate:   config.DefaultLogRate,
+			LogBurst:  config.DefaultLogBurst,
+		},
 	}
 	if ac := a.Config; ac != nil {
 		if c.Grants == nil {
@@ -73,16 +75,16 @@ func (s *System) AgentConfig(a Agent) host.AgentConfig {
 		c.Providers = s.ProviderAccess(a.Name, ac, a.Limit)
 	}
 	if l := a.RunLimits; l != nil {
-		c.RunTimeout, c.StopGrace = l.Timeout, l.StopGrace
+		c.Limits.RunTimeout, c.Limits.StopGrace = l.Timeout, l.StopGrace
 	} else if ac := a.Config; ac != nil {
-		c.InboxCapacity = ac.InboxCapacity
-		c.MemoryLimit = uint64(ac.Limits.Memory)
+		c.Limits.InboxCapacity = ac.InboxCapacity
+		c.Limits.MemoryLimit = uint64(ac.Limits.Memory)
 		if s.MetersFuel() {
-			c.Fuel = ac.Limits.Fuel
+			c.Limits.Fuel = ac.Limits.Fuel
 		}
-		c.RunTimeout = ac.Limits.RunTimeout.Duration
-		c.StopGrace = ac.StopGrace.Duration
-		c.LogRate, c.LogBurst = ac.Limits.LogRate, ac.Limits.LogBurst
+		c.Limits.RunTimeout = ac.Limits.RunTimeout.Duration
+		c.Limits.StopGrace = ac.StopGrace.Duration
+		c.Limits.LogRate, c.Limits.LogBurst = ac.Limits.LogRate, ac.Limits.LogBurst
 	}
 	if a.Providers != nil {
 		c.Providers = *a.Providers
@@ -98,7 +100,7 @@ func (s *System) AgentConfig(a Agent) host.AgentConfig {
 	if m := s.opts.Metrics; m != nil {
 		name := a.Name
 		c.OnStarted = func(d time.Duration) { m.AgentInstantiated(name, d) }
-		c.OnLogDropped = func() { m.AgentLogDropped(name) }
+		c.Limits.OnLogDropped = func() { m.AgentLogDropped(name) }
 	}
 	return c
 }

@@ -67,8 +67,8 @@ limits = { memory = "64MiB", fuel = 1000, run_timeout = "5s", log_rate = 3, log_
 			if hc.OpenBucket != nil {
 				t.Error("a system without a store gave the agent buckets")
 			}
-			got := hostConfig{Inbox: hc.InboxCapacity, Memory: hc.MemoryLimit, Fuel: hc.Fuel, RunTimeout: hc.RunTimeout,
-				StopGrace: hc.StopGrace, LogRate: hc.LogRate, LogBurst: hc.LogBurst,
+			got := hostConfig{Inbox: hc.Limits.InboxCapacity, Memory: hc.Limits.MemoryLimit, Fuel: hc.Limits.Fuel, RunTimeout: hc.Limits.RunTimeout,
+				StopGrace: hc.Limits.StopGrace, LogRate: hc.Limits.LogRate, LogBurst: hc.Limits.LogBurst,
 				GrantsAll: hc.Grants == nil, GrantsGPT: hc.Providers.Granted == nil || hc.Providers.Granted("gpt")}
 			c.check(t, got)
 		})

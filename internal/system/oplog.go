@@ -22,7 +22,7 @@ type oplogs struct {
 // Oplog is the durable agents' oplog store, opened on first use; Close
 // closes it.
 func (s *System) Oplog() (*oplog.Store, error) {
-	o := &s.oplogs
+	o := &s.stores.oplogs
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
@@ -42,7 +42,7 @@ func (s *System) Oplog() (*oplog.Store, error) {
 // OpenedOplog is the durable agents' oplog store if it was opened and is
 // not closed yet, else nil: unlike Oplog it never creates the file.
 func (s *System) OpenedOplog() *oplog.Store {
-	o := &s.oplogs
+	o := &s.stores.oplogs
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -53,7 +53,7 @@ func (s *System) OpenedOplog() *oplog.Store {
 
 // closeOplog closes the oplog store, if it was opened.
 func (s *System) closeOplog() error {
-	o := &s.oplogs
+	o := &s.stores.oplogs
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.closed = true
@@ -67,9 +67,9 @@ func (s *System) closeOplog() error {
 // durable agents must outlive the host, whose agents another resumes),
 // else the bbolt file.
 func (s *System) openOplog() (*oplog.Store, error) {
-	if s.Config.Cluster != nil && s.opts.StoreClient != nil {
+	if s.Config.Cluster != nil && s.opts.Cluster.Client != nil {
 		prefix := s.Config.OplogPrefix()
-		st, err := oplog.OpenEtcd(oplog.EtcdOptions{Client: s.opts.StoreClient, Prefix: prefix, Log: s.log, Guard: s.opts.OplogGuard})
+		st, err := oplog.OpenEtcd(oplog.EtcdOptions{Client: s.opts.Cluster.Client, Prefix: prefix, Log: s.log, Guard: s.opts.Cluster.OplogGuard})
 		if err != nil {
 			return nil, err
 		}

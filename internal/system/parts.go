@@ -64,7 +64,7 @@ func (s *System) openProviders() error {
 	}
 	s.Providers = reg
 	if len(cfg.Provider) > 0 && !s.opts.NoHost {
-		if s.Budgets, err = provider.OpenBudgets(provider.BudgetsDir(s.Config.StateDir())); err != nil {
+		if s.stores.budgets, err = provider.OpenBudgets(provider.BudgetsDir(s.Config.StateDir())); err != nil {
 			return err
 		}
 	}
@@ -114,7 +114,7 @@ func (s *System) samplerFor(cfg *config.Tooling) mcpclient.Sampler {
 // Limit is p under agent's grant g on it ([agent.A.grants.P]: models,
 // limits, token budgets kept in the system's budgets).
 func (s *System) Limit(agent string, p provider.Provider, g *config.ProviderGrant) (*provider.Limited, error) {
-	return provider.NewLimited(p, agent, g, provider.LimitOptions{Budgets: s.Budgets, Recorder: s.Recorder()})
+	return provider.NewLimited(p, agent, g, provider.LimitOptions{Budgets: s.stores.budgets, Recorder: s.Recorder()})
 }
 
 // ProviderAccess is an agent's access to providers under its config: those

@@ -29,8 +29,8 @@ import (
 // runner, what it places, and the metrics' source, each read once the
 // graph serves.
 type ServeOptions struct {
-	// Options are New's. NewServe sets their Metrics, StoreClient,
-	// OplogGuard and Member.
+	// Options are New's. NewServe sets their Metrics and, on a
+	// cluster host, their Cluster.
 	Options
 	// Metrics builds the metrics (ServeGraph.Metrics), read from Source at
 	// each scrape.
@@ -114,7 +114,7 @@ func NewServe(cfg *config.Config, o ServeOptions) (g *ServeGraph, err error) {
 		so.Metrics = g.Metrics
 	}
 	if c := g.Cluster; c != nil {
-		so.StoreClient, so.Member, so.OplogGuard = c.Etcd, c.Config.Name, c.Node.WriteGuard
+		so.Cluster = ClusterStores{Client: c.Etcd, OplogGuard: c.Node.WriteGuard, Member: c.Config.Name}
 	}
 	if g.System, err = New(cfg, so); err != nil {
 		return g, err
@@ -279,7 +279,7 @@ func (g *ServeGraph) instanceConfig(in supervisor.Instance) host.AgentConfig {
 		Name: in.Agent, Config: in.Config, Session: in.Session, Env: in.Env, Policy: in.Policy,
 		Limit: in.Limit, Messaging: g.messaging(in.Config),
 	})
-	c.StopGrace = g.StopGrace(c.StopGrace)
+	c.Limits.StopGrace = g.StopGrace(c.Limits.StopGrace)
 	return c
 }
 

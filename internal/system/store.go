@@ -19,14 +19,14 @@ func (s *System) openStore() error {
 		err error
 	)
 	if s.opts.TemporaryStore {
-		if s.storeDir, err = os.MkdirTemp("", "toolhostd-kv-"); err != nil {
+		if s.stores.kvDir, err = os.MkdirTemp("", "toolhostd-kv-"); err != nil {
 			return fmt.Errorf("key-value store: %w", err)
 		}
-		path := filepath.Join(s.storeDir, config.StoreFile)
+		path := filepath.Join(s.stores.kvDir, config.StoreFile)
 		s.log.Info("the key-value store is temporary: it is removed at exit", zap.String("path", path))
 		st, err = kv.OpenBolt(path, kv.BoltOptions{})
 	} else {
-		st, err = kv.OpenConfigured(s.Config, s.opts.StoreClient)
+		st, err = kv.OpenConfigured(s.Config, s.opts.Cluster.Client)
 	}
 	if err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *System) openStore() error {
 	if !s.opts.TemporaryStore {
 		s.logStore()
 	}
-	s.store = st
+	s.stores.kv = st
 	s.KV = kv.New(st, kv.Options{Log: s.log})
 	if m := s.opts.Metrics; m != nil {
 		m.KV(s.KV)
@@ -54,11 +54,11 @@ func (s *System) logStore() {
 // closeStore closes the key-value store (and removes a temporary one).
 func (s *System) closeStore() error {
 	var err error
-	if s.store != nil {
-		err = s.store.Close()
+	if s.stores.kv != nil {
+		err = s.stores.kv.Close()
 	}
-	if s.storeDir != "" {
-		if rerr := os.RemoveAll(s.storeDir); err == nil {
+	if s.stores.kvDir != "" {
+		if rerr := os.RemoveAll(s.stores.kvDir); err == nil {
 			err = rerr
 		}
 	}

@@ -71,22 +71,30 @@ type Options struct {
 	// providers, toolings, gateway or host; the engine checks components
 	// against the toolhost:agent world as the host's does (compile).
 	EngineOnly bool
-	// StoreClient is the cluster's etcd client, on which the key-value
-	// store's etcd backend ([host] store = { backend = "etcd" }, the
-	// default with [cluster]) keeps its keys. The caller closes it after
-	// Close.
-	StoreClient *clientv3.Client
-	// OplogGuard, with StoreClient, fences the durable agents' oplogs in
-	// etcd: each write of an oplog must pass its comparisons (the cluster
-	// node's WriteGuard: this host still holds the agent).
-	OplogGuard func(key string) []clientv3.Cmp
+	// Cluster are the cluster's parts the stores and traces use (the zero
+	// value outside a cluster).
+	Cluster ClusterStores
 	// TemporaryStore keeps the key-value store in a bbolt file of a new
 	// temporary directory that Close removes, instead of the configured
 	// backend: for `toolhostd run` without a state directory of its own.
 	TemporaryStore bool
-	// Version and Member are the traces' service.version and cluster
-	// member id ("" outside a cluster).
-	Version, Member string
+	// Version is the traces' service.version.
+	Version string
+}
+
+// ClusterStores are what New takes of a cluster host: its etcd client and
+// oplog fence for the stores, its member id for the traces.
+type ClusterStores struct {
+	// Client is the cluster's etcd client, on which the key-value store's
+	// etcd backend ([host] store = { backend = "etcd" }, the default with
+	// [cluster]) keeps its keys. The caller closes it after Close.
+	Client *clientv3.Client
+	// OplogGuard, with Client, fences the durable agents' oplogs in etcd:
+	// each write of an oplog must pass its comparisons (the cluster node's
+	// WriteGuard: this host still holds the agent).
+	OplogGuard func(key string) []clientv3.Cmp
+	// Member is the cluster member id of the traces.
+	Member string
 }
 
 // System is the graph of one config. Its fields are set by New and not
@@ -97,8 +105,6 @@ type System struct {
 	Audit *audit.Log
 	// Providers are the [provider.*], opened (no request made).
 	Providers *provider.Registry
-	// Budgets keeps the agents' token counters; nil without providers.
-	Budgets *provider.Budgets
 	// Toolings are the toolings the hub serves at New, by name.
 	Toolings map[string]tooling.Tooling
 	// Hub is the gateway serving the toolings.
@@ -115,11 +121,19 @@ type System struct {
 	// the operators' kv commands drive; nil WithoutHost or EngineOnly.
 	KV *kv.Service
 
-	log      *zap.Logger
-	opts     Options
-	store    kv.Store // KV's backend (store.go)
-	oplogs   oplogs   // the durable agents' (oplog.go)
-	storeDir string   // a temporary store's directory, removed by Close
+	log    *zap.Logger
+	opts   Options
+	stores stores
+}
+
+// stores are what the System keeps on disk or in etcd besides the audit
+// log: the key-value store, the oplogs and the token budgets.
+type stores struct {
+	kv     kv.Store // KV's backend (store.go)
+	kvDir  string   // a temporary kv store's directory, removed by Close
+	oplogs oplogs   // the durable agents' (oplog.go)
+	// budgets keeps the agents' token counters; nil without providers.
+	budgets *provider.Budgets
 }
 
 // New builds the graph of cfg. Nothing runs until Serve (the audit writer,

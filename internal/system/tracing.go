@@ -14,7 +14,7 @@ import (
 // ask for (tracing.Off when neither does).
 func (s *System) openTracing() error {
 	tc := s.Config.Host.Traces
-	o := tracing.Options{Version: s.opts.Version, Member: s.opts.Member, Log: s.log}
+	o := tracing.Options{Version: s.opts.Version, Member: s.opts.Cluster.Member, Log: s.log}
 	if tc != nil {
 		o.Enabled, o.Endpoint, o.Ratio, o.CaptureContent, o.Keep = true, tc.Endpoint, tc.SamplerRatio, tc.CaptureContent, tc.Keep
 		if len(tc.Headers) > 0 {

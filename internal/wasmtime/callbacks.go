@@ -40,13 +40,13 @@ func (s *Store) runHostFunc(hf *hostFunc, ctx *C.wasmtime_context_t, cargs, cres
 	s.vals = s.vals[:base+n]
 	args := s.vals[base : base+len(cargs) : base+len(cargs)]
 	results := s.vals[base+len(cargs) : base+n : base+n]
-	borrowBase := len(s.borrows)
+	borrowBase := len(s.res.borrows)
 
 	cerr := s.hostCall(hf, ctx, cargs, cres, args, results)
 
 	clear(s.vals[base : base+n])
 	s.vals = s.vals[:base]
-	if len(s.borrows) > borrowBase {
+	if len(s.res.borrows) > borrowBase {
 		s.releaseBorrows(borrowBase)
 	}
 	return cerr
@@ -85,7 +85,7 @@ func (s *Store) invoke(hf *hostFunc, args, results []Val) (err error) {
 
 // releaseBorrows ends the guest borrows received since mark.
 func (s *Store) releaseBorrows(mark int) {
-	for _, r := range s.borrows[mark:] {
+	for _, r := range s.res.borrows[mark:] {
 		if r.ptr != nil {
 			if cerr := C.wasmtime_component_resource_any_drop(s.ctx, r.ptr); cerr != nil {
 				C.wasmtime_error_delete(cerr)
@@ -93,8 +93,8 @@ func (s *Store) releaseBorrows(mark int) {
 			r.free()
 		}
 	}
-	clear(s.borrows[mark:])
-	s.borrows = s.borrows[:mark]
+	clear(s.res.borrows[mark:])
+	s.res.borrows = s.res.borrows[:mark]
 }
 
 // panicError is the wasmtime error for a panic of the binding itself in a

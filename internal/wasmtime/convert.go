@@ -374,9 +374,9 @@ func (s *Store) resourceFromC(ctx *C.wasmtime_context_t, a *cany, inCallback boo
 	}
 	C.wasmtime_error_delete(cerr)
 	r := &ResourceAny{store: s, ptr: C.wasmtime_component_resource_any_clone(a), owned: bool(C.wasmtime_component_resource_any_owned(a))}
-	s.anys[r] = struct{}{}
+	s.res.anys[r] = struct{}{}
 	if inCallback && !r.owned {
-		s.borrows = append(s.borrows, r)
+		s.res.borrows = append(s.res.borrows, r)
 	}
 	return r, nil
 }

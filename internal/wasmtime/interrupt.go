@@ -47,12 +47,20 @@ import "C"
 import (
 	"errors"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
 // interruptMsg is the message of the error a guest interrupted by the host
 // fails with (see th_interrupt_cb).
 const interruptMsg = "interrupted by the host"
+
+// interruptFlag is a Store's C interrupt flag, owned by wasmtime; mu
+// guards it against Interrupt racing Close.
+type interruptFlag struct {
+	mu   sync.Mutex
+	flag unsafe.Pointer
+}
 
 // EnableInterrupt lets Interrupt stop this store's guest code from another
 // goroutine. The engine must have EpochInterruption; guest code then checks
@@ -64,16 +72,16 @@ func (s *Store) EnableInterrupt() error {
 	if !s.engine.cfg.EpochInterruption {
 		return errors.New("wasmtime: EnableInterrupt needs an engine with EpochInterruption")
 	}
-	s.intrMu.Lock()
-	defer s.intrMu.Unlock()
-	if s.intr != nil {
+	s.intr.mu.Lock()
+	defer s.intr.mu.Unlock()
+	if s.intr.flag != nil {
 		return nil
 	}
 	flag := C.th_interrupt_enable(s.ptr) // freed by wasmtime with the store
 	if flag == nil {
 		return errors.New("wasmtime: cannot allocate the interrupt flag")
 	}
-	s.intr = unsafe.Pointer(flag)
+	s.intr.flag = unsafe.Pointer(flag)
 	return nil
 }
 
@@ -82,10 +90,10 @@ func (s *Store) EnableInterrupt() error {
 // Close; without EnableInterrupt it does nothing. A host function that is
 // running is not interrupted: the trap comes when the guest runs again.
 func (s *Store) Interrupt() {
-	s.intrMu.Lock()
-	defer s.intrMu.Unlock()
-	if s.intr != nil {
-		C.th_interrupt_set(s.intr)
+	s.intr.mu.Lock()
+	defer s.intr.mu.Unlock()
+	if s.intr.flag != nil {
+		C.th_interrupt_set(s.intr.flag)
 	}
 }
 
@@ -98,7 +106,7 @@ func IsInterrupt(err error) bool {
 
 // closeInterrupt forgets the flag before wasmtime frees it with the store.
 func (s *Store) closeInterrupt() {
-	s.intrMu.Lock()
-	s.intr = nil
-	s.intrMu.Unlock()
+	s.intr.mu.Lock()
+	s.intr.flag = nil
+	s.intr.mu.Unlock()
 }

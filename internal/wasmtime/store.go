@@ -11,7 +11,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -57,20 +56,26 @@ type Store struct {
 	data   any
 	caller Caller
 
-	depth   int   // nesting of guest calls in progress
-	cause   error // error or panic of the last failing host callback
-	vals    []Val // stack of host-function argument/result slices
-	funcs   []*Func
-	anys    map[*ResourceAny]struct{}
-	borrows []*ResourceAny // guest borrows received by the running host function
+	depth int   // nesting of guest calls in progress
+	cause error // error or panic of the last failing host callback
+	vals  []Val // stack of host-function argument/result slices
+	funcs []*Func
+	res   guestResources
 
 	// writePanic is the first panic of a WASI output writer since a call
 	// last ended (goWrite): the guest saw a failed write; the call reports
 	// the panic (takeWritePanic).
 	writePanic atomic.Pointer[PanicError]
 
-	intrMu sync.Mutex     // guards intr against Interrupt racing Close
-	intr   unsafe.Pointer // C interrupt flag (interrupt.go), owned by wasmtime
+	intr interruptFlag // interrupt.go
+}
+
+// guestResources are the guest resources a Store's host functions hold:
+// every one made (anys, freed by Close) and the borrows the running host
+// function received (dropped when it returns).
+type guestResources struct {
+	anys    map[*ResourceAny]struct{}
+	borrows []*ResourceAny
 }
 
 // NewStore creates a store with a WASI context, limits and data.
@@ -80,7 +85,7 @@ func NewStore(e *Engine, cfg StoreConfig) (*Store, error) {
 		return nil, err
 	}
 	defer e.unlock()
-	s := &Store{engine: e, data: cfg.Data, anys: map[*ResourceAny]struct{}{}}
+	s := &Store{engine: e, data: cfg.Data, res: guestResources{anys: map[*ResourceAny]struct{}{}}}
 	s.caller.store = s
 	h := newHandle(s)
 	s.ptr = C.th_store_new(eng, h)
@@ -281,7 +286,7 @@ func (s *Store) Close() error {
 	if s.depth > 0 {
 		return errors.New("wasmtime: close store: a call is in progress")
 	}
-	for r := range s.anys {
+	for r := range s.res.anys {
 		r.free()
 	}
 	s.closeInterrupt()
@@ -348,7 +353,7 @@ func (r *ResourceAny) free() {
 	if r.ptr != nil {
 		C.wasmtime_component_resource_any_delete(r.ptr)
 		r.ptr = nil
-		delete(r.store.anys, r)
+		delete(r.store.res.anys, r)
 	}
 }
 
