@@ -20,7 +20,7 @@ import (
 )
 
 // The durable-agent benchmarks (docs/performance.md, "Durable agents"):
-// what AgentConfig.Oplog costs a call-tool-blocking, alone and with 100
+// what AgentConfig.Durable costs a call-tool-blocking, alone and with 100
 // instances calling at once, and how fast an oplog is replayed. Each
 // measures its baseline in the same run (a sub-benchmark named baseline,
 // which benchtable divides by). The guest is the bench agent

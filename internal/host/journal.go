@@ -1,6 +1,6 @@
 package host
 
-// Durable instances (AgentConfig.Oplog): every host call whose result the
+// Durable instances (AgentConfig.Durable): every host call whose result the
 // guest did not compute itself is recorded in the instance's oplog, and an
 // instance started on an oplog that holds entries is first replayed from
 // them: each call is answered with its recorded result, without reaching a

@@ -1,7 +1,7 @@
 package supervisor
 
 // Durable agents ([agent.X] durable = true): each instance has an oplog
-// (package oplog) the host records its calls in (host.AgentConfig.Oplog).
+// (package oplog) the host records its calls in (host.AgentConfig.Durable.Oplog).
 // It is kept when the instance is cut off (a trap, an interrupt, a crash,
 // a stop of its service: the next start replays it) and ends with the
 // instance's run (it returned, or stopped idle), or with a replay that
