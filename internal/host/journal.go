@@ -242,11 +242,7 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 	if class == classEffect {
 		// A started entry keeps its arguments' text (bounded), for a
 		// divergence's error and toolhostd oplog.
-		// It is durable before it is issued, unless the call repeats
-		// nothing when made again: a crash that loses its entry then makes
-		// replay issue it again, which is what lost does with it too.
-		started := oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest, Data: []byte(argsText(args))}
-		if err := j.append(started, !j.repeatable(st, name, args)); err != nil {
+		if err := j.append(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest, Data: []byte(argsText(args))}); err != nil {
 			return err
 		}
 		if err := j.live(st, c, args, results, fn); err != nil {
@@ -312,16 +308,15 @@ func (j *journal) record(kind oplog.Kind, call string, digest []byte, results []
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotDurable, call, err)
 	}
-	return j.append(oplog.Entry{Kind: kind, Call: call, Digest: digest, Data: data}, false)
+	return j.append(oplog.Entry{Kind: kind, Call: call, Digest: digest, Data: data})
 }
 
-// append writes e: durably before it returns (now: a started entry of a
-// call that must not be repeated), or else with the next durable one
-// (oplog.Log.AppendLater); past the oplog's bounds, or when the write
-// fails, the call traps and so does every later one.
-func (j *journal) append(e oplog.Entry, now bool) error {
+// append writes e: a started entry durably before it returns, any other
+// with the next started one (record); past the oplog's bounds, or when
+// the write fails, the call traps and so does every later one.
+func (j *journal) append(e oplog.Entry) error {
 	add := j.log.AppendLater
-	if now {
+	if e.Kind == oplog.KindStarted {
 		add = j.log.Append
 	}
 	if _, err := add(e); err != nil {

@@ -26,10 +26,20 @@ import (
 // issued again (and recorded as completed); any other gets unavailable,
 // "outcome unknown after a restart", and the guest decides.
 func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, results []wt.Val, fn wt.HostFunc) error {
-	if name == "[method]provider.chat" || name == "[method]provider.chat-stream" {
+	again := false
+	switch name {
+	case "[method]provider.chat", "[method]provider.chat-stream":
 		return j.chatAgain(st, call, name, args, results)
+	case "[method]tooling.subscribe-resource-list", "[method]tooling.subscribe-resource",
+		"[method]bucket.set", "[method]bucket.delete", "set-many", "delete-many":
+		again = true // a subscription only reads; a write of a value, made twice, is made once
+	case "[method]tooling.call-tool-blocking", "[method]tooling.call-tool":
+		if h, err := selfArg(st.handles.tools, toolingType, "tooling", args); err == nil && len(args) > 1 {
+			if tool, ok := args[1].(wt.String); ok {
+				again = h.Repeatable(st.stopping, string(tool))
+			}
+		}
 	}
-	again := j.repeatable(st, name, args)
 	j.zap.Warn("a call was out when the instance stopped", zap.String("call", call), zap.Bool("issued_again", again))
 	if again {
 		if err := fn(c, args, results); err != nil {
@@ -41,27 +51,6 @@ func (j *journal) lost(st *agentState, c *wt.Caller, call, name string, args, re
 		results[0] = errResult(tooling.Errorf(tooling.CodeUnavailable, "outcome unknown after a restart"))
 	}
 	return j.record(oplog.KindCompleted, call, nil, results)
-}
-
-// repeatable reports whether a call with an effect outside the host may be
-// made again with no further effect: a subscription (it only reads), a
-// write of a value (made twice, it is made once), or a tool call its
-// server says is repeatable (MCP readOnlyHint or idempotentHint). Such a
-// call is issued again when its outcome was lost (lost), and so its
-// started entry need not be durable before it is issued.
-func (j *journal) repeatable(st *agentState, name string, args []wt.Val) bool {
-	switch name {
-	case "[method]tooling.subscribe-resource-list", "[method]tooling.subscribe-resource",
-		"[method]bucket.set", "[method]bucket.delete", "set-many", "delete-many":
-		return true
-	case "[method]tooling.call-tool-blocking", "[method]tooling.call-tool":
-		if h, err := selfArg(st.handles.tools, toolingType, "tooling", args); err == nil && len(args) > 1 {
-			if tool, ok := args[1].(wt.String); ok {
-				return h.Repeatable(st.stopping, string(tool))
-			}
-		}
-	}
-	return false
 }
 
 // chatAgain makes a model call that was out when the instance stopped

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,13 +19,9 @@ const (
 	stubbornSubscribeURI = "test://sub/stubborn-subscribe"
 )
 
-// peeks counts the calls of the test server's peek tool.
-var peeks atomic.Int64
-
 // newTestServer is the suite's in-process MCP server: testenv.MCPServer
 // with small pages (list-tools and list-resources must follow the
-// cursors), the tools echo, fail, slow, gate and peek (echo, said to be
-// read-only: a durable agent's replay may make it again), fixed resources of each
+// cursors), the tools echo, fail, slow and gate, fixed resources of each
 // kind a guest reads, and when subscribable resources/subscribe, with a
 // text resource per subscription test (subURIs, content "v0").
 func newTestServer(subscribable bool) *testenv.MCPServer {
@@ -74,11 +69,6 @@ func newTestServer(subscribable bool) *testenv.MCPServer {
 	for _, uri := range subURIs {
 		s.AddResource(uri, "v0")
 	}
-	mcp.AddTool(s.Server, &mcp.Tool{Name: "peek", Description: "Echoes its text; reads nothing else.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(_ context.Context, _ *mcp.CallToolRequest, in testenv.ToolIn) (*mcp.CallToolResult, any, error) {
-			peeks.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
 	return s
 }
 
