@@ -204,13 +204,13 @@ func TestDefaults(t *testing.T) {
 	}
 	w := c.Agent["w"]
 	wantA := Agent{
-		Name: "w", Component: "/etc/toolhostd/w.wasm", Restart: "on-failure",
-		RestartBackoff: Backoff{Duration{time.Second}, Duration{time.Minute}},
-		InboxCapacity:  1024, StopGrace: Duration{10 * time.Second},
-		Limits: Limits{LogRate: 1000, LogBurst: 10000},
+		Name:      "w",
+		Component: "/etc/toolhostd/w.wasm",
 		Messaging: Messaging{Instances: "single", Start: "serve", IdleTimeout: Duration{5 * time.Minute},
 			Accepts: []string{"api"}, MaxMessageBytes: 1 << 20},
-		AgentStore: AgentStore{Stores: []string{"*"}},
+		AgentStore:   AgentStore{Stores: []string{"*"}},
+		AgentRestart: AgentRestart{Restart: "on-failure", RestartBackoff: Backoff{Duration{time.Second}, Duration{time.Minute}}},
+		AgentBounds:  AgentBounds{InboxCapacity: 1024, StopGrace: Duration{10 * time.Second}, Limits: Limits{LogRate: 1000, LogBurst: 10000}},
 	}
 	if w == nil || !equalJSON(t, *w, wantA) {
 		t.Errorf("agent w = %+v\nwant %+v", w, wantA)

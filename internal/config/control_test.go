@@ -15,13 +15,13 @@ func TestControlKeys(t *testing.T) {
 	}{
 		{name: "none", host: ``},
 		{name: "empty strings are unset", host: "control_socket = \"\"\ncontrol_listen = \"\"\ncontrol_token = \"\""},
-		{name: "socket absolute", host: `control_socket = "/run/x.sock"`, want: Host{ControlSocket: "/run/x.sock"}},
-		{name: "socket relative", host: `control_socket = "x.sock"`, want: Host{ControlSocket: "/etc/th/x.sock"}},
+		{name: "socket absolute", host: `control_socket = "/run/x.sock"`, want: Host{HostControl: HostControl{ControlSocket: "/run/x.sock"}}},
+		{name: "socket relative", host: `control_socket = "x.sock"`, want: Host{HostControl: HostControl{ControlSocket: "/etc/th/x.sock"}}},
 		{name: "tcp with token", host: "control_listen = \"[::1]:7070\"\ncontrol_token = \"${file:/run/secrets/t}\"",
-			want: Host{ControlListen: "[::1]:7070", ControlToken: "${file:/run/secrets/t}"}},
+			want: Host{HostControl: HostControl{ControlListen: "[::1]:7070", ControlToken: "${file:/run/secrets/t}"}}},
 		{name: "literal token", host: "control_listen = \":7070\"\ncontrol_token = \"s3cret\"",
-			want: Host{ControlListen: ":7070", ControlToken: "s3cret"}},
-		{name: "token alone", host: `control_token = "${env:T}"`, want: Host{ControlToken: "${env:T}"}},
+			want: Host{HostControl: HostControl{ControlListen: ":7070", ControlToken: "s3cret"}}},
+		{name: "token alone", host: `control_token = "${env:T}"`, want: Host{HostControl: HostControl{ControlToken: "${env:T}"}}},
 		{name: "tcp without token", host: `control_listen = "127.0.0.1:7070"`, err: "toolhostd.toml:3:1: host.control_listen: needs control_token"},
 		{name: "empty token", host: "control_listen = \"127.0.0.1:7070\"\ncontrol_token = \"\"", err: "host.control_listen: needs control_token"},
 		{name: "no port", host: `control_listen = "127.0.0.1"`, err: "want host:port"},
@@ -42,7 +42,7 @@ func TestControlKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := Host{ControlSocket: c.Host.ControlSocket, ControlListen: c.Host.ControlListen, ControlToken: c.Host.ControlToken}
+			got := Host{HostControl: HostControl{ControlSocket: c.Host.ControlSocket, ControlListen: c.Host.ControlListen, ControlToken: c.Host.ControlToken}}
 			if got != tt.want {
 				t.Errorf("host = %+v, want %+v", got, tt.want)
 			}
@@ -69,9 +69,14 @@ func TestDefaultConfigControl(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Default() with control keys uncommented:\n%v", err)
 	}
-	want := Host{LogLevel: "info", LogFormat: "console", ControlSocket: "/run/toolhostd/toolhostd.sock",
-		ControlListen: "127.0.0.1:7070", ControlToken: "${env:TOOLHOSTD_TOKEN}", MaxThreads: DefaultMaxThreads,
-		MessageRetention: Duration{DefaultRetention}, Store: HostStore{Backend: StoreBbolt}}
+	want := Host{
+		LogLevel:         "info",
+		LogFormat:        "console",
+		MaxThreads:       DefaultMaxThreads,
+		MessageRetention: Duration{DefaultRetention},
+		Store:            HostStore{Backend: StoreBbolt},
+		HostControl:      HostControl{ControlSocket: "/run/toolhostd/toolhostd.sock", ControlListen: "127.0.0.1:7070", ControlToken: "${env:TOOLHOSTD_TOKEN}"},
+	}
 	if c.Host != want {
 		t.Errorf("host = %+v, want %+v", c.Host, want)
 	}

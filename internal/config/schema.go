@@ -34,15 +34,9 @@ type Host struct {
 	LogFormat string `toml:"log_format"` // console|json
 	CacheDir  string `toml:"cache_dir"`  // default $XDG_CACHE_HOME/toolhostd
 
-	// ControlSocket is the control API's unix socket (default: see
-	// control.DefaultSocket).
-	ControlSocket string `toml:"control_socket"`
-	// ControlListen is an optional TCP address (host:port) for the control
-	// API; it requires ControlToken.
-	ControlListen string `toml:"control_listen"`
-	// ControlToken is the bearer token of the TCP control API, usually a
-	// ${env:...} or ${file:...} reference: call Expand at use.
-	ControlToken string `toml:"control_token"`
+	// HostControl is where the control API listens (control_socket,
+	// control_listen, control_token).
+	HostControl
 
 	// AuditLog is the audit log's path ("-": stderr; "": none).
 	AuditLog string `toml:"audit_log" json:",omitempty"`
@@ -68,6 +62,19 @@ type Host struct {
 	// Traces configures OpenTelemetry traces (traces.go); nil: only the
 	// OTEL_* environment turns them on.
 	Traces *Traces `toml:"traces,omitempty" json:",omitempty"`
+}
+
+// HostControl is where [host] serves the control API.
+type HostControl struct {
+	// ControlSocket is the control API's unix socket (default: see
+	// control.DefaultSocket).
+	ControlSocket string `toml:"control_socket"`
+	// ControlListen is an optional TCP address (host:port) for the control
+	// API; it requires ControlToken.
+	ControlListen string `toml:"control_listen"`
+	// ControlToken is the bearer token of the TCP control API, usually a
+	// ${env:...} or ${file:...} reference: call Expand at use.
+	ControlToken string `toml:"control_token"`
 }
 
 // Tooling is one [tooling.<name>] table. String values that may hold
@@ -116,15 +123,39 @@ type Restart struct {
 type Agent struct {
 	Name string `toml:"-"`
 
-	Component      string            `toml:"component"`
-	Toolings       []string          `toml:"toolings"`
-	Input          string            `toml:"input"`
-	Env            map[string]string `toml:"env"`
-	Restart        string            `toml:"restart"` // never|on-failure|always
-	RestartBackoff Backoff           `toml:"restart_backoff"`
-	InboxCapacity  int               `toml:"inbox_capacity"`
-	Limits         Limits            `toml:"limits"`
-	StopGrace      Duration          `toml:"stop_grace"`
+	Component    string            `toml:"component"`
+	Toolings     []string          `toml:"toolings"`
+	Input        string            `toml:"input"`
+	Env          map[string]string `toml:"env"`
+	AgentRestart                   // restart, restart_backoff
+	AgentBounds                    // inbox_capacity, limits, stop_grace
+	// AgentGrants narrow what the agent may get: its toolings' grants,
+	// the providers and their grants.
+	AgentGrants
+	// Messaging is who may talk to the agent and how its instances are
+	// made (messages.go).
+	Messaging
+	AgentStore   // stores, store: its key-value buckets (store.go)
+	AgentDurable // durable, max_oplog (durable.go)
+}
+
+// AgentRestart is when and how fast an agent's instance is started again.
+type AgentRestart struct {
+	Restart        string  `toml:"restart"` // never|on-failure|always
+	RestartBackoff Backoff `toml:"restart_backoff"`
+}
+
+// AgentBounds bound an agent's instance: its inbox, its resources and
+// its time to stop.
+type AgentBounds struct {
+	InboxCapacity int      `toml:"inbox_capacity"`
+	Limits        Limits   `toml:"limits"`
+	StopGrace     Duration `toml:"stop_grace"`
+}
+
+// AgentGrants are what an agent may get beyond its toolings' names: the
+// narrowing of each tooling, the providers and their limits.
+type AgentGrants struct {
 	// Grants narrow the toolings granted, by tooling name (grants.go).
 	Grants map[string]*Grant `toml:"grants" json:",omitempty"`
 	// Providers are the providers the agent may get; each names a
@@ -134,11 +165,6 @@ type Agent struct {
 	// provider name: the [agent.X.grants.P] tables whose P is a provider
 	// (toolings and providers share one namespace).
 	ProviderGrants map[string]*ProviderGrant `toml:"-" json:",omitempty"`
-	// Messaging is who may talk to the agent and how its instances are
-	// made (messages.go).
-	Messaging
-	AgentStore   // stores, store: its key-value buckets (store.go)
-	AgentDurable // durable, max_oplog (durable.go)
 }
 
 // Backoff is an initial and a maximum delay.

@@ -41,8 +41,12 @@ func agents(t *testing.T, wait time.Duration) (*supervisor.Supervisor, *message.
 	}
 	t.Cleanup(func() { _ = sys.Close() })
 	agent := func(name, component string) *config.Agent {
-		return &config.Agent{Name: name, Component: component, Restart: "never",
-			Messaging: config.Messaging{Accepts: []string{message.SenderAPI}, MaxMessageBytes: 64}}
+		return &config.Agent{
+			Name:         name,
+			Component:    component,
+			Messaging:    config.Messaging{Accepts: []string{message.SenderAPI}, MaxMessageBytes: 64},
+			AgentRestart: config.AgentRestart{Restart: "never"},
+		}
 	}
 	sup := supervisor.New(map[string]*config.Agent{
 		"broken": agent("broken", filepath.Join(dir, "missing.wasm")),

@@ -67,10 +67,12 @@ func TestTransitions(t *testing.T) {
 }
 
 func TestNextDelay(t *testing.T) {
-	r := newRecord("a", &config.Agent{RestartBackoff: config.Backoff{
-		Initial: config.Duration{Duration: 100 * time.Millisecond},
-		Max:     config.Duration{Duration: time.Second},
-	}}, nil)
+	r := newRecord("a", &config.Agent{
+		AgentRestart: config.AgentRestart{RestartBackoff: config.Backoff{
+			Initial: config.Duration{Duration: 100 * time.Millisecond},
+			Max:     config.Duration{Duration: time.Second},
+		}},
+	}, nil)
 	short := time.Millisecond
 	var got []time.Duration
 	for range 6 {
