@@ -47,29 +47,45 @@ const (
 // dropped.
 const DefaultBuffer = 4096
 
-// Record is one audited operation.
+// Record is one audited operation: who did what, how it ended, and what
+// the operation was (a call, a model request, a message), each in its own
+// group; fields read and write through the groups (r.Tool, r.Model).
 type Record struct {
 	Time     time.Time
 	Agent    string
 	Tooling  string
 	Op       string
-	Tool     string // tool calls
-	URI      string // resource operations
-	CallID   string
-	SubID    string
 	Outcome  string // ok, tool-error or an error code
 	Message  string // the error's message, for outcomes other than ok
 	Duration time.Duration
-	// Args are the call's arguments (JSON text): their size and sha256
-	// are written, their text only with WithArgs.
-	Args     string
-	HasArgs  bool
+	// WithArgs writes the text of the arguments, the request and the
+	// content, not only their size and sha256.
 	WithArgs bool
 
-	// Model requests (chat, chat-stream): the provider, the model (that
-	// answered, else asked for), the time to the first delta, the usage,
-	// and the request as JSON text: its size and sha256 are written, the
-	// text (the messages) only with WithArgs.
+	Call
+	ModelRequest
+	AgentMessage
+	Trace
+}
+
+// Call is what a tool call or resource operation was called with.
+type Call struct {
+	Tool   string // tool calls
+	URI    string // resource operations
+	CallID string
+	SubID  string
+	// Args are the call's arguments (JSON text): their size and sha256
+	// are written, their text only with WithArgs.
+	Args    string
+	HasArgs bool
+}
+
+// ModelRequest is a model request (chat, chat-stream, sampling): the
+// provider, the model (that answered, else asked for), the time to the
+// first delta (a message's too), the usage, and the request as JSON text:
+// its size and sha256 are written, the text (the messages) only with
+// WithArgs.
+type ModelRequest struct {
 	Provider      string
 	Model         string
 	FirstToken    time.Duration
@@ -83,57 +99,92 @@ type Record struct {
 	// Reissued: a durable instance's replay made the request again, its
 	// first making cut off by a restart (its tokens are counted again).
 	Reissued bool
+}
 
-	// Messages (op message): who sent it, its id, session and instance,
-	// and its content: size and sha256 written, the text only with
-	// WithArgs.
+// AgentMessage is a message to an agent (op message): who sent it, its
+// id, session and instance, and its content: size and sha256 written, the
+// text only with WithArgs.
+type AgentMessage struct {
 	Sender     string
 	MessageID  string
 	Session    string
 	Instance   string
 	Content    string
 	HasContent bool
+}
 
-	// TraceID and SpanID name the operation's span (hex), "" when not
-	// traced: a line and its trace find each other.
+// Trace names the operation's span (hex), "" when not traced: a line and
+// its trace find each other.
+type Trace struct {
 	TraceID, SpanID string
 }
 
-// line is a Record as written.
+// line is a Record as written. Its groups are embedded in the order of
+// the keys, which encoding/json writes flat.
 type line struct {
-	Time       string          `json:"time"`
-	Agent      string          `json:"agent"`
-	Tooling    string          `json:"tooling,omitempty"`
-	Provider   string          `json:"provider,omitempty"`
-	Model      string          `json:"model,omitempty"`
-	Op         string          `json:"op"`
-	Tool       string          `json:"tool,omitempty"`
-	URI        string          `json:"uri,omitempty"`
-	CallID     string          `json:"call_id,omitempty"`
-	SubID      string          `json:"sub_id,omitempty"`
-	StreamID   string          `json:"stream_id,omitempty"`
-	Reissued   bool            `json:"reissued,omitempty"`
-	Outcome    string          `json:"outcome"`
-	Message    string          `json:"message,omitempty"`
-	DurationMS json.Number     `json:"duration_ms"`
+	lineOp
+	lineCall
+	Outcome    string      `json:"outcome"`
+	Message    string      `json:"message,omitempty"`
+	DurationMS json.Number `json:"duration_ms"`
+	lineArgs
+	lineModel
+	lineMessage
+	lineTrace
+}
+
+// lineOp is a line's who, when and which operation.
+type lineOp struct {
+	Time     string `json:"time"`
+	Agent    string `json:"agent"`
+	Tooling  string `json:"tooling,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Op       string `json:"op"`
+}
+
+// lineCall is what a line's operation was made on.
+type lineCall struct {
+	Tool     string `json:"tool,omitempty"`
+	URI      string `json:"uri,omitempty"`
+	CallID   string `json:"call_id,omitempty"`
+	SubID    string `json:"sub_id,omitempty"`
+	StreamID string `json:"stream_id,omitempty"`
+	Reissued bool   `json:"reissued,omitempty"`
+}
+
+// lineArgs is a line's arguments: size, sha256 and (WithArgs) text.
+type lineArgs struct {
 	ArgsBytes  *int            `json:"args_bytes,omitempty"`
 	ArgsSHA256 string          `json:"args_sha256,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	FirstMS    json.Number     `json:"first_token_ms,omitempty"`
-	InTokens   *uint32         `json:"input_tokens,omitempty"`
-	OutTokens  *uint32         `json:"output_tokens,omitempty"`
-	ReqBytes   *int            `json:"request_bytes,omitempty"`
-	ReqSHA256  string          `json:"request_sha256,omitempty"`
-	Req        json.RawMessage `json:"request,omitempty"`
-	Sender     string          `json:"sender,omitempty"`
-	MessageID  string          `json:"message_id,omitempty"`
-	Session    string          `json:"session,omitempty"`
-	Instance   string          `json:"instance,omitempty"`
-	ContBytes  *int            `json:"content_bytes,omitempty"`
-	ContSHA256 string          `json:"content_sha256,omitempty"`
-	Content    *string         `json:"content,omitempty"`
-	TraceID    string          `json:"trace_id,omitempty"`
-	SpanID     string          `json:"span_id,omitempty"`
+}
+
+// lineModel is a line's model request: first token, usage and request.
+type lineModel struct {
+	FirstMS   json.Number     `json:"first_token_ms,omitempty"`
+	InTokens  *uint32         `json:"input_tokens,omitempty"`
+	OutTokens *uint32         `json:"output_tokens,omitempty"`
+	ReqBytes  *int            `json:"request_bytes,omitempty"`
+	ReqSHA256 string          `json:"request_sha256,omitempty"`
+	Req       json.RawMessage `json:"request,omitempty"`
+}
+
+// lineMessage is a line's message to an agent.
+type lineMessage struct {
+	Sender     string  `json:"sender,omitempty"`
+	MessageID  string  `json:"message_id,omitempty"`
+	Session    string  `json:"session,omitempty"`
+	Instance   string  `json:"instance,omitempty"`
+	ContBytes  *int    `json:"content_bytes,omitempty"`
+	ContSHA256 string  `json:"content_sha256,omitempty"`
+	Content    *string `json:"content,omitempty"`
+}
+
+// lineTrace is a line's span.
+type lineTrace struct {
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 func millis(d time.Duration) json.Number {
@@ -143,10 +194,11 @@ func millis(d time.Duration) json.Number {
 // Encode is the JSON line of r, newline included.
 func Encode(r Record) []byte {
 	l := line{
-		Time: r.Time.UTC().Format(time.RFC3339Nano), Agent: r.Agent, Tooling: r.Tooling, Op: r.Op,
-		Tool: r.Tool, URI: r.URI, CallID: r.CallID, SubID: r.SubID, Outcome: r.Outcome, Message: r.Message,
-		DurationMS: millis(r.Duration), Provider: r.Provider, Model: r.Model, StreamID: r.StreamID,
-		Reissued: r.Reissued,
+		lineOp: lineOp{Time: r.Time.UTC().Format(time.RFC3339Nano), Agent: r.Agent, Tooling: r.Tooling,
+			Provider: r.Provider, Model: r.Model, Op: r.Op},
+		lineCall: lineCall{Tool: r.Tool, URI: r.URI, CallID: r.CallID, SubID: r.SubID, StreamID: r.StreamID,
+			Reissued: r.Reissued},
+		Outcome: r.Outcome, Message: r.Message, DurationMS: millis(r.Duration),
 	}
 	if r.HasFirstToken {
 		l.FirstMS = millis(r.FirstToken)

@@ -40,8 +40,9 @@ func TestEncodeFields(t *testing.T) {
 	sum := sha256.Sum256([]byte(args))
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	var m map[string]any
-	b := Encode(Record{Time: at, Agent: "reader", Tooling: "fs", Op: OpCallTool, Tool: "read_file", CallID: "id-1",
-		Outcome: OutcomeOK, Duration: 3200 * time.Microsecond, Args: args, HasArgs: true})
+	b := Encode(Record{Time: at, Agent: "reader", Tooling: "fs", Op: OpCallTool,
+		Call:    Call{Tool: "read_file", CallID: "id-1", Args: args, HasArgs: true},
+		Outcome: OutcomeOK, Duration: 3200 * time.Microsecond})
 	if b[len(b)-1] != '\n' {
 		t.Fatal("no newline")
 	}
@@ -61,13 +62,13 @@ func TestEncodeFields(t *testing.T) {
 	}
 	// With arguments allowed, the values are there.
 	m = nil
-	_ = json.Unmarshal(Encode(Record{Op: OpCallTool, Args: args, HasArgs: true, WithArgs: true}), &m)
+	_ = json.Unmarshal(Encode(Record{Op: OpCallTool, Call: Call{Args: args, HasArgs: true}, WithArgs: true}), &m)
 	if a, _ := m["arguments"].(map[string]any); a["path"] != "/srv/secret.txt" {
 		t.Errorf("arguments with WithArgs: %v", m["arguments"])
 	}
 	// Resources: uri, no tool, no args fields.
 	m = nil
-	_ = json.Unmarshal(Encode(Record{Op: OpReadResource, URI: "file:///a", Outcome: "denied", Message: "no"}), &m)
+	_ = json.Unmarshal(Encode(Record{Op: OpReadResource, Call: Call{URI: "file:///a"}, Outcome: "denied", Message: "no"}), &m)
 	if m["uri"] != "file:///a" || m["tool"] != nil || m["args_bytes"] != nil || m["outcome"] != "denied" {
 		t.Errorf("resource line %v", m)
 	}
@@ -152,9 +153,10 @@ func TestFileModeAppendReopenDrop(t *testing.T) {
 func TestEncodeChat(t *testing.T) {
 	req := []byte(`{"messages":[{"role":"user","content":"the plan"}]}`)
 	sum := sha256.Sum256(req)
-	r := Record{Agent: "thinker", Provider: "oai", Op: OpChatStream, StreamID: "s-1", Model: "gpt-x", Outcome: OutcomeOK,
-		Duration: 2 * time.Second, FirstToken: 150 * time.Millisecond, HasFirstToken: true,
-		InputTokens: 12, OutputTokens: 0, HasUsage: true, Request: req, HasRequest: true}
+	r := Record{Agent: "thinker", Op: OpChatStream, Outcome: OutcomeOK, Duration: 2 * time.Second,
+		ModelRequest: ModelRequest{Provider: "oai", StreamID: "s-1", Model: "gpt-x",
+			FirstToken: 150 * time.Millisecond, HasFirstToken: true,
+			InputTokens: 12, OutputTokens: 0, HasUsage: true, Request: req, HasRequest: true}}
 	var m map[string]any
 	if err := json.Unmarshal(Encode(r), &m); err != nil {
 		t.Fatal(err)

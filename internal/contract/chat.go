@@ -78,7 +78,7 @@ func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 	if g := a.provAccess.Granted; g != nil && !g(name) {
 		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted provider %q", a.name, name)
 		a.pol.Denied(name, audit.OpGetProvider)
-		a.audit.Write(audit.Record{Agent: a.name, Provider: name, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
+		a.audit.Write(audit.Record{Agent: a.name, ModelRequest: audit.ModelRequest{Provider: name}, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
 		return nil, err
 	}
 	if w := a.provAccess.Wrap; w != nil {

@@ -50,12 +50,14 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 	tid, sid := spanIDs(e.span)
 	if a.audit != nil {
 		a.audit.Write(audit.Record{
-			Agent: a.name, Provider: ph.name, Op: e.op, StreamID: e.id, Model: model,
-			Outcome: oc, Message: msg, Duration: d,
-			FirstToken: ft, HasFirstToken: !e.first.IsZero(),
-			InputTokens: e.resp.Usage.InputTokens, OutputTokens: e.resp.Usage.OutputTokens, HasUsage: usage,
-			Request: e.raw, HasRequest: true, WithArgs: ph.auditMessages(),
-			TraceID: tid, SpanID: sid, Reissued: e.reissued,
+			Agent: a.name, Op: e.op, Outcome: oc, Message: msg, Duration: d, WithArgs: ph.auditMessages(),
+			ModelRequest: audit.ModelRequest{
+				Provider: ph.name, StreamID: e.id, Model: model,
+				FirstToken: ft, HasFirstToken: !e.first.IsZero(),
+				InputTokens: e.resp.Usage.InputTokens, OutputTokens: e.resp.Usage.OutputTokens, HasUsage: usage,
+				Request: e.raw, HasRequest: true, Reissued: e.reissued,
+			},
+			Trace: audit.Trace{TraceID: tid, SpanID: sid},
 		})
 	}
 	ph.endChat(e.span, e, e.deltas)

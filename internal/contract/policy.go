@@ -40,7 +40,7 @@ func (h *Handle) recordURI(op, uri, subID string, start time.Time, err error) {
 		return
 	}
 	oc, msg := outcome(err)
-	h.record(audit.Record{Op: op, URI: uri, SubID: subID, Outcome: oc, Message: msg, Duration: time.Since(start)})
+	h.record(audit.Record{Op: op, Call: audit.Call{URI: uri, SubID: subID}, Outcome: oc, Message: msg, Duration: time.Since(start)})
 }
 
 // admit checks a call of tool against the policy (denied, then busy over a
@@ -64,7 +64,7 @@ func (h *Handle) recordRefused(op, tool, args string, err error) {
 		return
 	}
 	oc, msg := outcome(err)
-	h.record(audit.Record{Op: op, Tool: tool, Outcome: oc, Message: msg, Args: args, HasArgs: true,
+	h.record(audit.Record{Op: op, Call: audit.Call{Tool: tool, Args: args, HasArgs: true}, Outcome: oc, Message: msg,
 		WithArgs: h.pol.Grant().AuditArguments()})
 }
 
@@ -81,8 +81,8 @@ func (c *call) audit(res tooling.ToolResult, herr *tooling.Error) {
 	if !h.audited() {
 		return
 	}
-	r := audit.Record{Op: c.op(), Tool: c.gc.Tool, CallID: c.gc.ID, Duration: time.Since(c.gc.Start()),
-		Args: c.gc.Args, HasArgs: true, WithArgs: h.pol.Grant().AuditArguments()}
+	r := audit.Record{Op: c.op(), Call: audit.Call{Tool: c.gc.Tool, CallID: c.gc.ID, Args: c.gc.Args, HasArgs: true},
+		Duration: time.Since(c.gc.Start()), WithArgs: h.pol.Grant().AuditArguments()}
 	r.TraceID, r.SpanID = spanIDs(c.span)
 	switch {
 	case herr != nil:

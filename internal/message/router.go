@@ -306,9 +306,11 @@ func (r *Router) ended(m *Message, auditContent bool) {
 			Duration: total, FirstDelta: first, HasFirstDelta: hasFirst})
 	}
 	if r.opts.Audit != nil {
-		rec := audit.Record{Time: m.accepted, Agent: m.agent, Op: audit.OpMessage, Sender: m.sender,
-			MessageID: m.id, Session: m.session, Outcome: outcome, Duration: total,
-			Content: m.content, HasContent: true, WithArgs: auditContent, FirstToken: first, HasFirstToken: hasFirst}
+		rec := audit.Record{Time: m.accepted, Agent: m.agent, Op: audit.OpMessage, Outcome: outcome, Duration: total,
+			WithArgs: auditContent,
+			AgentMessage: audit.AgentMessage{Sender: m.sender, MessageID: m.id, Session: m.session,
+				Content: m.content, HasContent: true},
+			ModelRequest: audit.ModelRequest{FirstToken: first, HasFirstToken: hasFirst}}
 		rec.TraceID, rec.SpanID = tracing.AuditIDs(m.SpanContext())
 		if outcome != "ok" {
 			rec.Message = text
@@ -322,9 +324,10 @@ func (r *Router) refused(req Request, start time.Time, err error) error {
 	herr := tooling.AsError(err)
 	r.log.Debug("message refused", zap.String("agent", req.Agent), zap.String("sender", req.Sender), zap.String("code", herr.Code.String()), zap.String("reason", herr.Message))
 	if r.opts.Audit != nil {
-		r.opts.Audit.Write(audit.Record{Time: start, Agent: req.Agent, Op: audit.OpMessage, Sender: req.Sender,
-			Session: req.Session, Outcome: herr.Code.String(), Message: herr.Message,
-			Duration: r.opts.Now().Sub(start), Content: req.Content, HasContent: true, WithArgs: req.Audit})
+		r.opts.Audit.Write(audit.Record{Time: start, Agent: req.Agent, Op: audit.OpMessage,
+			Outcome: herr.Code.String(), Message: herr.Message,
+			Duration: r.opts.Now().Sub(start), WithArgs: req.Audit,
+			AgentMessage: audit.AgentMessage{Sender: req.Sender, Session: req.Session, Content: req.Content, HasContent: true}})
 	}
 	if r.opts.Observe != nil {
 		r.opts.Observe(Record{Agent: req.Agent, Sender: req.Sender, Session: req.Session, Outcome: herr.Code.String(), Refused: true})

@@ -121,9 +121,10 @@ func (s *Sampler) report(start time.Time, req provider.Request, sent bool, resp 
 	s.log.Info("sampling request", zap.String("tooling", s.tooling), zap.String("provider", s.cfg.Provider),
 		zap.String("model", model), zap.String("outcome", oc), zap.Duration("duration", d))
 	r := audit.Record{
-		Agent: Agent(s.tooling), Tooling: s.tooling, Provider: s.cfg.Provider, Op: audit.OpSampling, Model: model,
+		Agent: Agent(s.tooling), Tooling: s.tooling, Op: audit.OpSampling,
 		Outcome: oc, Message: msg, Duration: d,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, HasUsage: err == nil,
+		ModelRequest: audit.ModelRequest{Provider: s.cfg.Provider, Model: model,
+			InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, HasUsage: err == nil},
 	}
 	if s.audit != nil {
 		if sent {
