@@ -74,16 +74,30 @@ const (
 // Message is one accepted message and its reply. Its methods are safe for
 // concurrent use.
 type Message struct {
+	header
+	maxReply int
+	now      func() time.Time
+	span     trace.Span // nil: not traced (a replayed outcome)
+
+	mu sync.Mutex // guards replyState and hooks, and replaces changed
+	replyState
+	hooks
+	signals
+}
+
+// header is what a message is, fixed once it is accepted: its id, who it
+// is for and from, its key and its content.
+type header struct {
 	id, agent, session, sender, key string
 	content                         string
 	audit                           bool // the sender asked for content in the audit log
 	sha                             string
 	accepted                        time.Time
-	maxReply                        int
-	now                             func() time.Time
-	span                            trace.Span // nil: not traced (a replayed outcome)
+}
 
-	mu         sync.Mutex
+// replyState is where a message's reply is: its status, its events and
+// the deltas' text, and its timing.
+type replyState struct {
 	status     Status
 	events     []Event
 	deltas     []byte // the deltas' text so far: the reply's prefix
@@ -91,17 +105,26 @@ type Message struct {
 	firstDelta time.Duration
 	hasFirst   bool
 	finished   time.Time
-	changed    chan struct{} // closed and replaced on every change
-	done       chan struct{}
-	listeners  map[int]func(Event)
-	nextL      int
-	onEnd      []func(*Message)
 	// ending is the status the reply is ending with, set as it ends and
 	// before its end hooks run; final is its terminal event while they
 	// run (it is published after them).
-	ending   Status
-	final    *Event
-	onCancel func()
+	ending Status
+	final  *Event
+}
+
+// hooks is who is told about a message: its event listeners, what runs
+// once it ends, and what its cancel does besides ending it.
+type hooks struct {
+	listeners map[int]func(Event)
+	nextL     int
+	onEnd     []func(*Message)
+	onCancel  func()
+}
+
+// signals are the channels a message's readers wait on.
+type signals struct {
+	changed chan struct{} // closed and replaced on every change
+	done    chan struct{}
 	// resumed is closed once an instance of this host took the message
 	// over from one that was cut off (Router.Resume found it here).
 	resumed    chan struct{}
@@ -111,10 +134,11 @@ type Message struct {
 func newMessage(id string, req Request, maxReply int, now func() time.Time) *Message {
 	sum := sha256.Sum256([]byte(req.Content))
 	return &Message{
-		id: id, agent: req.Agent, session: req.Session, sender: req.Sender, key: req.IdempotencyKey,
-		content: req.Content, audit: req.Audit, sha: hex.EncodeToString(sum[:]), accepted: now(), maxReply: maxReply, now: now,
-		status: StatusQueued, size: len(req.Content),
-		changed: make(chan struct{}), done: make(chan struct{}), resumed: make(chan struct{}),
+		header: header{id: id, agent: req.Agent, session: req.Session, sender: req.Sender, key: req.IdempotencyKey,
+			content: req.Content, audit: req.Audit, sha: hex.EncodeToString(sum[:]), accepted: now()},
+		maxReply: maxReply, now: now,
+		replyState: replyState{status: StatusQueued, size: len(req.Content)},
+		signals:    signals{changed: make(chan struct{}), done: make(chan struct{}), resumed: make(chan struct{})},
 	}
 }
 
@@ -358,52 +382,6 @@ func (m *Message) onFinish(f func(*Message)) {
 	}
 	m.onEnd = append(m.onEnd, f)
 	m.mu.Unlock()
-}
-
-// View is a message's state, as the control API shows it.
-type View struct {
-	ID       string    `json:"id"`
-	Agent    string    `json:"agent"`
-	Session  string    `json:"session,omitempty"`
-	Sender   string    `json:"sender"`
-	Status   Status    `json:"status"`
-	Accepted time.Time `json:"accepted"`
-	// Reply is the reply's text: the deltas so far while it is open, the
-	// whole reply once done.
-	Reply string `json:"reply,omitempty"`
-	// Error is the failure of a failed or cancelled message.
-	Error *ErrorView `json:"error,omitempty"`
-	// Events counts the reply's events so far (the last event's number).
-	Events uint64 `json:"events"`
-	// TraceID is the trace of the message's invoke_agent span, "" when
-	// not traced.
-	TraceID string `json:"trace_id,omitempty"`
-}
-
-// ErrorView is a failed reply's code and message.
-type ErrorView struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// View returns the message's state now.
-func (m *Message) View() View {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v := View{ID: m.id, Agent: m.agent, Session: m.session, Sender: m.sender, Status: m.status,
-		Accepted: m.accepted, Events: uint64(len(m.events))}
-	if sc := m.SpanContext(); sc.IsSampled() {
-		v.TraceID = sc.TraceID().String()
-	}
-	switch last := m.lastLocked(); {
-	case last.Kind == KindReply:
-		v.Reply = last.Text
-	case last.Kind == KindError:
-		v.Error = &ErrorView{Code: last.Code, Message: last.Text}
-	default:
-		v.Reply = string(m.deltas)
-	}
-	return v
 }
 
 // last is the last event (the terminal one once the reply ended).
