@@ -42,7 +42,7 @@ func (m *Client) acquire(ctx context.Context, op string) (*session, error) {
 			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: %w", op, le)
 		}
 		if timeout == nil {
-			t := time.NewTimer(m.connectTimeout)
+			t := time.NewTimer(m.opts.timeout.connect)
 			defer t.Stop()
 			timeout = t.C
 		}
@@ -57,9 +57,9 @@ func (m *Client) acquire(ctx context.Context, op string) (*session, error) {
 			lastErr := m.lastErr
 			m.mu.Unlock()
 			if lastErr != nil {
-				return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v; last connection error: %w", op, m.connectTimeout, lastErr)
+				return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v; last connection error: %w", op, m.opts.timeout.connect, lastErr)
 			}
-			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v", op, m.connectTimeout)
+			return nil, tooling.Errorf(tooling.CodeUnavailable, "%s: no session within %v", op, m.opts.timeout.connect)
 		}
 	}
 }
@@ -78,11 +78,11 @@ func (m *Client) run(ctx context.Context, s *session, op string, f func(context.
 	defer cancel(nil)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
 	defer stop()
-	tctx, tcancel := context.WithTimeoutCause(opCtx, m.callTimeout, errCallTimeout)
+	tctx, tcancel := context.WithTimeoutCause(opCtx, m.opts.timeout.call, errCallTimeout)
 	defer tcancel()
 	tctx = context.WithValue(tctx, callerKey{}, ctx) // for trackSending
-	m.inFlight.Add(1)
-	defer m.inFlight.Add(-1)
+	m.reqs.inFlight.Add(1)
+	defer m.reqs.inFlight.Add(-1)
 	err := f(tctx, s.cs)
 	if err == nil {
 		return nil
@@ -140,8 +140,8 @@ func (m *Client) do(ctx context.Context, op string, f func(context.Context, *mcp
 // dropped on tools/list_changed and on every new session).
 func (m *Client) ListTools(ctx context.Context) ([]tooling.Tool, error) {
 	m.mu.Lock()
-	if m.toolsOK {
-		t := slices.Clone(m.tools)
+	if m.tools.ok {
+		t := slices.Clone(m.tools.list)
 		m.mu.Unlock()
 		return t, nil
 	}
@@ -181,7 +181,7 @@ func plainError(err error) error {
 
 func (m *Client) fetchToolsOn(ctx context.Context, s *session) ([]tooling.Tool, error) {
 	m.mu.Lock()
-	gen := m.toolsGen
+	gen := m.tools.gen
 	m.mu.Unlock()
 	var out []tooling.Tool
 	err := m.run(ctx, s, "tools/list", func(ctx context.Context, cs *mcp.ClientSession) error {
@@ -201,8 +201,8 @@ func (m *Client) fetchToolsOn(ctx context.Context, s *session) ([]tooling.Tool, 
 		out = []tooling.Tool{}
 	}
 	m.mu.Lock()
-	if gen == m.toolsGen && m.cur == s {
-		m.tools, m.toolsOK = out, true
+	if m.cur == s {
+		m.tools.fill(gen, out)
 	}
 	m.mu.Unlock()
 	return out, nil
@@ -240,7 +240,7 @@ func (m *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	}
 	op := fmt.Sprintf("tools/call %q", name)
 	var res *mcp.CallToolResult
-	token, untrack := m.trackProgress(ctx, name)
+	token, untrack := m.progress.track(ctx, name)
 	defer untrack()
 	params := &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(a)}
 	params.SetProgressToken(token)
@@ -249,8 +249,8 @@ func (m *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	// A call is repeated only if it never reached the server (see do).
 	err := m.do(ctx, op, func(ctx context.Context, cs *mcp.ClientSession) error {
 		select {
-		case m.slots <- struct{}{}:
-			defer func() { <-m.slots }()
+		case m.reqs.slots <- struct{}{}:
+			defer func() { <-m.reqs.slots }()
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -30,7 +30,7 @@ func callerGaveUp(ctx context.Context) bool {
 // list refresh) owe no flushed notice: closing does not wait for them.
 func (m *Client) trackSending(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		v, ok := m.trackers.Load(req.GetSession())
+		v, ok := m.reqs.trackers.Load(req.GetSession())
 		if !ok || strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}

@@ -72,10 +72,12 @@ type Options struct {
 	Tracer trace.TracerProvider
 }
 
-// options are the settings a Client runs with: its Options, defaults
-// applied.
+// options are the settings a Client runs with: its Options and its
+// config, defaults applied.
 type options struct {
 	dial         Dialer
+	timeout      timeouts
+	restart      backoff
 	pingInterval time.Duration // <= 0: no liveness check
 	pingTimeout  time.Duration
 	terminate    time.Duration
@@ -83,6 +85,20 @@ type options struct {
 	maxMessage   int64
 	login        *oauth.LoginOptions // nil: never run an OAuth flow
 	sampler      Sampler             // nil: sampling is not offered
+}
+
+// timeouts bound a Client's waits for its server.
+type timeouts struct {
+	connect time.Duration // a connection attempt, and a request waiting for a session
+	call    time.Duration // one request's answer
+}
+
+// backoff is how Serve paces reconnections: the delay starts at initial
+// and doubles up to max, and starts over after a session that stayed up
+// healthyAfter.
+type backoff struct {
+	initial, max time.Duration
+	healthyAfter time.Duration
 }
 
 // Status is a snapshot of an MCP tooling's session.
@@ -101,30 +117,32 @@ type Status struct {
 // Client is the `mcp` kind: one go-sdk ClientSession shared by every caller,
 // kept alive by Serve.
 type Client struct {
-	name           string
-	cfg            *config.Tooling
-	connectTimeout time.Duration
-	callTimeout    time.Duration
-	initialBackoff time.Duration
-	maxBackoff     time.Duration
-	healthyAfter   time.Duration
-	opts           options
-	log            *zap.Logger
-	client         *mcp.Client
-	slots          chan struct{}
-	tracer         trace.Tracer // nil: no spans (trace.go)
-	inFlight       atomic.Int64
-	trackers       sync.Map     // *mcp.ClientSession → its *transport.Tracker
-	logins         atomic.Int64 // OAuth authorizations completed (Options.Login)
-	oauthWanted    atomic.Bool  // a server without an oauth table asked for a bearer token
+	name        string
+	cfg         *config.Tooling
+	opts        options
+	log         *zap.Logger
+	client      *mcp.Client
+	tracer      trace.Tracer // nil: no spans (trace.go)
+	reqs        requests
+	logins      atomic.Int64 // OAuth authorizations completed (Options.Login)
+	oauthWanted atomic.Bool  // a server without an oauth table asked for a bearer token
+	progress    progressTracker
+	subs        subscriptions
 
-	// Progress of calls in flight (progress.go).
-	progressSeq   atomic.Uint64
-	progressCount atomic.Uint64
-	progressMu    sync.Mutex
-	progress      map[string]*progressCall
-	progressSwept time.Time // the last sweep of ended calls
+	connState // the session in service and how the last attempt went, under mu
+}
 
+// requests is a Client's account of the requests it makes.
+type requests struct {
+	slots    chan struct{} // one per tools/call running (max_concurrent_calls)
+	inFlight atomic.Int64  // requests of every kind in flight now
+	trackers sync.Map      // *mcp.ClientSession → its *transport.Tracker (closing.go)
+}
+
+// connState is what a Client knows of its connection to the server: the
+// session in service, how the last connection attempt went, and what
+// lasts only as long as a session or a transport. mu guards all of it.
+type connState struct {
 	mu      sync.Mutex
 	cur     *session      // nil while no session is up
 	ready   chan struct{} // closed while cur != nil
@@ -135,13 +153,41 @@ type Client struct {
 	loginWait signal
 	secrets   []tooling.Redaction // expanded secrets of the current transport (redact)
 	restarts  int
-	tools     []tooling.Tool // cache, valid while toolsOK
-	toolsOK   bool
-	toolsGen  uint64 // bumped on every invalidation
+	tools     toolsCache
+}
 
-	// subMu serializes Subscribe, Unsubscribe and re-subscription.
-	subMu sync.Mutex
-	subs  map[string]*session // live subscriptions, by the session they were made on
+// setLastErrLocked records err; a login-required error wakes the callers
+// waiting for a session (none is coming until someone logs in). mu is held.
+func (c *connState) setLastErrLocked(err error) {
+	c.lastErr = err
+	if oauth.AsLoginRequired(err) != nil {
+		c.loginWait.close()
+	} else {
+		c.loginWait.renew()
+	}
+}
+
+// toolsCache is the tool list of the current session, kept until
+// tools/list_changed or a new session invalidates it.
+type toolsCache struct {
+	list []tooling.Tool // valid while ok
+	ok   bool
+	gen  uint64 // bumped on every invalidation
+}
+
+// invalidate drops the list; a fetch begun before it does not fill the
+// cache (its generation is gone).
+func (t *toolsCache) invalidate() {
+	t.list, t.ok = nil, false
+	t.gen++
+}
+
+// fill caches list, fetched at generation gen, unless the cache was
+// invalidated since.
+func (t *toolsCache) fill(gen uint64, list []tooling.Tool) {
+	if gen == t.gen {
+		t.list, t.ok = list, true
+	}
 }
 
 // session is one live ClientSession.
@@ -192,15 +238,19 @@ func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 	}
 	c := *cfg
 	m := &Client{
-		name:           c.Name,
-		cfg:            &c,
-		connectTimeout: orDefault(c.ConnectTimeout.Duration, config.DefaultConnectTimeout),
-		callTimeout:    orDefault(c.CallTimeout.Duration, config.DefaultCallTimeout),
-		initialBackoff: orDefault(c.Restart.InitialBackoff.Duration, config.DefaultInitialBackoff),
-		maxBackoff:     orDefault(c.Restart.MaxBackoff.Duration, config.DefaultMaxBackoff),
-		healthyAfter:   orDefault(c.Restart.HealthyAfter.Duration, config.DefaultHealthyAfter),
+		name: c.Name,
+		cfg:  &c,
 		opts: options{
-			dial:         o.Dialer,
+			dial: o.Dialer,
+			timeout: timeouts{
+				connect: orDefault(c.ConnectTimeout.Duration, config.DefaultConnectTimeout),
+				call:    orDefault(c.CallTimeout.Duration, config.DefaultCallTimeout),
+			},
+			restart: backoff{
+				initial:      orDefault(c.Restart.InitialBackoff.Duration, config.DefaultInitialBackoff),
+				max:          orDefault(c.Restart.MaxBackoff.Duration, config.DefaultMaxBackoff),
+				healthyAfter: orDefault(c.Restart.HealthyAfter.Duration, config.DefaultHealthyAfter),
+			},
 			pingInterval: orDefault(o.PingInterval, orDefault(c.PingInterval.Duration, config.DefaultPingInterval)),
 			pingTimeout:  orDefault(o.PingTimeout, orDefault(c.PingTimeout.Duration, config.DefaultPingTimeout)),
 			maxMessage:   int64(config.DefaultMaxMessageBytes),
@@ -209,17 +259,19 @@ func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 			login:        o.Login,
 			sampler:      o.Sampler,
 		},
-		log:       log.Named("tooling").With(zap.String("tooling", c.Name)),
-		ready:     make(chan struct{}),
-		failed:    make(chan struct{}),
-		loginWait: signal{ch: make(chan struct{})},
-		subs:      make(map[string]*session),
+		log:  log.Named("tooling").With(zap.String("tooling", c.Name)),
+		subs: subscriptions{uris: make(map[string]*session)},
+		connState: connState{
+			ready:     make(chan struct{}),
+			failed:    make(chan struct{}),
+			loginWait: signal{ch: make(chan struct{})},
+		},
 	}
 	if o.Tracer != nil {
 		m.tracer = o.Tracer.Tracer(tracerName)
 	}
-	if m.maxBackoff < m.initialBackoff {
-		m.maxBackoff = m.initialBackoff
+	if r := &m.opts.restart; r.max < r.initial {
+		r.max = r.initial
 	}
 	if o.PingInterval < 0 {
 		m.opts.pingInterval = 0
@@ -237,7 +289,7 @@ func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 	if n <= 0 {
 		n = config.DefaultMaxConcurrentCalls
 	}
-	m.slots = make(chan struct{}, n)
+	m.reqs.slots = make(chan struct{}, n)
 	m.client = mcp.NewClient(clientImpl, m.clientOptions())
 	m.offerRoots()
 	m.client.AddReceivingMiddleware(m.receiving)
@@ -262,8 +314,8 @@ func (m *Client) Name() string { return m.name }
 func (m *Client) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Status{Connected: m.cur != nil, Restarts: m.restarts, InFlight: int(m.inFlight.Load()),
-		ProgressNotifications: m.progressCount.Load()}
+	st := Status{Connected: m.cur != nil, Restarts: m.restarts, InFlight: int(m.reqs.inFlight.Load()),
+		ProgressNotifications: m.progress.count.Load()}
 	if m.lastErr != nil {
 		st.LastError = m.lastErr.Error()
 	}

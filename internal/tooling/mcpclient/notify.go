@@ -20,9 +20,7 @@ func (m *Client) observer(cs mcp.Session) tooling.Observer {
 
 func (m *Client) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
 	m.mu.Lock()
-	m.toolsOK = false
-	m.tools = nil
-	m.toolsGen++
+	m.tools.invalidate()
 	s := m.cur
 	m.mu.Unlock()
 	if s != nil && mcp.Session(s.cs) == req.Session {

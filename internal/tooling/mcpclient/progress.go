@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,34 +33,54 @@ type progressCall struct {
 // handled just after the call returned.
 const progressGrace = 2 * time.Second
 
-// trackProgress registers a call's progress token; untrack it when the
-// call ends. Ended calls are forgotten by a sweep that runs at most once
-// per progressGrace, from trackProgress itself: no timer per call.
-func (m *Client) trackProgress(ctx context.Context, tool string) (token string, untrack func()) {
+// progressTracker knows the progress tokens of a Client's calls: every
+// tools/call gets one of its own, and mu guards the calls by token.
+type progressTracker struct {
+	seq   atomic.Uint64 // the last token handed out
+	count atomic.Uint64 // notifications received (Status.ProgressNotifications)
+	mu    sync.Mutex
+	calls map[string]*progressCall // by token
+	swept time.Time                // the last sweep of ended calls
+}
+
+// track registers a call's progress token; untrack it when the call ends.
+// Ended calls are forgotten by a sweep that runs at most once per
+// progressGrace, from track itself: no timer per call.
+func (p *progressTracker) track(ctx context.Context, tool string) (token string, untrack func()) {
 	pc := &progressCall{tool: tool}
 	pc.callID = tooling.CallIDOf(ctx)
 	pc.report = tooling.ProgressOf(ctx)
-	token = "toolhostd-" + strconv.FormatUint(m.progressSeq.Add(1), 10)
+	token = "toolhostd-" + strconv.FormatUint(p.seq.Add(1), 10)
 	now := time.Now()
-	m.progressMu.Lock()
-	if m.progress == nil {
-		m.progress = make(map[string]*progressCall)
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = make(map[string]*progressCall)
 	}
-	if now.Sub(m.progressSwept) >= progressGrace {
-		for t, c := range m.progress {
+	if now.Sub(p.swept) >= progressGrace {
+		for t, c := range p.calls {
 			if !c.ended.IsZero() && now.Sub(c.ended) >= progressGrace {
-				delete(m.progress, t)
+				delete(p.calls, t)
 			}
 		}
-		m.progressSwept = now
+		p.swept = now
 	}
-	m.progress[token] = pc
-	m.progressMu.Unlock()
+	p.calls[token] = pc
+	p.mu.Unlock()
 	return token, func() {
-		m.progressMu.Lock()
+		p.mu.Lock()
 		pc.ended = time.Now()
-		m.progressMu.Unlock()
+		p.mu.Unlock()
 	}
+}
+
+// received counts a notification for token and returns its call; nil when
+// no call has it (or had it within progressGrace).
+func (p *progressTracker) received(token string) *progressCall {
+	p.mu.Lock()
+	pc := p.calls[token]
+	p.mu.Unlock()
+	p.count.Add(1)
+	return pc
 }
 
 func (m *Client) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -67,10 +89,7 @@ func (m *Client) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 	p := req.Params
 	token := fmt.Sprint(p.ProgressToken)
-	m.progressMu.Lock()
-	pc := m.progress[token]
-	m.progressMu.Unlock()
-	m.progressCount.Add(1)
+	pc := m.progress.received(token)
 	if pc == nil {
 		m.log.Debug("progress for no call in flight", zap.String("progress_token", token),
 			zap.Float64("progress", p.Progress), zap.Float64("total", p.Total), zap.String("message", p.Message))

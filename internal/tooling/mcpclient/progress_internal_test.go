@@ -13,35 +13,35 @@ import (
 // a synctest bubble: the grace passes on its fake clock.
 func TestProgressSweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &Client{}
+		p := &progressTracker{}
 		ctx := context.Background()
-		ended, untrack := m.trackProgress(ctx, "a")
+		ended, untrack := p.track(ctx, "a")
 		untrack()
-		inFlight, _ := m.trackProgress(ctx, "b")
-		if m.progress[ended] == nil {
+		inFlight, _ := p.track(ctx, "b")
+		if p.calls[ended] == nil {
 			t.Fatal("a call that just ended was forgotten within progressGrace")
 		}
-		if m.progress[ended].ended.IsZero() || !m.progress[inFlight].ended.IsZero() {
+		if p.calls[ended].ended.IsZero() || !p.calls[inFlight].ended.IsZero() {
 			t.Fatal("untrack did not mark the ended call, or marked the one in flight")
 		}
 
 		time.Sleep(progressGrace - time.Millisecond)
-		almost, untrackAlmost := m.trackProgress(ctx, "c")
-		if m.progress[ended] == nil {
+		almost, untrackAlmost := p.track(ctx, "c")
+		if p.calls[ended] == nil {
 			t.Fatal("a call that ended just under progressGrace ago was forgotten")
 		}
 		untrackAlmost()
 
 		time.Sleep(time.Millisecond)
-		later, _ := m.trackProgress(ctx, "d")
-		if _, ok := m.progress[ended]; ok {
+		later, _ := p.track(ctx, "d")
+		if _, ok := p.calls[ended]; ok {
 			t.Error("a call ended progressGrace ago is still known")
 		}
-		if m.progress[inFlight] == nil || m.progress[later] == nil || m.progress[almost] == nil {
+		if p.calls[inFlight] == nil || p.calls[later] == nil || p.calls[almost] == nil {
 			t.Error("the sweep forgot a call in flight or one ended within the grace")
 		}
-		if len(m.progress) != 3 {
-			t.Errorf("%d calls known, want 3", len(m.progress))
+		if len(p.calls) != 3 {
+			t.Errorf("%d calls known, want 3", len(p.calls))
 		}
 	})
 }

@@ -4,12 +4,20 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhostd/toolhostd/internal/tooling"
 	"go.uber.org/zap"
 )
+
+// subscriptions are a Client's live resource subscriptions, kept across
+// reconnects; mu serializes Subscribe, Unsubscribe and re-subscription.
+type subscriptions struct {
+	mu   sync.Mutex
+	uris map[string]*session // by uri: the session each was made on
+}
 
 func supportsSubscribe(s *session) bool {
 	return s != nil && s.init != nil && s.init.Capabilities != nil &&
@@ -27,8 +35,8 @@ func (m *Client) SupportsSubscribe() bool {
 // Subscribe makes the MCP subscription to uri and keeps it across
 // reconnects until Unsubscribe.
 func (m *Client) Subscribe(ctx context.Context, uri string) error {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
+	m.subs.mu.Lock()
+	defer m.subs.mu.Unlock()
 	op := fmt.Sprintf("resources/subscribe %q", uri)
 	s, err := m.acquire(ctx, op)
 	if err != nil {
@@ -48,7 +56,7 @@ func (m *Client) Subscribe(ctx context.Context, uri string) error {
 		if err != nil {
 			return plainError(err)
 		}
-		m.subs[uri] = s
+		m.subs.uris[uri] = s
 		return nil
 	case <-ctx.Done():
 		// The caller leaves; done is buffered, so the request's goroutine
@@ -60,21 +68,21 @@ func (m *Client) Subscribe(ctx context.Context, uri string) error {
 
 // withdrawAbandoned unsubscribes from uri on s after a subscribe whose
 // caller gave up succeeded anyway, unless uri was subscribed again since.
-// It never waits for subMu past the end of the session (a Subscribe may
-// hold subMu while it waits for the next session).
+// It never waits for m.subs.mu past the end of the session (a Subscribe
+// may hold it while it waits for the next session).
 func (m *Client) withdrawAbandoned(s *session, uri string, subscribeErr error) {
 	if subscribeErr != nil {
 		return
 	}
-	for !m.subMu.TryLock() {
+	for !m.subs.mu.TryLock() {
 		select {
 		case <-s.ctx.Done():
 			return // the server forgets the session's subscriptions with it
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	defer m.subMu.Unlock()
-	if _, live := m.subs[uri]; live {
+	defer m.subs.mu.Unlock()
+	if _, live := m.subs.uris[uri]; live {
 		return
 	}
 	err := m.run(s.ctx, s, fmt.Sprintf("resources/unsubscribe %q", uri), func(ctx context.Context, cs *mcp.ClientSession) error {
@@ -98,12 +106,12 @@ func (m *Client) subscribeOn(ctx context.Context, s *session, op, uri string) er
 // session: with none up there is nothing to withdraw, and uri is not
 // re-subscribed.
 func (m *Client) Unsubscribe(ctx context.Context, uri string) error {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	if _, ok := m.subs[uri]; !ok {
+	m.subs.mu.Lock()
+	defer m.subs.mu.Unlock()
+	if _, ok := m.subs.uris[uri]; !ok {
 		return nil
 	}
-	delete(m.subs, uri)
+	delete(m.subs.uris, uri)
 	m.mu.Lock()
 	s := m.cur
 	m.mu.Unlock()
@@ -117,10 +125,10 @@ func (m *Client) Unsubscribe(ctx context.Context, uri string) error {
 
 // resubscribe makes every live subscription again on a new session.
 func (m *Client) resubscribe(s *session) {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	uris := make([]string, 0, len(m.subs))
-	for u, on := range m.subs {
+	m.subs.mu.Lock()
+	defer m.subs.mu.Unlock()
+	uris := make([]string, 0, len(m.subs.uris))
+	for u, on := range m.subs.uris {
 		// A Subscribe that ran between the session going up and this
 		// re-subscription already made it on s.
 		if on != s {
@@ -131,7 +139,7 @@ func (m *Client) resubscribe(s *session) {
 	for _, uri := range uris {
 		err := plainError(m.subscribeOn(s.ctx, s, fmt.Sprintf("resources/subscribe %q", uri), uri))
 		if err == nil {
-			m.subs[uri] = s
+			m.subs.uris[uri] = s
 			continue
 		}
 		if s.ctx.Err() != nil {
@@ -139,7 +147,7 @@ func (m *Client) resubscribe(s *session) {
 			return
 		}
 		m.log.Warn("re-subscription failed", zap.String("uri", uri), zap.Error(err))
-		delete(m.subs, uri)
+		delete(m.subs.uris, uri)
 		if s.obs != nil {
 			s.obs.ResubscribeFailed(uri, err)
 		}

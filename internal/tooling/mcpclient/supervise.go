@@ -32,7 +32,7 @@ func (m *Client) Serve(ctx context.Context, o tooling.Observer) error {
 			return fmt.Errorf("tooling %s: %w (%w)", m.name, err, suture.ErrDoNotRestart)
 		}
 	}
-	backoff := m.initialBackoff
+	backoff := m.opts.restart.initial
 	for {
 		tokens := m.tokenVersion()
 		healthy, err := m.runSession(ctx, o)
@@ -44,11 +44,11 @@ func (m *Client) Serve(ctx context.Context, o tooling.Observer) error {
 			if err := m.waitForLogin(ctx, tokens); err != nil {
 				return err
 			}
-			backoff = m.initialBackoff
+			backoff = m.opts.restart.initial
 			continue
 		}
-		if healthy >= m.healthyAfter {
-			backoff = m.initialBackoff
+		if healthy >= m.opts.restart.healthyAfter {
+			backoff = m.opts.restart.initial
 		}
 		// Jitter: a delay in [backoff/2, backoff).
 		delay := backoff/2 + rand.N(backoff/2+1)
@@ -60,7 +60,7 @@ func (m *Client) Serve(ctx context.Context, o tooling.Observer) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		backoff = min(backoff*2, m.maxBackoff)
+		backoff = min(backoff*2, m.opts.restart.max)
 		m.mu.Lock()
 		m.restarts++
 		m.mu.Unlock()
@@ -76,8 +76,7 @@ func (m *Client) endSession(s *session, cause error) {
 		m.cur = nil
 		m.ready = make(chan struct{})
 		m.setLastErrLocked(cause)
-		m.toolsOK, m.tools = false, nil
-		m.toolsGen++
+		m.tools.invalidate()
 	}
 	m.mu.Unlock()
 	s.cancel(&sessionLostError{cause})
@@ -93,17 +92,6 @@ func (m *Client) connectFailed(err error) {
 	close(m.failed)
 	m.failed = make(chan struct{})
 	m.mu.Unlock()
-}
-
-// setLastErrLocked records err; a login-required error wakes the callers
-// waiting for a session (none is coming until someone logs in).
-func (m *Client) setLastErrLocked(err error) {
-	m.lastErr = err
-	if oauth.AsLoginRequired(err) != nil {
-		m.loginWait.close()
-	} else {
-		m.loginWait.renew()
-	}
 }
 
 // runSession connects once and returns when that session has ended, with
@@ -131,8 +119,8 @@ func (m *Client) runSession(ctx context.Context, o tooling.Observer) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	m.trackers.Store(cs, track)
-	defer m.trackers.Delete(cs)
+	m.reqs.trackers.Store(cs, track)
+	defer m.reqs.trackers.Delete(cs)
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{cs: cs, init: cs.InitializeResult(), ctx: sctx, cancel: scancel, refresh: make(chan struct{}, 1), track: track, obs: o}
 	start := time.Now()
@@ -175,7 +163,7 @@ func (m *Client) prepare(ctx context.Context, track *transport.Tracker) (*dialed
 // A failure is recorded (connectFailed, or the login it needs) before it
 // is returned, and what d started is killed.
 func (m *Client) connect(ctx, life context.Context, endLife context.CancelCauseFunc, d *dialed) (*mcp.ClientSession, error) {
-	timer := time.AfterFunc(m.connectTimeout, func() { endLife(errConnectTimeout) })
+	timer := time.AfterFunc(m.opts.timeout.connect, func() { endLife(errConnectTimeout) })
 	unlink := context.AfterFunc(ctx, func() { endLife(context.Cause(ctx)) })
 	m.oauthWanted.Store(false)
 	cs, err := m.client.Connect(life, d.transport, &mcp.ClientSessionOptions{ProtocolVersion: m.opts.protocol})
@@ -192,7 +180,7 @@ func (m *Client) connect(ctx, life context.Context, endLife context.CancelCauseF
 		return nil, le
 	}
 	if errors.Is(context.Cause(life), errConnectTimeout) {
-		err = fmt.Errorf("connecting: no session within %v: %w", m.connectTimeout, err)
+		err = fmt.Errorf("connecting: no session within %v: %w", m.opts.timeout.connect, err)
 	} else {
 		err = fmt.Errorf("connecting: %w", err)
 	}
@@ -213,8 +201,7 @@ func (m *Client) publish(s *session) {
 	m.cur = s
 	m.down = false
 	close(m.ready)
-	m.toolsOK, m.tools = false, nil
-	m.toolsGen++
+	m.tools.invalidate()
 	m.mu.Unlock()
 	fields := []zap.Field{}
 	if s.init != nil && s.init.ServerInfo != nil {
