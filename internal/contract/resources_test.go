@@ -383,9 +383,12 @@ func TestStats(t *testing.T) {
 	}
 	recv(t, in)
 	want := gateway.ToolingStats{
-		Tooling: "mem", Calls: 6, OK: 1, Cancelled: 1, TimedOut: 4, Busy: 1,
-		Subscriptions: 2, ListSubscriptions: 1, MCPSubscriptions: 1,
-		Reads: 1, Updates: 2,
+		Tooling:   "mem",
+		CallStats: gateway.CallStats{Calls: 6, OK: 1, Cancelled: 1, TimedOut: 4, Busy: 1},
+		ResourceStats: gateway.ResourceStats{
+			Subscriptions: 2, ListSubscriptions: 1, MCPSubscriptions: 1,
+			Reads: 1, Updates: 2,
+		},
 	}
 	// Running is a live gauge: the last call's goroutine leaves its slot
 	// just after its envelope is delivered.

@@ -33,15 +33,28 @@ type Call struct {
 	Agent    string
 	Blocking bool
 
-	s         *Served
-	parent    context.Context
-	ctx       context.Context // the call timeout under parent
-	cancel    context.CancelFunc
-	start     time.Time
-	done      func(res tooling.ToolResult, herr *tooling.Error) (delivered bool)
-	stopAfter func() bool // unregisters the queued-expiry hook (async only)
+	s     *Served
+	start time.Time
+	done  func(res tooling.ToolResult, herr *tooling.Error) (delivered bool)
+	callScope
+	admission
+}
+
+// callScope is the context a call runs in: the tooling's call timeout
+// under the caller's context.
+type callScope struct {
+	parent context.Context // the agent's
+	ctx    context.Context // the call timeout under parent
+	cancel context.CancelFunc
+}
+
+// admission is a call's way through its tooling's gate: how far it has
+// come (the call states), and how it leaves the queue: admitted by the
+// gate, or expired by its context.
+type admission struct {
 	state     atomic.Uint32
 	admitted  chan struct{} // blocking only: closed when the gate hands it a slot
+	stopAfter func() bool   // unregisters the queued-expiry hook (async only)
 }
 
 // NewCall makes a call of tool with args on s, bounded by the tooling's
@@ -52,7 +65,7 @@ type Call struct {
 func (s *Served) NewCall(parent context.Context, id, agent, tool, args string, blocking bool,
 	done func(tooling.ToolResult, *tooling.Error) bool) *Call {
 	c := &Call{ID: id, Agent: agent, Tool: tool, Args: args, Blocking: blocking,
-		s: s, parent: parent, start: time.Now(), done: done}
+		s: s, start: time.Now(), done: done, callScope: callScope{parent: parent}}
 	c.ctx, c.cancel = context.WithTimeout(parent, s.limits.CallTimeout)
 	s.stats.calls.Add(1)
 	return c

@@ -30,6 +30,12 @@ func (c *counters) count(herr *tooling.Error) {
 // metrics. Totals count since NewHub (or AddTooling); the rest are now.
 type ToolingStats struct {
 	Tooling string
+	CallStats
+	ResourceStats
+}
+
+// CallStats are a tooling's tool calls: totals, and the gate now.
+type CallStats struct {
 	// Calls counts accepted call-tool and call-tool-blocking calls; OK,
 	// Failed (an error envelope other than timeout or cancelled),
 	// Cancelled and TimedOut count finished ones; Busy counts call-tool
@@ -37,6 +43,11 @@ type ToolingStats struct {
 	Calls, OK, Failed, Cancelled, TimedOut, Busy int64
 	// Running and Queued are the calls running and waiting for a slot now.
 	Running, Queued int
+}
+
+// ResourceStats are a tooling's resource subscriptions now, and the
+// totals of the work they made.
+type ResourceStats struct {
 	// Subscriptions and ListSubscriptions are the live subscriptions of
 	// every agent; MCPSubscriptions the uris subscribed on the server.
 	Subscriptions, ListSubscriptions, MCPSubscriptions int
@@ -59,9 +70,11 @@ func (h *Hub) Stats() []ToolingStats {
 		c := &rt.stats
 		s := ToolingStats{
 			Tooling: rt.name,
-			Calls:   c.calls.Load(), OK: c.ok.Load(), Failed: c.failed.Load(),
-			Cancelled: c.cancelled.Load(), TimedOut: c.timedOut.Load(), Busy: c.busy.Load(),
-			Reads: c.reads.Load(), ListFetches: c.listFetches.Load(), Updates: c.updates.Load(),
+			CallStats: CallStats{
+				Calls: c.calls.Load(), OK: c.ok.Load(), Failed: c.failed.Load(),
+				Cancelled: c.cancelled.Load(), TimedOut: c.timedOut.Load(), Busy: c.busy.Load(),
+			},
+			ResourceStats: ResourceStats{Reads: c.reads.Load(), ListFetches: c.listFetches.Load(), Updates: c.updates.Load()},
 		}
 		g := rt.gate
 		g.mu.Lock()
