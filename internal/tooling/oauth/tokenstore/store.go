@@ -24,12 +24,24 @@ var ErrNotFound = errors.New("no stored tokens")
 
 // Record is what a login leaves for one tooling: the client it used, the
 // authorization server's endpoints and the token. All of it is needed to
-// refresh the token without a person.
+// refresh the token without a person. It is stored as one flat JSON object
+// (the embedded types add no level).
 type Record struct {
 	// Resource is the tooling's url as written in the config (its text, not
 	// an expanded secret): a record for another url is not used.
 	Resource string `json:"resource"`
 
+	Client
+	// WantScopes are scopes the server asked for later (step-up) that the
+	// token lacks: the next login asks for them too.
+	WantScopes []string `json:"want_scopes,omitempty"`
+
+	Tokens
+}
+
+// Client is the OAuth client a login used, the authorization server's
+// endpoints and the scopes it asked for: what refreshing the token takes.
+type Client struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"` // a secret (dynamic registration)
 	AuthURL      string `json:"auth_url"`
@@ -38,10 +50,21 @@ type Record struct {
 	RedirectURL  string `json:"redirect_url,omitempty"`
 	// Scopes are the scopes asked for at login.
 	Scopes []string `json:"scopes,omitempty"`
-	// WantScopes are scopes the server asked for later (step-up) that the
-	// token lacks: the next login asks for them too.
-	WantScopes []string `json:"want_scopes,omitempty"`
+}
 
+// Config is the oauth2 client configuration that refreshes the token.
+func (c *Client) Config() *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     c.ClientID,
+		ClientSecret: c.ClientSecret,
+		Endpoint:     oauth2.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, AuthStyle: oauth2.AuthStyle(c.AuthStyle)},
+		RedirectURL:  c.RedirectURL,
+		Scopes:       c.Scopes,
+	}
+}
+
+// Tokens are the tokens the authorization server last granted, and when.
+type Tokens struct {
 	AccessToken  string    `json:"access_token"`
 	TokenType    string    `json:"token_type,omitempty"`
 	RefreshToken string    `json:"refresh_token,omitempty"`
@@ -50,31 +73,20 @@ type Record struct {
 	Obtained time.Time `json:"obtained"`
 }
 
-// Token returns the record's token.
-func (r *Record) Token() *oauth2.Token {
-	return &oauth2.Token{AccessToken: r.AccessToken, TokenType: r.TokenType, RefreshToken: r.RefreshToken, Expiry: r.Expiry}
+// Token returns the stored token.
+func (t *Tokens) Token() *oauth2.Token {
+	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
 }
 
-// SetToken stores t in the record; a token without a refresh token keeps
-// the one the record has (authorization servers that do not rotate it send
+// SetToken stores tok, obtained at now; a token without a refresh token
+// keeps the one stored (authorization servers that do not rotate it send
 // none on refresh).
-func (r *Record) SetToken(t *oauth2.Token, now time.Time) {
-	r.AccessToken, r.TokenType, r.Expiry = t.AccessToken, t.TokenType, t.Expiry
-	if t.RefreshToken != "" {
-		r.RefreshToken = t.RefreshToken
+func (t *Tokens) SetToken(tok *oauth2.Token, now time.Time) {
+	t.AccessToken, t.TokenType, t.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	if tok.RefreshToken != "" {
+		t.RefreshToken = tok.RefreshToken
 	}
-	r.Obtained = now
-}
-
-// Config is the oauth2 client configuration that refreshes the token.
-func (r *Record) Config() *oauth2.Config {
-	return &oauth2.Config{
-		ClientID:     r.ClientID,
-		ClientSecret: r.ClientSecret,
-		Endpoint:     oauth2.Endpoint{AuthURL: r.AuthURL, TokenURL: r.TokenURL, AuthStyle: oauth2.AuthStyle(r.AuthStyle)},
-		RedirectURL:  r.RedirectURL,
-		Scopes:       r.Scopes,
-	}
+	t.Obtained = now
 }
 
 // Store is the oauth directory of a state directory.

@@ -19,7 +19,7 @@ func TestSaveLoadDelete(t *testing.T) {
 		t.Fatalf("Load before Save: %v", err)
 	}
 	exp := time.Now().Add(time.Hour).Round(time.Second)
-	r := &Record{Resource: "https://h/mcp", ClientID: "c", TokenURL: "https://as/token", Scopes: []string{"read"}}
+	r := &Record{Resource: "https://h/mcp", Client: Client{ClientID: "c", TokenURL: "https://as/token", Scopes: []string{"read"}}}
 	r.SetToken(&oauth2.Token{AccessToken: "a1", TokenType: "Bearer", RefreshToken: "r1", Expiry: exp}, time.Now())
 	if err := s.Save("remote", r); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestSaveLoadDelete(t *testing.T) {
 
 func TestRefusesReadableFileAndBadNames(t *testing.T) {
 	s := New(t.TempDir())
-	if err := s.Save("x", &Record{AccessToken: "secret-value"}); err != nil {
+	if err := s.Save("x", &Record{Tokens: Tokens{AccessToken: "secret-value"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(s.Path("x"), 0o644); err != nil {
