@@ -11,8 +11,8 @@ func (q *Inbox) ReserveChat(id string) error {
 		return err
 	}
 	q.mu.Lock()
-	if _, ok := q.reserved[id]; ok { // not cancelled or shut down meanwhile
-		q.chats[id] = false
+	if _, ok := q.ids.reserved[id]; ok { // not cancelled or shut down meanwhile
+		q.ids.chats[id] = false
 	}
 	q.mu.Unlock()
 	return nil
@@ -26,24 +26,24 @@ func (q *Inbox) ReserveChat(id string) error {
 // Deliver, or shut down).
 func (q *Inbox) Delta(id, text string) bool {
 	q.mu.Lock()
-	started, ok := q.chats[id]
+	started, ok := q.ids.chats[id]
 	if !ok {
 		q.mu.Unlock()
 		return false
 	}
-	q.chats[id] = true
-	if e := q.deltas[id]; e != nil {
+	q.ids.chats[id] = true
+	if e := q.ids.deltas[id]; e != nil {
 		e.buf = append(e.buf, text...)
-		q.merged++
+		q.counts.merged++
 		q.mu.Unlock()
 		return true
 	}
-	e := q.newEntry(id, nil, kindDelta)
+	e := q.queue.newEntry(id, nil, kindDelta)
 	e.buf = append(e.buf, text...)
-	_, e.reply = q.replies[id]
-	q.deltas[id] = e
-	q.deltaLive++
-	q.pushLocked(e)
+	_, e.reply = q.ids.replies[id]
+	q.ids.deltas[id] = e
+	q.queue.deltaLive++
+	q.queue.push(e)
 	q.mu.Unlock()
 	q.signal()
 	if !started {
@@ -61,13 +61,13 @@ func (q *Inbox) Delta(id, text string) bool {
 func (q *Inbox) IsChat(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.chats[id]; ok {
+	if _, ok := q.ids.chats[id]; ok {
 		return true
 	}
-	if _, ok := q.deltas[id]; ok {
+	if _, ok := q.ids.deltas[id]; ok {
 		return true
 	}
-	e, ok := q.results[id]
+	e, ok := q.ids.results[id]
 	return ok && e.chat
 }
 
@@ -76,7 +76,7 @@ func (q *Inbox) IsChat(id string) bool {
 func (q *Inbox) ReservedCall(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.reserved[id]
-	_, chat := q.chats[id]
+	_, ok := q.ids.reserved[id]
+	_, chat := q.ids.chats[id]
 	return ok && !chat
 }

@@ -31,29 +31,6 @@ import (
 	"github.com/toolhostd/toolhostd/internal/config"
 )
 
-// compactAfter is the number of consumed slots at the front of the queue
-// after which the queue is compacted when they are at least half of it.
-const compactAfter = 256
-
-type entryKind uint8
-
-const (
-	kindCall     entryKind = iota // the result of a reserved call
-	kindUpdate                    // a coalescing update of an open stream
-	kindOther                     // a stream's final event
-	kindShutdown                  // the shutdown envelope
-	kindDelta                     // the merged undelivered text of a chat stream
-)
-
-type entry struct {
-	env   Envelope
-	kind  entryKind
-	dead  bool   // dropped by Cancel or CloseStream; skipped by recv
-	buf   []byte // kindDelta: the merged text, lifted into a ChatDelta (or ReplyDelta) at delivery
-	chat  bool   // kindCall: the terminal envelope of a chat stream (or a reply)
-	reply bool   // kindDelta: of a reply stream, lifted into a ReplyDelta
-}
-
 // Inbox is one agent's queue. All methods are safe for concurrent use.
 type Inbox struct {
 	capacity int
@@ -61,23 +38,12 @@ type Inbox struct {
 	ctx      context.Context
 	stop     context.CancelFunc // ends ctx at Shutdown
 
-	mu        sync.Mutex
-	queue     []*entry // queue[head:] are undelivered (some dead)
-	head      int
-	live      int                 // undelivered, not dead
-	results   map[string]*entry   // undelivered call results
-	reserved  map[string]struct{} // open calls
-	streams   map[string]*entry   // open subscriptions: their undelivered update or nil
-	chats     map[string]bool     // reserved calls that are chat streams: true once a delta came
-	deltas    map[string]*entry   // undelivered delta of a chat stream
-	replies   map[string]struct{} // the chats that are replies to a message sent (message.go)
-	deltaLive int                 // undelivered deltas (not counted against the capacity)
-	free      []*entry            // recycled entries
-	shutdown  bool                // the shutdown envelope is enqueued
-	finished  bool                // the shutdown envelope was delivered
-	coalesced uint64
-	merged    uint64
-	delivered uint64
+	mu       sync.Mutex
+	queue    queue // the envelopes in arrival order
+	ids      index // what each id open or undelivered is
+	shutdown bool  // the shutdown envelope is enqueued
+	finished bool  // the shutdown envelope was delivered
+	counts   counters
 }
 
 // New returns an empty inbox holding at most capacity open calls plus
@@ -92,12 +58,14 @@ func New(capacity int) *Inbox {
 		notify:   make(chan struct{}, 1),
 		ctx:      ctx,
 		stop:     stop,
-		results:  make(map[string]*entry),
-		reserved: make(map[string]struct{}),
-		streams:  make(map[string]*entry),
-		chats:    make(map[string]bool),
-		deltas:   make(map[string]*entry),
-		replies:  make(map[string]struct{}),
+		ids: index{
+			results:  make(map[string]*entry),
+			reserved: make(map[string]struct{}),
+			streams:  make(map[string]*entry),
+			chats:    make(map[string]bool),
+			deltas:   make(map[string]*entry),
+			replies:  make(map[string]struct{}),
+		},
 	}
 }
 
@@ -118,22 +86,22 @@ func (q *Inbox) Reserve(id string) error {
 	case q.usedLocked() >= q.capacity:
 		return ErrFull
 	}
-	if q.inUseLocked(id) {
+	if q.ids.inUse(id) {
 		return ErrDuplicate
 	}
-	q.reserved[id] = struct{}{}
+	q.ids.reserved[id] = struct{}{}
 	return nil
 }
 
 // usedLocked is the capacity in use: open calls plus undelivered envelopes
 // other than chat deltas.
-func (q *Inbox) usedLocked() int { return len(q.reserved) + q.live - q.deltaLive }
+func (q *Inbox) usedLocked() int { return len(q.ids.reserved) + q.queue.live - q.queue.deltaLive }
 
 // Reserved reports whether the call id is reserved: made and neither
 // delivered nor cancelled (the contract's is-open).
 func (q *Inbox) Reserved(id string) bool {
 	q.mu.Lock()
-	_, ok := q.reserved[id]
+	_, ok := q.ids.reserved[id]
 	q.mu.Unlock()
 	return ok
 }
@@ -143,22 +111,22 @@ func (q *Inbox) Reserved(id string) bool {
 // (cancelled, or never reserved) or the inbox is shut down.
 func (q *Inbox) Deliver(id string, ev Event) bool {
 	q.mu.Lock()
-	if _, ok := q.reserved[id]; !ok {
+	if _, ok := q.ids.reserved[id]; !ok {
 		q.mu.Unlock()
 		return false
 	}
-	delete(q.reserved, id)
-	_, chat := q.chats[id]
-	delete(q.chats, id) // an undelivered delta stays, no longer merging
-	delete(q.replies, id)
+	delete(q.ids.reserved, id)
+	_, chat := q.ids.chats[id]
+	delete(q.ids.chats, id) // an undelivered delta stays, no longer merging
+	delete(q.ids.replies, id)
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
-	e := q.newEntry(id, ev, kindCall)
+	e := q.queue.newEntry(id, ev, kindCall)
 	e.chat = chat
-	q.results[id] = e
-	q.pushLocked(e)
+	q.ids.results[id] = e
+	q.queue.push(e)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -172,16 +140,16 @@ func (q *Inbox) Cancel(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	ok := false
-	if _, open := q.reserved[id]; open {
-		delete(q.reserved, id)
-		delete(q.chats, id)
-		delete(q.replies, id)
+	if _, open := q.ids.reserved[id]; open {
+		delete(q.ids.reserved, id)
+		delete(q.ids.chats, id)
+		delete(q.ids.replies, id)
 		ok = true
-	} else if e, undelivered := q.results[id]; undelivered {
+	} else if e, undelivered := q.ids.results[id]; undelivered {
 		q.dropLocked(e)
 		ok = true
 	}
-	if e := q.deltas[id]; e != nil {
+	if e := q.ids.deltas[id]; e != nil {
 		q.dropLocked(e)
 		ok = true
 	}
@@ -198,10 +166,10 @@ func (q *Inbox) OpenStream(id string) error {
 	if q.shutdown {
 		return ErrShutdown
 	}
-	if q.inUseLocked(id) {
+	if q.ids.inUse(id) {
 		return ErrDuplicate
 	}
-	q.streams[id] = nil
+	q.ids.streams[id] = nil
 	return nil
 }
 
@@ -211,14 +179,14 @@ func (q *Inbox) OpenStream(id string) error {
 // It returns false, dropping ev, when the stream is not open.
 func (q *Inbox) Update(id string, ev Event) bool {
 	q.mu.Lock()
-	pending, open := q.streams[id]
+	pending, open := q.ids.streams[id]
 	if !open || q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
 	if pending != nil {
 		pending.env.Event = ev
-		q.coalesced++
+		q.counts.coalesced++
 		q.mu.Unlock()
 		return true
 	}
@@ -226,11 +194,11 @@ func (q *Inbox) Update(id string, ev Event) bool {
 	if !isUpdate(ev) {
 		kind = kindOther
 	}
-	e := q.newEntry(id, ev, kind)
+	e := q.queue.newEntry(id, ev, kind)
 	if kind == kindUpdate {
-		q.streams[id] = e
+		q.ids.streams[id] = e
 	}
-	q.pushLocked(e)
+	q.queue.push(e)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -241,16 +209,16 @@ func (q *Inbox) Update(id string, ev Event) bool {
 // of it. It returns false, dropping ev, when the stream is not open.
 func (q *Inbox) EndStream(id string, ev Event) bool {
 	q.mu.Lock()
-	if _, ok := q.streams[id]; !ok {
+	if _, ok := q.ids.streams[id]; !ok {
 		q.mu.Unlock()
 		return false
 	}
-	delete(q.streams, id) // an undelivered update stays, no longer coalescing
+	delete(q.ids.streams, id) // an undelivered update stays, no longer coalescing
 	if q.shutdown {
 		q.mu.Unlock()
 		return false
 	}
-	q.pushLocked(q.newEntry(id, ev, kindOther))
+	q.queue.push(q.queue.newEntry(id, ev, kindOther))
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -262,11 +230,11 @@ func (q *Inbox) EndStream(id string, ev Event) bool {
 func (q *Inbox) CloseStream(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	pending, open := q.streams[id]
+	pending, open := q.ids.streams[id]
 	if !open {
 		return false
 	}
-	delete(q.streams, id)
+	delete(q.ids.streams, id)
 	if pending != nil {
 		q.dropLocked(pending)
 	}
@@ -283,11 +251,11 @@ func (q *Inbox) Shutdown() bool {
 		return false
 	}
 	q.shutdown = true
-	clear(q.reserved)
-	clear(q.streams)
-	clear(q.chats)
-	clear(q.replies)
-	q.pushLocked(q.newEntry(ShutdownID, Shutdown{}, kindShutdown))
+	clear(q.ids.reserved)
+	clear(q.ids.streams)
+	clear(q.ids.chats)
+	clear(q.ids.replies)
+	q.queue.push(q.queue.newEntry(ShutdownID, Shutdown{}, kindShutdown))
 	q.mu.Unlock()
 	q.stop()
 	q.signal()
@@ -305,7 +273,7 @@ func (q *Inbox) Context() context.Context { return q.ctx }
 func (q *Inbox) Pending() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.live
+	return q.queue.live
 }
 
 // Stats are an inbox's counters.
@@ -324,14 +292,14 @@ type Stats struct {
 func (q *Inbox) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return Stats{Coalesced: q.coalesced, Merged: q.merged, Delivered: q.delivered, Pending: q.live, Open: len(q.reserved)}
+	return Stats{Coalesced: q.counts.coalesced, Merged: q.counts.merged, Delivered: q.counts.delivered, Pending: q.queue.live, Open: len(q.ids.reserved)}
 }
 
 // TryRecv returns the next envelope without waiting.
 func (q *Inbox) TryRecv() (Envelope, bool) {
 	q.mu.Lock()
 	env, ok := q.popLocked()
-	more := q.live > 0
+	more := q.queue.live > 0
 	q.mu.Unlock()
 	if ok && more {
 		q.signal() // pass the wake-up on to another waiter
@@ -351,7 +319,7 @@ func (q *Inbox) Recv(ctx context.Context, timeout *time.Duration) (Envelope, boo
 			return Envelope{}, false
 		}
 		env, ok := q.popLocked()
-		more := q.live > 0
+		more := q.queue.live > 0
 		q.mu.Unlock()
 		if ok {
 			if more {
@@ -377,22 +345,6 @@ func (q *Inbox) Recv(ctx context.Context, timeout *time.Duration) (Envelope, boo
 	}
 }
 
-// inUseLocked reports an id that is reserved, open as a stream, or has an
-// undelivered call result or coalescing update.
-func (q *Inbox) inUseLocked(id string) bool {
-	if _, ok := q.reserved[id]; ok {
-		return true
-	}
-	if _, ok := q.streams[id]; ok {
-		return true
-	}
-	if _, ok := q.deltas[id]; ok {
-		return true
-	}
-	_, ok := q.results[id]
-	return ok
-}
-
 func (q *Inbox) signal() {
 	select {
 	case q.notify <- struct{}{}:
@@ -400,54 +352,49 @@ func (q *Inbox) signal() {
 	}
 }
 
-func (q *Inbox) pushLocked(e *entry) {
-	q.queue = append(q.queue, e)
-	q.live++
-}
-
 func (q *Inbox) dropLocked(e *entry) {
 	switch {
-	case e.kind == kindCall && q.results[e.env.ID] == e:
-		delete(q.results, e.env.ID)
+	case e.kind == kindCall && q.ids.results[e.env.ID] == e:
+		delete(q.ids.results, e.env.ID)
 	case e.kind == kindDelta:
-		if q.deltas[e.env.ID] == e {
-			delete(q.deltas, e.env.ID)
+		if q.ids.deltas[e.env.ID] == e {
+			delete(q.ids.deltas, e.env.ID)
 		}
-		q.deltaLive--
+		q.queue.deltaLive--
 		e.buf = nil
 	}
 	e.dead = true
 	e.env = Envelope{}
-	q.live--
+	q.queue.live--
 }
 
 func (q *Inbox) popLocked() (Envelope, bool) {
 	if q.finished {
 		return Envelope{}, false
 	}
-	for q.head < len(q.queue) {
-		e := q.queue[q.head]
-		q.queue[q.head] = nil
-		q.head++
+	for q.queue.head < len(q.queue.items) {
+		e := q.queue.items[q.queue.head]
+		q.queue.items[q.queue.head] = nil
+		q.queue.head++
 		if e.dead {
-			q.recycle(e)
+			q.queue.recycle(e)
 			continue
 		}
-		q.live--
+		q.queue.live--
 		switch e.kind {
 		case kindCall:
-			if q.results[e.env.ID] == e {
-				delete(q.results, e.env.ID)
+			if q.ids.results[e.env.ID] == e {
+				delete(q.ids.results, e.env.ID)
 			}
 		case kindUpdate:
-			if p, ok := q.streams[e.env.ID]; ok && p == e {
-				q.streams[e.env.ID] = nil
+			if p, ok := q.ids.streams[e.env.ID]; ok && p == e {
+				q.ids.streams[e.env.ID] = nil
 			}
 		case kindDelta:
-			if q.deltas[e.env.ID] == e {
-				delete(q.deltas, e.env.ID)
+			if q.ids.deltas[e.env.ID] == e {
+				delete(q.ids.deltas, e.env.ID)
 			}
-			q.deltaLive--
+			q.queue.deltaLive--
 			if e.reply {
 				e.env.Event = ReplyDelta{Text: string(e.buf)}
 			} else {
@@ -456,46 +403,12 @@ func (q *Inbox) popLocked() (Envelope, bool) {
 		case kindShutdown:
 			q.finished = true
 		}
-		q.delivered++
+		q.counts.delivered++
 		env := e.env
-		q.recycle(e)
-		q.compactLocked()
+		q.queue.recycle(e)
+		q.queue.compact()
 		return env, true
 	}
-	q.compactLocked()
+	q.queue.compact()
 	return Envelope{}, false
-}
-
-// maxFree bounds the recycled entries an inbox keeps.
-const maxFree = 64
-
-func (q *Inbox) newEntry(id string, ev Event, kind entryKind) *entry {
-	if n := len(q.free); n > 0 {
-		e := q.free[n-1]
-		q.free = q.free[:n-1]
-		*e = entry{env: Envelope{ID: id, Event: ev}, kind: kind}
-		return e
-	}
-	return &entry{env: Envelope{ID: id, Event: ev}, kind: kind}
-}
-
-// recycle keeps e, no longer referenced by the queue or an index, for reuse.
-func (q *Inbox) recycle(e *entry) {
-	if len(q.free) < maxFree {
-		*e = entry{}
-		q.free = append(q.free, e)
-	}
-}
-
-func (q *Inbox) compactLocked() {
-	switch {
-	case q.head == len(q.queue):
-		q.queue = q.queue[:0]
-		q.head = 0
-	case q.head >= compactAfter && q.head*2 >= len(q.queue):
-		n := copy(q.queue, q.queue[q.head:])
-		clear(q.queue[n:])
-		q.queue = q.queue[:n]
-		q.head = 0
-	}
 }

@@ -19,13 +19,13 @@ func (q *Inbox) Put(id string, ev Event) error {
 	case q.usedLocked() >= q.capacity:
 		q.mu.Unlock()
 		return ErrFull
-	case q.inUseLocked(id):
+	case q.ids.inUse(id):
 		q.mu.Unlock()
 		return ErrDuplicate
 	}
-	e := q.newEntry(id, ev, kindCall)
-	q.results[id] = e
-	q.pushLocked(e)
+	e := q.queue.newEntry(id, ev, kindCall)
+	q.ids.results[id] = e
+	q.queue.push(e)
 	q.mu.Unlock()
 	q.signal()
 	return nil
@@ -41,12 +41,12 @@ func (q *Inbox) CancelMessage(id string, ev Event) bool {
 		q.mu.Unlock()
 		return false
 	}
-	if e, ok := q.results[id]; ok {
+	if e, ok := q.ids.results[id]; ok {
 		e.env.Event = ev
 		q.mu.Unlock()
 		return true
 	}
-	q.pushLocked(q.newEntry(id, ev, kindOther))
+	q.queue.push(q.queue.newEntry(id, ev, kindOther))
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -60,8 +60,8 @@ func (q *Inbox) ReserveReply(id string) error {
 		return err
 	}
 	q.mu.Lock()
-	if _, ok := q.chats[id]; ok {
-		q.replies[id] = struct{}{}
+	if _, ok := q.ids.chats[id]; ok {
+		q.ids.replies[id] = struct{}{}
 	}
 	q.mu.Unlock()
 	return nil
@@ -72,7 +72,7 @@ func (q *Inbox) ReserveReply(id string) error {
 func (q *Inbox) ReservedReply(id string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.reserved[id]
-	_, reply := q.replies[id]
+	_, ok := q.ids.reserved[id]
+	_, reply := q.ids.replies[id]
 	return ok && reply
 }
