@@ -23,41 +23,70 @@ import (
 // the agent's: is-open, cancel and unsubscribe look them up across its
 // handles (unsubscribe only on a handle of the same tooling).
 type Agent struct {
-	hub    *gateway.Hub
-	name   string
-	in     *inbox.Inbox
-	grants func(string) bool // nil: all
-	pol    *policy.Agent     // nil: no narrowing (policy.go)
-	audit  *audit.Log        // nil: none
-	log    *zap.Logger
-	ctx    context.Context // ends at Close or inbox shutdown; parent of every call
+	hub  *gateway.Hub
+	name string
+	in   *inbox.Inbox
+	log  *zap.Logger
+	life lifetime
+	acc  access
+	rec  recorders
+
+	mu     sync.Mutex
+	closed bool
+	tab    tables // guarded by mu
+	mail   mail
+	prov   providerSide
+}
+
+// lifetime is how long the agent's work may run: ctx ends at Close or
+// inbox shutdown and is the parent of every call.
+type lifetime struct {
+	ctx    context.Context
 	cancel context.CancelFunc
 	// stopWatch unregisters the inbox-shutdown hook that cancels ctx.
 	stopWatch func() bool
+}
 
-	mu      sync.Mutex
-	closed  bool
+// access is what the agent may do on the hub's toolings (policy.go).
+type access struct {
+	grants func(string) bool // nil: all
+	pol    *policy.Agent     // nil: no narrowing
+}
+
+// recorders are where the agent's operations are written down: the
+// audit log and the spans (trace.go).
+type recorders struct {
+	audit *audit.Log // nil: none
+	// tracer nil: no spans; capture puts arguments, results, prompts and
+	// completions on them.
+	tracer  trace.Tracer
+	capture bool
+}
+
+// tables are what the agent has open, by id or handle; Agent.mu guards
+// them.
+type tables struct {
 	calls   map[string]*call // open calls (async and blocking)
 	subs    map[string]*sub  // live subscriptions
 	handles map[*Handle]struct{}
 	streams map[string]*stream // open chat streams (chat.go)
 	provs   map[*ProviderHandle]struct{}
+}
 
-	// messages (messages.go)
-	messaging Messaging
-	mb        *message.Mailbox
-	ob        *message.Outbox // nil without a router
-	// leaveMessages: close leaves the open messages open (LeaveMessages).
-	leaveMessages atomic.Bool
+// mail is the agent's side of messages (messages.go).
+type mail struct {
+	send Messaging
+	box  *message.Mailbox
+	out  *message.Outbox // nil without a router
+	// leave: close leaves the open messages open (LeaveMessages).
+	leave atomic.Bool
+}
 
-	// the provider side (chat.go)
-	providers  ProviderLookup
-	provAccess ProviderAccess
-	observe    func(ChatRecord)
-
-	// traces (trace.go); tracer nil: none
-	tracer  trace.Tracer
-	capture bool
+// providerSide is how the agent reaches the model providers (chat.go).
+type providerSide struct {
+	lookup  ProviderLookup
+	access  ProviderAccess
+	observe func(ChatRecord)
 }
 
 // Handle is one tooling.get result: the WIT tooling resource.
@@ -93,13 +122,13 @@ func (a *Agent) CloseWith(why string) {
 		return
 	}
 	a.closed = true
-	a.stopWatch()
-	hs := make([]*Handle, 0, len(a.handles))
-	for hd := range a.handles {
+	a.life.stopWatch()
+	hs := make([]*Handle, 0, len(a.tab.handles))
+	for hd := range a.tab.handles {
 		hs = append(hs, hd)
 	}
-	phs := make([]*ProviderHandle, 0, len(a.provs))
-	for ph := range a.provs {
+	phs := make([]*ProviderHandle, 0, len(a.tab.provs))
+	for ph := range a.tab.provs {
 		phs = append(phs, ph)
 	}
 	a.mu.Unlock()
@@ -113,7 +142,7 @@ func (a *Agent) CloseWith(why string) {
 		wg.Go(hd.Close)
 	}
 	wg.Wait()
-	a.cancel()
+	a.life.cancel()
 }
 
 // Close is the handle's drop: it cancels the calls and ends the
@@ -130,16 +159,16 @@ func (h *Handle) Close() {
 	calls := make([]*call, 0, len(h.calls))
 	for id, c := range h.calls {
 		calls = append(calls, c)
-		delete(a.calls, id)
+		delete(a.tab.calls, id)
 	}
 	subs := make([]*sub, 0, len(h.subs))
 	for id, s := range h.subs {
 		subs = append(subs, s)
-		delete(a.subs, id)
+		delete(a.tab.subs, id)
 	}
 	clear(h.calls)
 	clear(h.subs)
-	delete(a.handles, h)
+	delete(a.tab.handles, h)
 	a.mu.Unlock()
 	for _, c := range calls {
 		if !c.gc.Blocking {
@@ -269,12 +298,12 @@ func (h *Handle) IsOpen(id string) bool { return h.a.in.ReservedCall(id) }
 func (h *Handle) Cancel(id string) bool {
 	a := h.a
 	a.mu.Lock()
-	c := a.calls[id]
+	c := a.tab.calls[id]
 	if c != nil {
 		if c.gc.Blocking {
 			c = nil // not a call-tool id
 		} else {
-			delete(a.calls, id)
+			delete(a.tab.calls, id)
 			delete(c.h.calls, id)
 		}
 	}
@@ -379,12 +408,12 @@ func (h *Handle) UnsubscribeResource(id string) bool { return h.unsubscribe(id, 
 func (h *Handle) unsubscribe(id string, list bool) bool {
 	a := h.a
 	a.mu.Lock()
-	s := a.subs[id]
+	s := a.tab.subs[id]
 	if s == nil || s.gs.List() != list || s.h.s != h.s {
 		a.mu.Unlock()
 		return false
 	}
-	delete(a.subs, id)
+	delete(a.tab.subs, id)
 	delete(s.h.subs, id)
 	a.mu.Unlock()
 	start := time.Now()
@@ -424,7 +453,7 @@ func (h *Handle) register(s *sub) (string, error) {
 		h.s.Unsubscribe(s.gs)
 		return "", err
 	}
-	a.subs[s.id()] = s
+	a.tab.subs[s.id()] = s
 	h.subs[s.id()] = s
 	a.mu.Unlock()
 	h.s.Log().Debug("subscribed", zap.String("agent", a.name), zap.String("sub_id", s.id()), zap.String("uri", s.gs.URI()), zap.Bool("list", s.gs.List()))

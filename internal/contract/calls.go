@@ -68,7 +68,7 @@ func (h *Handle) newCall(name, args string, blocking bool) (*call, error) {
 	ctx, span := h.startTool(name, id, args)
 	c.span = span
 	c.gc = h.s.NewCall(ctx, id, a.name, name, args, blocking, c.finished)
-	a.calls[id] = c
+	a.tab.calls[id] = c
 	h.calls[id] = c
 	a.mu.Unlock()
 	return c, nil
@@ -97,8 +97,8 @@ func (c *call) finished(res tooling.ToolResult, herr *tooling.Error) bool {
 		delivered = a.in.Deliver(id, ev)
 	}
 	a.mu.Lock()
-	if a.calls[id] == c {
-		delete(a.calls, id)
+	if a.tab.calls[id] == c {
+		delete(a.tab.calls, id)
 		delete(c.h.calls, id)
 	}
 	a.mu.Unlock()
@@ -148,7 +148,7 @@ func (s *sub) ListUpdated(list []tooling.ResourceInfo) {
 func (s *sub) Ended(herr *tooling.Error) {
 	s.a.in.EndStream(s.id(), inbox.Error{Err: *herr})
 	s.a.mu.Lock()
-	delete(s.a.subs, s.id())
+	delete(s.a.tab.subs, s.id())
 	delete(s.h.subs, s.id())
 	s.a.mu.Unlock()
 }

@@ -69,19 +69,19 @@ type ProviderHandle struct {
 func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 	var p provider.Provider
 	ok := false
-	if a.providers != nil {
-		p, ok = a.providers(name)
+	if a.prov.lookup != nil {
+		p, ok = a.prov.lookup(name)
 	}
 	if !ok {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no provider named %q", name)
 	}
-	if g := a.provAccess.Granted; g != nil && !g(name) {
+	if g := a.prov.access.Granted; g != nil && !g(name) {
 		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted provider %q", a.name, name)
-		a.pol.Denied(name, audit.OpGetProvider)
-		a.audit.Write(audit.Record{Agent: a.name, ModelRequest: audit.ModelRequest{Provider: name}, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
+		a.acc.pol.Denied(name, audit.OpGetProvider)
+		a.rec.audit.Write(audit.Record{Agent: a.name, ModelRequest: audit.ModelRequest{Provider: name}, Op: audit.OpGetProvider, Outcome: err.Code.String(), Message: err.Message})
 		return nil, err
 	}
-	if w := a.provAccess.Wrap; w != nil {
+	if w := a.prov.access.Wrap; w != nil {
 		var err error
 		if p, err = w(name, p); err != nil {
 			return nil, tooling.AsError(err)
@@ -93,7 +93,7 @@ func (a *Agent) GetProvider(name string) (*ProviderHandle, error) {
 	if a.closed {
 		return nil, errAgentClosed()
 	}
-	a.provs[ph] = struct{}{}
+	a.tab.provs[ph] = struct{}{}
 	return ph, nil
 }
 
@@ -116,10 +116,10 @@ func (ph *ProviderHandle) Close() {
 	ss := make([]*stream, 0, len(ph.streams))
 	for id, s := range ph.streams {
 		ss = append(ss, s)
-		delete(a.streams, id)
+		delete(a.tab.streams, id)
 	}
 	clear(ph.streams)
-	delete(a.provs, ph)
+	delete(a.tab.provs, ph)
 	a.mu.Unlock()
 	for _, s := range ss {
 		a.in.Cancel(s.id)
@@ -255,12 +255,12 @@ func (ph *ProviderHandle) chatStream(s *stream) (string, error) {
 		a.in.Cancel(s.id)
 		return refuse(errAgentClosed())
 	}
-	a.streams[s.id] = s
+	a.tab.streams[s.id] = s
 	ph.streams[s.id] = s
 	a.mu.Unlock()
 	if !a.hub.Go(s.run) {
 		a.mu.Lock()
-		delete(a.streams, s.id)
+		delete(a.tab.streams, s.id)
 		delete(ph.streams, s.id)
 		a.mu.Unlock()
 		s.cancel()
@@ -274,7 +274,7 @@ func (ph *ProviderHandle) chatStream(s *stream) (string, error) {
 // terminal envelope not yet enqueued, and not cancelled.
 func (ph *ProviderHandle) IsOpen(id string) bool {
 	ph.a.mu.Lock()
-	_, ok := ph.a.streams[id]
+	_, ok := ph.a.tab.streams[id]
 	ph.a.mu.Unlock()
 	return ok && ph.a.in.Reserved(id)
 }
@@ -285,9 +285,9 @@ func (ph *ProviderHandle) IsOpen(id string) bool {
 func (ph *ProviderHandle) Cancel(id string) bool {
 	a := ph.a
 	a.mu.Lock()
-	s := a.streams[id]
+	s := a.tab.streams[id]
 	if s != nil {
-		delete(a.streams, id)
+		delete(a.tab.streams, id)
 		delete(s.ph.streams, id)
 	}
 	a.mu.Unlock()
@@ -339,8 +339,8 @@ func (s *stream) run() {
 	}
 	delivered := a.in.Deliver(s.id, ev)
 	a.mu.Lock()
-	if a.streams[s.id] == s {
-		delete(a.streams, s.id)
+	if a.tab.streams[s.id] == s {
+		delete(a.tab.streams, s.id)
 		delete(ph.streams, s.id)
 	}
 	a.mu.Unlock()

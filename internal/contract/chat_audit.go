@@ -48,8 +48,8 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 	}
 	usage := e.err == nil
 	tid, sid := spanIDs(e.span)
-	if a.audit != nil {
-		a.audit.Write(audit.Record{
+	if a.rec.audit != nil {
+		a.rec.audit.Write(audit.Record{
 			Agent: a.name, Op: e.op, Outcome: oc, Message: msg, Duration: d, WithArgs: ph.auditMessages(),
 			ModelRequest: audit.ModelRequest{
 				Provider: ph.name, StreamID: e.id, Model: model,
@@ -61,8 +61,8 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 		})
 	}
 	ph.endChat(e.span, e, e.deltas)
-	if a.observe != nil {
-		a.observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
+	if a.prov.observe != nil {
+		a.prov.observe(ChatRecord{Agent: a.name, Provider: ph.name, Model: model, Op: e.op, Outcome: oc,
 			Duration: d, FirstToken: ft, HasFirstToken: !e.first.IsZero(), Usage: e.resp.Usage})
 	}
 }
@@ -71,13 +71,13 @@ func (ph *ProviderHandle) audit(e chatEnd) {
 // without an audit log: a chat does not marshal its whole conversation for
 // nobody.
 func (ph *ProviderHandle) auditJSON(req provider.Request) []byte {
-	if ph.a.audit == nil {
+	if ph.a.rec.audit == nil {
 		return nil
 	}
 	return provider.AuditJSON(req)
 }
 
 func (ph *ProviderHandle) auditMessages() bool {
-	f := ph.a.provAccess.AuditMessages
+	f := ph.a.prov.access.AuditMessages
 	return f != nil && f(ph.name)
 }

@@ -70,37 +70,33 @@ type Options struct {
 func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent {
 	ctx, cancel := context.WithCancel(hub.Context())
 	a := &Agent{
-		hub:     hub,
-		name:    name,
-		in:      in,
-		ctx:     ctx,
-		cancel:  cancel,
-		calls:   make(map[string]*call),
-		subs:    make(map[string]*sub),
-		handles: make(map[*Handle]struct{}),
-		streams: make(map[string]*stream),
-		provs:   make(map[*ProviderHandle]struct{}),
-
-		log:        o.Log,
-		grants:     o.Grants,
-		pol:        o.Policy,
-		audit:      o.Audit,
-		providers:  o.Providers,
-		provAccess: o.ProviderAccess,
-		observe:    o.ChatObserver,
-		messaging:  o.Messaging,
-		capture:    o.CaptureContent,
+		hub:  hub,
+		name: name,
+		in:   in,
+		log:  o.Log,
+		life: lifetime{ctx: ctx, cancel: cancel},
+		acc:  access{grants: o.Grants, pol: o.Policy},
+		rec:  recorders{audit: o.Audit, capture: o.CaptureContent},
+		tab: tables{
+			calls:   make(map[string]*call),
+			subs:    make(map[string]*sub),
+			handles: make(map[*Handle]struct{}),
+			streams: make(map[string]*stream),
+			provs:   make(map[*ProviderHandle]struct{}),
+		},
+		prov: providerSide{lookup: o.Providers, access: o.ProviderAccess, observe: o.ChatObserver},
 	}
+	a.mail.send = o.Messaging
 	if o.Tracer != nil {
-		a.tracer = o.Tracer.Tracer(tracerName)
+		a.rec.tracer = o.Tracer.Tracer(tracerName)
 	}
 	if o.MailJournal != nil {
-		a.mb = message.NewJournaledMailbox(in, nil, o.MailJournal)
+		a.mail.box = message.NewJournaledMailbox(in, nil, o.MailJournal)
 	} else {
-		a.mb = message.NewMailbox(in, nil)
+		a.mail.box = message.NewMailbox(in, nil)
 	}
-	if a.messaging.Router != nil {
-		a.ob = message.NewOutbox(a.messaging.Router, name, in)
+	if a.mail.send.Router != nil {
+		a.mail.out = message.NewOutbox(a.mail.send.Router, name, in)
 	}
 	if a.log == nil {
 		a.log = zap.NewNop()
@@ -108,7 +104,7 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent 
 	a.log = a.log.Named("contract").With(zap.String("agent", name))
 	// Once the inbox is shut down no result can be delivered: every call of
 	// the agent is cancelled.
-	a.stopWatch = context.AfterFunc(in.Context(), cancel)
+	a.life.stopWatch = context.AfterFunc(in.Context(), cancel)
 	return a
 }
 
@@ -119,18 +115,18 @@ func (a *Agent) Get(name string) (*Handle, error) {
 	if !ok {
 		return nil, tooling.Errorf(tooling.CodeNotFound, "no tooling named %q", name)
 	}
-	if a.grants != nil && !a.grants(name) {
+	if a.acc.grants != nil && !a.acc.grants(name) {
 		err := tooling.Errorf(tooling.CodeDenied, "agent %q is not granted tooling %q", a.name, name)
 		a.deniedGet(name, err)
 		return nil, err
 	}
-	hd := &Handle{a: a, s: s, pol: a.pol.View(name), calls: make(map[string]*call), subs: make(map[string]*sub)}
+	hd := &Handle{a: a, s: s, pol: a.acc.pol.View(name), calls: make(map[string]*call), subs: make(map[string]*sub)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil, errAgentClosed()
 	}
-	a.handles[hd] = struct{}{}
+	a.tab.handles[hd] = struct{}{}
 	return hd, nil
 }
 

@@ -24,59 +24,59 @@ type Messaging struct {
 }
 
 // Mailbox is the agent's side of the messages delivered to it.
-func (a *Agent) Mailbox() *message.Mailbox { return a.mb }
+func (a *Agent) Mailbox() *message.Mailbox { return a.mail.box }
 
 // ReplyDelta streams more text of the reply to message id.
-func (a *Agent) ReplyDelta(id, text string) error { return a.mb.Delta(id, text) }
+func (a *Agent) ReplyDelta(id, text string) error { return a.mail.box.Delta(id, text) }
 
 // Reply ends the reply to message id.
-func (a *Agent) Reply(id, content string) error { return a.mb.Reply(id, content) }
+func (a *Agent) Reply(id, content string) error { return a.mail.box.Reply(id, content) }
 
 // ReplyError ends the reply to message id as a failure.
-func (a *Agent) ReplyError(id, text string) error { return a.mb.Fail(id, text) }
+func (a *Agent) ReplyError(id, text string) error { return a.mail.box.Fail(id, text) }
 
 // Send sends content to the agent to (in session, if not nil) and returns
 // the message's id; its reply comes as reply-delta, reply or error
 // envelopes under that id.
 func (a *Agent) Send(to, content string, session *string) (string, error) {
-	if a.ob == nil {
+	if a.mail.out == nil {
 		return "", tooling.Errorf(tooling.CodeNotFound, "no agent %q: this host runs no other agent", to)
 	}
 	s := ""
 	if session != nil {
 		s = *session
 	}
-	allowed := a.messaging.SendsTo != nil && a.messaging.SendsTo(to)
-	return a.ob.Send(a.messageContext(a.ctx), to, content, s, allowed, a.messaging.AuditContent)
+	allowed := a.mail.send.SendsTo != nil && a.mail.send.SendsTo(to)
+	return a.mail.out.Send(a.messageContext(a.life.ctx), to, content, s, allowed, a.mail.send.AuditContent)
 }
 
 // MessageIsOpen is the messages interface's is-open.
-func (a *Agent) MessageIsOpen(id string) bool { return a.ob != nil && a.ob.IsOpen(id) }
+func (a *Agent) MessageIsOpen(id string) bool { return a.mail.out != nil && a.mail.out.IsOpen(id) }
 
 // CancelMessage is the messages interface's cancel.
-func (a *Agent) CancelMessage(id string) bool { return a.ob != nil && a.ob.Cancel(id) }
+func (a *Agent) CancelMessage(id string) bool { return a.mail.out != nil && a.mail.out.Cancel(id) }
 
 // Busy reports open work: a message delivered and not answered, a call,
 // chat stream or send open, or an envelope undelivered.
 func (a *Agent) Busy() bool {
 	st := a.in.Stats()
-	return a.mb.Open() > 0 || st.Open > 0 || st.Pending > 0
+	return a.mail.box.Open() > 0 || st.Open > 0 || st.Pending > 0
 }
 
 // closeMessages fails the messages still open to the agent with text and
 // cancels those it sent (agent exit).
 func (a *Agent) closeMessages(text string) {
-	if a.leaveMessages.Load() {
-		a.mb.Leave()
+	if a.mail.leave.Load() {
+		a.mail.box.Leave()
 	} else {
-		a.mb.Close(tooling.CodeUnavailable, text)
+		a.mail.box.Close(tooling.CodeUnavailable, text)
 	}
-	if a.ob != nil {
-		a.ob.Close()
+	if a.mail.out != nil {
+		a.mail.out.Close()
 	}
 }
 
 // LeaveMessages makes the agent's close leave the messages open to it
 // open instead of failing them (Mailbox.Leave): a durable instance
 // suspended by its host's shutdown, whose next start resumes them.
-func (a *Agent) LeaveMessages() { a.leaveMessages.Store(true) }
+func (a *Agent) LeaveMessages() { a.mail.leave.Store(true) }

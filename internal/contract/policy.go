@@ -12,17 +12,17 @@ import (
 // deniedGet audits and counts a tooling.get the agent's toolings list
 // denied (op "get").
 func (a *Agent) deniedGet(name string, err *tooling.Error) {
-	a.pol.Denied(name, audit.OpGet)
-	a.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: audit.OpGet, Outcome: err.Code.String(), Message: err.Message})
+	a.acc.pol.Denied(name, audit.OpGet)
+	a.rec.audit.Write(audit.Record{Agent: a.name, Tooling: name, Op: audit.OpGet, Outcome: err.Code.String(), Message: err.Message})
 }
 
 // audited reports whether the agent has an audit log.
-func (h *Handle) audited() bool { return h.a.audit != nil }
+func (h *Handle) audited() bool { return h.a.rec.audit != nil }
 
 // record writes one audit line for an operation through h.
 func (h *Handle) record(r audit.Record) {
 	r.Agent, r.Tooling = h.a.name, h.s.Name()
-	h.a.audit.Write(r)
+	h.a.rec.audit.Write(r)
 }
 
 // outcome is the audit outcome of err.

@@ -33,30 +33,30 @@ const (
 // Received is the host's word that the guest took env from its inbox:
 // a message envelope makes that message the one the instance works on.
 func (a *Agent) Received(env inbox.Envelope) {
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return
 	}
 	if _, ok := env.Event.(inbox.Message); ok {
-		a.mb.Took(env.ID)
+		a.mail.box.Took(env.ID)
 	}
 }
 
 // spanParent is the context an operation of the agent starts its span
 // in: the agent's, with the current message's span as parent.
 func (a *Agent) spanParent() context.Context {
-	if sc := a.mb.Current(); sc.IsValid() {
-		return trace.ContextWithSpanContext(a.ctx, sc)
+	if sc := a.mail.box.Current(); sc.IsValid() {
+		return trace.ContextWithSpanContext(a.life.ctx, sc)
 	}
-	return a.ctx
+	return a.life.ctx
 }
 
 // messageContext is ctx with the current message's span as parent (a
 // send's context: the receiver's invoke_agent is its child).
 func (a *Agent) messageContext(ctx context.Context) context.Context {
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return ctx
 	}
-	if sc := a.mb.Current(); sc.IsValid() {
+	if sc := a.mail.box.Current(); sc.IsValid() {
 		return trace.ContextWithSpanContext(ctx, sc)
 	}
 	return ctx
@@ -65,14 +65,14 @@ func (a *Agent) messageContext(ctx context.Context) context.Context {
 // startTool starts a tool call's span; the zero span when not tracing.
 func (h *Handle) startTool(name, id, args string) (context.Context, trace.Span) {
 	a := h.a
-	if a.tracer == nil {
-		return a.ctx, nil
+	if a.rec.tracer == nil {
+		return a.life.ctx, nil
 	}
-	ctx, span := a.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := a.rec.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
 			semconv.GenAIToolCallID(id), attrTooling.String(h.s.Name()), tracing.AttrAgent.String(a.name))
-		if a.capture {
+		if a.rec.capture {
 			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(args))
 		}
 	}
@@ -83,10 +83,10 @@ func (h *Handle) startTool(name, id, args string) (context.Context, trace.Span) 
 // limit, bad arguments) as a span of its own.
 func (h *Handle) refusedTool(name string, err error) {
 	a := h.a
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return
 	}
-	_, span := a.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	_, span := a.rec.tracer.Start(a.spanParent(), "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		herr := tooling.AsError(err)
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
@@ -118,7 +118,7 @@ func (c *call) endTool(res tooling.ToolResult, herr *tooling.Error) {
 		default:
 			span.SetAttributes(tracing.AttrOutcome.String("ok"))
 		}
-		if c.h.a.capture && herr == nil {
+		if c.h.a.rec.capture && herr == nil {
 			span.SetAttributes(semconv.GenAIToolCallResultKey.String(res.Value))
 		}
 	}
@@ -127,8 +127,8 @@ func (c *call) endTool(res tooling.ToolResult, herr *tooling.Error) {
 
 // parent is the context a model request of the handle starts in.
 func (ph *ProviderHandle) parent() context.Context {
-	if ph.a.tracer == nil {
-		return ph.a.ctx
+	if ph.a.rec.tracer == nil {
+		return ph.a.life.ctx
 	}
 	return ph.a.spanParent()
 }
@@ -136,18 +136,18 @@ func (ph *ProviderHandle) parent() context.Context {
 // startChat starts a model request's span.
 func (ph *ProviderHandle) startChat(parent context.Context, req provider.Request) (context.Context, trace.Span) {
 	a := ph.a
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return parent, nil
 	}
 	model := req.Model
 	if model == "" {
 		model = provider.DefaultModel(ph.p)
 	}
-	ctx, span := a.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := a.rec.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(ph.p.Kind()),
 			semconv.GenAIRequestModel(model), attribute.String("toolhost.provider", ph.name), tracing.AttrAgent.String(a.name))
-		if a.capture {
+		if a.rec.capture {
 			span.SetAttributes(semconv.GenAIInputMessagesKey.String(string(provider.AuditJSON(req))))
 		}
 	}
@@ -177,7 +177,7 @@ func (ph *ProviderHandle) endChat(span trace.Span, e chatEnd, deltas int) {
 				semconv.GenAIUsageInputTokens(int(e.resp.Usage.InputTokens)),
 				semconv.GenAIUsageOutputTokens(int(e.resp.Usage.OutputTokens)))
 			span.SetAttributes(semconv.GenAIResponseFinishReasons(finishReason(e.resp.FinishReason)))
-			if ph.a.capture {
+			if ph.a.rec.capture {
 				b, _ := json.Marshal(e.resp.Message)
 				span.SetAttributes(semconv.GenAIOutputMessagesKey.String(string(b)))
 			}
@@ -211,30 +211,30 @@ func spanIDs(span trace.Span) (traceID, spanID string) {
 }
 
 // Traced reports whether the agent records spans.
-func (a *Agent) Traced() bool { return a.tracer != nil }
+func (a *Agent) Traced() bool { return a.rec.tracer != nil }
 
 // Replayed records a host call a durable instance's replay answered from
 // its oplog (entry seq) as an event of the span of the message it works
 // on: a replayed call is not made again, so it is no span of its own.
 func (a *Agent) Replayed(call string, seq uint64) {
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return
 	}
-	a.mb.AddEvent("toolhost.replayed", attribute.String("toolhost.call", call), attribute.Int64("toolhost.oplog.seq", int64(seq)))
+	a.mail.box.AddEvent("toolhost.replayed", attribute.String("toolhost.call", call), attribute.Int64("toolhost.oplog.seq", int64(seq)))
 }
 
 // Waited records a wait of the instance that began at start and ended now
 // (in recv) as a span of the message it works on, when it works on a
 // sampled one.
 func (a *Agent) Waited(name string, start time.Time, attrs ...attribute.KeyValue) {
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return
 	}
-	sc := a.mb.Current()
+	sc := a.mail.box.Current()
 	if !sc.IsSampled() {
 		return
 	}
-	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name, trace.WithTimestamp(start),
+	_, span := a.rec.tracer.Start(trace.ContextWithSpanContext(a.life.ctx, sc), name, trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, tracing.AttrAgent.String(a.name))...))
 	span.End()
 }
@@ -249,14 +249,14 @@ func noWork(error, ...attribute.KeyValue) {}
 // not trace, or works on no sampled message, there is no span and end
 // does nothing.
 func (a *Agent) Work(name string, attrs ...attribute.KeyValue) (end func(err error, attrs ...attribute.KeyValue)) {
-	if a.tracer == nil {
+	if a.rec.tracer == nil {
 		return noWork
 	}
-	sc := a.mb.Current()
+	sc := a.mail.box.Current()
 	if !sc.IsSampled() {
 		return noWork
 	}
-	_, span := a.tracer.Start(trace.ContextWithSpanContext(a.ctx, sc), name,
+	_, span := a.rec.tracer.Start(trace.ContextWithSpanContext(a.life.ctx, sc), name,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(attrs, tracing.AttrAgent.String(a.name))...))
 	return func(err error, attrs ...attribute.KeyValue) {
 		span.SetAttributes(attrs...)
