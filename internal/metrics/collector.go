@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sort"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolhostd/toolhostd/internal/status"
@@ -86,24 +84,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descProgress, prometheus.CounterValue, float64(t.Progress), t.Name)
 		}
 	}
-	type counts struct {
-		agent                string
-		coalesced, delivered uint64
-	}
-	c.m.mu.Lock()
-	list := make([]counts, 0, len(c.m.inboxes))
-	for name, src := range c.m.inboxes {
-		n := counts{agent: name, coalesced: src.coalesced, delivered: src.delivered}
-		if src.stats != nil {
-			st := src.stats()
-			n.coalesced += st.Coalesced
-			n.delivered += st.Delivered
-		}
-		list = append(list, n)
-	}
-	c.m.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].agent < list[j].agent })
-	for _, n := range list {
+	for _, n := range c.m.inboxes.counts() {
 		ch <- prometheus.MustNewConstMetric(descCoalesced, prometheus.CounterValue, float64(n.coalesced), n.agent)
 		ch <- prometheus.MustNewConstMetric(descDeliveries, prometheus.CounterValue, float64(n.delivered), n.agent)
 	}

@@ -24,9 +24,9 @@ func (m *Metrics) Instrument(t tooling.Tooling) tooling.Tooling {
 		Tooling:     t,
 		m:           m,
 		name:        name,
-		updates:     m.updates.WithLabelValues(name),
-		listChanges: m.listChanges.WithLabelValues(name),
-		resubFailed: m.resubFailed.WithLabelValues(name),
+		updates:     m.pump.updates.WithLabelValues(name),
+		listChanges: m.pump.listChanges.WithLabelValues(name),
+		resubFailed: m.tooling.resubFailed.WithLabelValues(name),
 	}
 }
 
@@ -84,8 +84,8 @@ func (i *instrumented) CallTool(ctx context.Context, name string, args json.RawM
 		outcome = OutcomeToolError
 	}
 	tool := i.toolLabel(name)
-	i.m.calls.WithLabelValues(i.name, tool, outcome).Inc()
-	i.m.callSeconds.WithLabelValues(i.name, tool).Observe(d.Seconds())
+	i.m.tooling.calls.WithLabelValues(i.name, tool, outcome).Inc()
+	i.m.tooling.callSeconds.WithLabelValues(i.name, tool).Observe(d.Seconds())
 	return res, err
 }
 
@@ -109,7 +109,7 @@ func (i *instrumented) ReadResource(ctx context.Context, uri string) (tooling.Re
 	if err != nil {
 		outcome = tooling.CodeOf(err).String()
 	}
-	i.m.reads.WithLabelValues(i.name, outcome).Inc()
+	i.m.pump.reads.WithLabelValues(i.name, outcome).Inc()
 	return c, err
 }
 

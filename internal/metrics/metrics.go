@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -37,25 +38,23 @@ const OtherTool = "_other"
 type Metrics struct {
 	reg *prometheus.Registry
 
-	calls       *prometheus.CounterVec
-	callSeconds *prometheus.HistogramVec
-	reads       *prometheus.CounterVec
-	updates     *prometheus.CounterVec
-	listChanges *prometheus.CounterVec
-	resubFailed *prometheus.CounterVec
-	traps       *prometheus.CounterVec
-	instantiate *prometheus.HistogramVec
-	logDropped  *prometheus.CounterVec
-	pol         policySeries  // policy.go
-	chat        chatSeries    // chat.go
-	message     messageSeries // messages.go
-	kv          kvCollector   // kv.go
-	replay      replaySeries  // oplog.go
+	tooling toolingSeries // series.go
+	pump    pumpSeries    // series.go
+	agent   agentSeries   // series.go
+	pol     policySeries  // policy.go
+	chat    chatSeries    // chat.go
+	message messageSeries // messages.go
+	kv      kvCollector   // kv.go
+	replay  replaySeries  // oplog.go
 
-	state *stateCollector
+	state   *stateCollector
+	inboxes inboxSources
+}
 
+// inboxSources are the agents' inboxes the scrapes read, by agent.
+type inboxSources struct {
 	mu      sync.Mutex
-	inboxes map[string]*inboxSource // by agent
+	byAgent map[string]*inboxSource
 }
 
 // inboxSource is an agent's current inbox plus the counts of the inboxes
@@ -63,6 +62,55 @@ type Metrics struct {
 type inboxSource struct {
 	stats                func() inbox.Stats
 	coalesced, delivered uint64 // from earlier inboxes
+}
+
+// inboxCounts are one agent's inbox counts at a scrape.
+type inboxCounts struct {
+	agent                string
+	coalesced, delivered uint64
+}
+
+// set makes stats the agent's current inbox, keeping the counts of the
+// one it replaces.
+func (s *inboxSources) set(agent string, stats func() inbox.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := s.byAgent[agent]
+	if src == nil {
+		src = &inboxSource{}
+		s.byAgent[agent] = src
+	}
+	if src.stats != nil {
+		st := src.stats()
+		src.coalesced += st.Coalesced
+		src.delivered += st.Delivered
+	}
+	src.stats = stats
+}
+
+// forget drops the agent's inboxes.
+func (s *inboxSources) forget(agent string) {
+	s.mu.Lock()
+	delete(s.byAgent, agent)
+	s.mu.Unlock()
+}
+
+// counts are every agent's inbox counts now, by agent name.
+func (s *inboxSources) counts() []inboxCounts {
+	s.mu.Lock()
+	list := make([]inboxCounts, 0, len(s.byAgent))
+	for name, src := range s.byAgent {
+		n := inboxCounts{agent: name, coalesced: src.coalesced, delivered: src.delivered}
+		if src.stats != nil {
+			st := src.stats()
+			n.coalesced += st.Coalesced
+			n.delivered += st.Delivered
+		}
+		list = append(list, n)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].agent < list[j].agent })
+	return list
 }
 
 // Options are what New builds the metrics with.
@@ -76,53 +124,18 @@ type Options struct {
 // collector and the process collector.
 func New(o Options) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "calls_total",
-			Help: "Tool calls by tooling, tool and outcome (ok, tool_error for an isError result, else the error code).",
-		}, []string{"tooling", "tool", "outcome"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "call_duration_seconds",
-			Help:    "Tool call latency by tooling and tool, whatever the outcome.",
-			Buckets: prometheus.ExponentialBucketsRange(0.0001, 60, 15),
-		}, []string{"tooling", "tool"}),
-		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "reads_total",
-			Help: "Resource reads by tooling and outcome (ok or the error code).",
-		}, []string{"tooling", "outcome"}),
-		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "updates_received_total",
-			Help: "notifications/resources/updated received, by tooling.",
-		}, []string{"tooling"}),
-		listChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "list_changes_received_total",
-			Help: "notifications/resources/list_changed received, by tooling.",
-		}, []string{"tooling"}),
-		resubFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "resubscribe_failures_total",
-			Help: "Subscriptions that could not be made again after a reconnect, by tooling.",
-		}, []string{"tooling"}),
-		traps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "traps_total",
-			Help: "Agent runs that ended in a trap, by agent.",
-		}, []string{"agent"}),
-		instantiate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "instantiate_duration_seconds",
-			Help:    "Time to instantiate an agent's component (compile cache hit or miss included), by agent.",
-			Buckets: prometheus.ExponentialBucketsRange(0.00001, 30, 15),
-		}, []string{"agent"}),
-		logDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "log_lines_dropped_total",
-			Help: "Guest log lines (log.write, stdout, stderr) dropped over the agent's limits.log_rate, by agent.",
-		}, []string{"agent"}),
-		inboxes: map[string]*inboxSource{},
+		reg:     prometheus.NewRegistry(),
+		tooling: newToolingSeries(),
+		pump:    newPumpSeries(),
+		agent:   newAgentSeries(),
+		inboxes: inboxSources{byAgent: map[string]*inboxSource{}},
 	}
 	m.state = &stateCollector{m: m, source: o.Source}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed,
-		m.traps, m.instantiate, m.logDropped, m.state, clusterCollector{m.state}, oplogCollector{m.state}, &m.kv,
+		m.tooling.calls, m.tooling.callSeconds, m.pump.reads, m.pump.updates, m.pump.listChanges, m.tooling.resubFailed,
+		m.agent.traps, m.agent.instantiate, m.agent.logDropped, m.state, clusterCollector{m.state}, oplogCollector{m.state}, &m.kv,
 	)
 	return m
 }
@@ -134,18 +147,18 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // AgentInstantiated records that the agent's component was instantiated,
 // taking d.
 func (m *Metrics) AgentInstantiated(agent string, d time.Duration) {
-	m.instantiate.WithLabelValues(agent).Observe(d.Seconds())
+	m.agent.instantiate.WithLabelValues(agent).Observe(d.Seconds())
 }
 
 // AgentTrapped records that one run of the agent ended in a trap.
 func (m *Metrics) AgentTrapped(agent string) {
-	m.traps.WithLabelValues(agent).Inc()
+	m.agent.traps.WithLabelValues(agent).Inc()
 }
 
 // AgentLogDropped records that one guest log line of the agent was
 // dropped over its rate limit.
 func (m *Metrics) AgentLogDropped(agent string) {
-	m.logDropped.WithLabelValues(agent).Inc()
+	m.agent.logDropped.WithLabelValues(agent).Inc()
 }
 
 // AgentInbox makes scrapes report the coalesced updates and the deliveries
@@ -153,30 +166,16 @@ func (m *Metrics) AgentLogDropped(agent string) {
 // each new inbox of the agent: the counts of the one it replaces are kept,
 // so the counters never go down.
 func (m *Metrics) AgentInbox(agent string, stats func() inbox.Stats) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	src := m.inboxes[agent]
-	if src == nil {
-		src = &inboxSource{}
-		m.inboxes[agent] = src
-	}
-	if src.stats != nil {
-		st := src.stats()
-		src.coalesced += st.Coalesced
-		src.delivered += st.Delivered
-	}
-	src.stats = stats
+	m.inboxes.set(agent, stats)
 }
 
 // ForgetAgent drops every series of an agent that is no longer configured.
 func (m *Metrics) ForgetAgent(agent string) {
-	m.mu.Lock()
-	delete(m.inboxes, agent)
-	m.mu.Unlock()
+	m.inboxes.forget(agent)
 	l := prometheus.Labels{"agent": agent}
-	m.traps.DeletePartialMatch(l)
-	m.instantiate.DeletePartialMatch(l)
-	m.logDropped.DeletePartialMatch(l)
+	m.agent.traps.DeletePartialMatch(l)
+	m.agent.instantiate.DeletePartialMatch(l)
+	m.agent.logDropped.DeletePartialMatch(l)
 	m.forgetPolicy(l)
 	m.forgetChat(l)
 	m.forgetMessages(agent)
@@ -189,7 +188,7 @@ func (m *Metrics) ForgetTooling(name string) {
 	l := prometheus.Labels{"tooling": name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.calls, m.callSeconds, m.reads, m.updates, m.listChanges, m.resubFailed} {
+	}{m.tooling.calls, m.tooling.callSeconds, m.pump.reads, m.pump.updates, m.pump.listChanges, m.tooling.resubFailed} {
 		v.DeletePartialMatch(l)
 	}
 	m.forgetPolicy(l)
