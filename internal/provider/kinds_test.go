@@ -253,11 +253,11 @@ func TestFaults(t *testing.T) {
 		{name: "500 always", def: &providertest.Reply{Status: 500},
 			mut: func(c *config.Provider) { c.MaxRetries = 2 }, want: tooling.CodeUnavailable, requests: 3, msg: []string{"500", "after 2 retries", "scripted failure 500"}},
 		{name: "401", wrongKey: true, want: tooling.CodeDenied, requests: 1, msg: []string{`provider "fake"`, "provider.fake.api_key", "401"}},
-		{name: "stream cut mid-way", replies: []providertest.Reply{{Text: []string{"a", "b", "c"}, Cut: true}}, want: tooling.CodeUnavailable, requests: 1},
-		{name: "malformed chunk", replies: []providertest.Reply{{Text: []string{"a", "b"}, Malformed: true}}, want: tooling.CodeProtocol, requests: 1, msg: []string{"malformed"}},
+		{name: "stream cut mid-way", replies: []providertest.Reply{{Text: []string{"a", "b", "c"}, Fault: providertest.Fault{Cut: true}}}, want: tooling.CodeUnavailable, requests: 1},
+		{name: "malformed chunk", replies: []providertest.Reply{{Text: []string{"a", "b"}, Fault: providertest.Fault{Malformed: true}}}, want: tooling.CodeProtocol, requests: 1, msg: []string{"malformed"}},
 		{name: "first token later than the timeout", replies: []providertest.Reply{{Text: []string{"late"}, Delay: 10 * time.Second}},
 			mut: func(c *config.Provider) { c.Timeout = config.Duration{Duration: 300 * time.Millisecond} }, want: tooling.CodeTimeout, requests: 1, msg: []string{"provider.fake.timeout"}},
-		{name: "error event mid-stream", replies: []providertest.Reply{{Text: []string{"a", "b"}, ErrorEvent: true}}, want: tooling.CodeUnavailable, requests: 1, streamOnly: true, msg: []string{"overloaded"}},
+		{name: "error event mid-stream", replies: []providertest.Reply{{Text: []string{"a", "b"}, Fault: providertest.Fault{ErrorEvent: true}}}, want: tooling.CodeUnavailable, requests: 1, streamOnly: true, msg: []string{"overloaded"}},
 		{name: "400", replies: []providertest.Reply{{Status: 400}}, want: tooling.CodeInvalidArgument, requests: 1, msg: []string{"scripted failure 400"}},
 	}
 	for _, f := range faults {

@@ -85,6 +85,21 @@ type Reply struct {
 	// Delay holds the first token back (a whole reply: its body); if the
 	// client goes away meanwhile the request is recorded as aborted.
 	Delay time.Duration
+	// Fault breaks the reply off after its first delta.
+	Fault
+	// AfterFirst, when set, is called once the first delta of a stream
+	// is flushed, before the rest is sent (a test holds the stream there
+	// while it kills the client's host).
+	AfterFirst func()
+	// Answer, when set, makes the reply from the request (to answer with
+	// what a tool returned, say): the Reply it returns is sent instead of
+	// this one.
+	Answer func(*Request) Reply
+}
+
+// Fault is how a Reply breaks off after the first delta of a stream (a
+// whole reply: in its body). The zero Fault is none.
+type Fault struct {
 	// Cut closes the connection after the first delta of a stream (a
 	// whole reply: half way through its body).
 	Cut bool
@@ -95,14 +110,6 @@ type Reply struct {
 	// in-stream error (OpenAI: a chunk holding "error"; Anthropic: an
 	// error event, overloaded_error).
 	ErrorEvent bool
-	// AfterFirst, when set, is called once the first delta of a stream
-	// is flushed, before the rest is sent (a test holds the stream there
-	// while it kills the client's host).
-	AfterFirst func()
-	// Answer, when set, makes the reply from the request (to answer with
-	// what a tool returned, say): the Reply it returns is sent instead of
-	// this one.
-	Answer func(*Request) Reply
 }
 
 // ToolCall is one tool call of a Reply: Name is the name on the API (as
@@ -121,7 +128,14 @@ type Request struct {
 	Header http.Header
 	Body   []byte // as received
 
-	// Decoded from Body (chat requests).
+	// Chat is decoded from Body (chat requests).
+	Chat
+
+	aborted chan struct{}
+}
+
+// Chat is what a Request's body says, for a chat request.
+type Chat struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool     // OpenAI: stream_options.include_usage
@@ -132,8 +146,6 @@ type Request struct {
 	// ToolResults are the text of the tool results the request carries,
 	// in order (OpenAI: tool messages; Anthropic: tool_result blocks).
 	ToolResults []string
-
-	aborted chan struct{}
 }
 
 // Aborted is closed when the client went away before the reply was
