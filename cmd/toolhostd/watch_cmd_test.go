@@ -83,7 +83,7 @@ func TestWatch(t *testing.T) {
 			defer mu.Unlock()
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 		})
-	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
+	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", ToolingProcess: config.ToolingProcess{Command: "unused"}}, zap.NewNop(),
 		mcpclient.Options{Dialer: testenv.InMemoryDialer(srv)})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestWatchListUnsupported(t *testing.T) {
 	})
 	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
-	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", Command: "unused"}, zap.NewNop(),
+	m, err := mcpclient.New(&config.Tooling{Name: "mem", Kind: "mcp", Transport: "stdio", ToolingProcess: config.ToolingProcess{Command: "unused"}}, zap.NewNop(),
 		mcpclient.Options{Dialer: testenv.InMemoryDialer(srv)})
 	if err != nil {
 		t.Fatal(err)

@@ -190,11 +190,14 @@ func TestDefaults(t *testing.T) {
 	}
 	a := c.Tooling["a"]
 	want := Tooling{
-		Name: "a", Kind: "mcp", Transport: "stdio", Command: "x",
-		ConnectTimeout: Duration{10 * time.Second}, CallTimeout: Duration{60 * time.Second}, MaxConcurrentCalls: 16,
-		Restart:         Restart{Duration{250 * time.Millisecond}, Duration{30 * time.Second}, Duration{60 * time.Second}},
-		MaxMessageBytes: 64 << 20, PingInterval: Duration{time.Second}, PingTimeout: Duration{3 * time.Second},
-		Elicitation: "decline",
+		Name:           "a",
+		Kind:           "mcp",
+		Transport:      "stdio",
+		Restart:        Restart{Duration{250 * time.Millisecond}, Duration{30 * time.Second}, Duration{60 * time.Second}},
+		ToolingProcess: ToolingProcess{Command: "x"},
+		ToolingCalls:   ToolingCalls{ConnectTimeout: Duration{10 * time.Second}, CallTimeout: Duration{60 * time.Second}, MaxConcurrentCalls: 16},
+		ToolingSession: ToolingSession{MaxMessageBytes: 64 << 20, PingInterval: Duration{time.Second}, PingTimeout: Duration{3 * time.Second}},
+		ToolingClient:  ToolingClient{Elicitation: "decline"},
 	}
 	if a == nil || !equalJSON(t, *a, want) {
 		t.Errorf("tooling a = %+v\nwant %+v", a, want)

@@ -101,8 +101,11 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		}
 	}
 
-	tl := &Tooling{Name: "t", URL: "https://h/${env:TH_SECRET}", Args: []string{"${env:TH_SECRET}", "${env:TH_UNSET}"},
-		Headers: map[string]string{"Authorization": "Bearer ${env:TH_SECRET}"}}
+	tl := &Tooling{
+		Name:            "t",
+		ToolingEndpoint: ToolingEndpoint{URL: "https://h/${env:TH_SECRET}", Headers: map[string]string{"Authorization": "Bearer ${env:TH_SECRET}"}},
+		ToolingProcess:  ToolingProcess{Args: []string{"${env:TH_SECRET}", "${env:TH_UNSET}"}},
+	}
 	if _, err := tl.Expanded(); err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "args[1]") || !strings.Contains(err.Error(), "TH_UNSET") {
 		t.Errorf("Tooling.Expanded error = %v", err)
 	}
@@ -128,10 +131,9 @@ func TestExpanded(t *testing.T) {
 	t.Setenv("TH_TOKEN", "tok")
 	t.Setenv("TH_HOST", "example.com")
 	tl := &Tooling{
-		Name: "r", Command: "/opt/${env:TH_TOKEN}/bin", URL: "https://${env:TH_HOST}/mcp",
-		Args:    []string{"--token", "${env:TH_TOKEN}", "$${literal}"},
-		Env:     map[string]string{"T": "${env:TH_TOKEN}"},
-		Headers: map[string]string{"Authorization": "Bearer ${env:TH_TOKEN}"},
+		Name:            "r",
+		ToolingProcess:  ToolingProcess{Command: "/opt/${env:TH_TOKEN}/bin", Args: []string{"--token", "${env:TH_TOKEN}", "$${literal}"}, Env: map[string]string{"T": "${env:TH_TOKEN}"}},
+		ToolingEndpoint: ToolingEndpoint{URL: "https://${env:TH_HOST}/mcp", Headers: map[string]string{"Authorization": "Bearer ${env:TH_TOKEN}"}},
 	}
 	x, err := tl.Expanded()
 	if err != nil {

@@ -83,33 +83,54 @@ type HostControl struct {
 type Tooling struct {
 	Name string `toml:"-"` // the <name> of [tooling.<name>]
 
-	Kind               string            `toml:"kind"`      // "mcp"
-	Transport          string            `toml:"transport"` // stdio|http|sse
-	Command            string            `toml:"command"`
-	Args               []string          `toml:"args"`
-	Env                map[string]string `toml:"env"`
-	Cwd                string            `toml:"cwd"`
-	URL                string            `toml:"url"`
-	Headers            map[string]string `toml:"headers"`
-	ConnectTimeout     Duration          `toml:"connect_timeout"`
-	CallTimeout        Duration          `toml:"call_timeout"`
-	MaxConcurrentCalls int               `toml:"max_concurrent_calls"`
-	Restart            Restart           `toml:"restart"`
+	Kind            string  `toml:"kind"`      // "mcp"
+	Transport       string  `toml:"transport"` // stdio|http|sse
+	ToolingProcess          // command, args, env, cwd (stdio)
+	ToolingEndpoint         // url, headers (http, sse)
+	ToolingCalls            // connect_timeout, call_timeout, max_concurrent_calls
+	Restart         Restart `toml:"restart"`
+	ToolingSession          // max_message_bytes, ping_interval, ping_timeout (session.go)
+	ToolingClient           // roots, elicitation, sampling, log_level (client.go)
+	// OAuth makes the server an OAuth-protected resource (http and sse only).
+	OAuth *OAuth `toml:"oauth" json:",omitempty"`
+}
 
-	// Session keys (session.go).
+// ToolingProcess is the server process of a stdio tooling.
+type ToolingProcess struct {
+	Command string            `toml:"command"`
+	Args    []string          `toml:"args"`
+	Env     map[string]string `toml:"env"`
+	Cwd     string            `toml:"cwd"`
+}
+
+// ToolingEndpoint is the server of an http or sse tooling.
+type ToolingEndpoint struct {
+	URL     string            `toml:"url"`
+	Headers map[string]string `toml:"headers"`
+}
+
+// ToolingCalls bound a tooling's connecting and calls.
+type ToolingCalls struct {
+	ConnectTimeout     Duration `toml:"connect_timeout"`
+	CallTimeout        Duration `toml:"call_timeout"`
+	MaxConcurrentCalls int      `toml:"max_concurrent_calls"`
+}
+
+// ToolingSession bounds a tooling's session: its messages and liveness.
+type ToolingSession struct {
 	MaxMessageBytes ByteSize `toml:"max_message_bytes"` // one JSON-RPC message from the server
 	PingInterval    Duration `toml:"ping_interval"`     // liveness check: a ping this often
 	PingTimeout     Duration `toml:"ping_timeout"`      // that must be answered this fast
+}
 
-	// What the client offers the server (see client.go).
+// ToolingClient is what the client offers the server (client.go).
+type ToolingClient struct {
 	Roots       []string `toml:"roots,omitempty"` // file:// URIs; paths are made URIs at load
 	Elicitation string   `toml:"elicitation"`     // decline|accept-defaults
 	// Sampling, when set, offers the server MCP sampling, answered by a
 	// provider (sampling.go); nil: sampling/createMessage is refused.
 	Sampling *Sampling `toml:"sampling,omitempty" json:",omitempty"`
 	LogLevel string    `toml:"log_level,omitempty"` // MCP level asked with logging/setLevel; "" asks none
-	// OAuth makes the server an OAuth-protected resource (http and sse only).
-	OAuth *OAuth `toml:"oauth" json:",omitempty"`
 }
 
 // Restart is a tooling's session restart policy.

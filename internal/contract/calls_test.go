@@ -543,9 +543,12 @@ func TestSiblingsUnaffected(t *testing.T) {
 	srv := newServer(true)
 	mem := memTooling(t, "mem", srv, zap.NewNop(), 5*time.Second)
 	broken, err := mcpclient.New(&config.Tooling{
-		Name: "broken", Kind: "mcp", Transport: "stdio", Command: "unused",
-		ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second),
-		Restart: config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(50 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		Name:           "broken",
+		Kind:           "mcp",
+		Transport:      "stdio",
+		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(50 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		ToolingProcess: config.ToolingProcess{Command: "unused"},
+		ToolingCalls:   config.ToolingCalls{ConnectTimeout: cfgDur(300 * time.Millisecond), CallTimeout: cfgDur(time.Second)},
 	}, zap.NewNop(), mcpclient.Options{Dialer: func(context.Context) (mcp.Transport, error) {
 		return nil, errors.New("connection refused")
 	}})

@@ -145,11 +145,12 @@ func memTooling(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger
 func memToolingWith(t testing.TB, name string, s *testenv.MCPServer, log *zap.Logger, connect time.Duration, o mcpclient.Options) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
-		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout:     cfgDur(connect),
-		CallTimeout:        cfgDur(30 * time.Second),
-		MaxConcurrentCalls: 64,
-		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		Name:           name,
+		Kind:           "mcp",
+		Transport:      "stdio",
+		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(100 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		ToolingProcess: config.ToolingProcess{Command: "unused-with-a-dialer"},
+		ToolingCalls:   config.ToolingCalls{ConnectTimeout: cfgDur(connect), CallTimeout: cfgDur(30 * time.Second), MaxConcurrentCalls: 64},
 	}
 	o.Dialer = s.Dialer()
 	m, err := mcpclient.New(cfg, log, o)

@@ -102,11 +102,12 @@ func cfgDur(d time.Duration) config.Duration { return config.Duration{Duration: 
 
 func toolingConfig(name string) *config.Tooling {
 	return &config.Tooling{
-		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout:     cfgDur(30 * time.Second),
-		CallTimeout:        cfgDur(30 * time.Second),
-		MaxConcurrentCalls: 64,
-		Restart:            config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(200 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		Name:           name,
+		Kind:           "mcp",
+		Transport:      "stdio",
+		Restart:        config.Restart{InitialBackoff: cfgDur(10 * time.Millisecond), MaxBackoff: cfgDur(200 * time.Millisecond), HealthyAfter: cfgDur(time.Second)},
+		ToolingProcess: config.ToolingProcess{Command: "unused-with-a-dialer"},
+		ToolingCalls:   config.ToolingCalls{ConnectTimeout: cfgDur(30 * time.Second), CallTimeout: cfgDur(30 * time.Second), MaxConcurrentCalls: 64},
 	}
 }
 

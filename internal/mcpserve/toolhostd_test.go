@@ -16,8 +16,12 @@ import (
 func TestToolhostdClient(t *testing.T) {
 	f := serve(t, "tok")
 	t.Setenv("PEER_MCP_TOKEN", "tok")
-	cfg := &config.Tooling{Name: "team", Kind: "mcp", Transport: "http", URL: f.url,
-		Headers: map[string]string{"Authorization": "Bearer ${env:PEER_MCP_TOKEN}"}}
+	cfg := &config.Tooling{
+		Name:            "team",
+		Kind:            "mcp",
+		Transport:       "http",
+		ToolingEndpoint: config.ToolingEndpoint{URL: f.url, Headers: map[string]string{"Authorization": "Bearer ${env:PEER_MCP_TOKEN}"}},
+	}
 	m, err := mcpclient.New(cfg, nil, mcpclient.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -81,9 +81,12 @@ func waitConnected(t testing.TB, m *mcpclient.Client) {
 func newClient(t testing.TB, s *testenv.MCPServer, name string) *mcpclient.Client {
 	t.Helper()
 	cfg := &config.Tooling{
-		Name: name, Kind: "mcp", Transport: "stdio", Command: "unused-with-a-dialer",
-		ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second),
-		Restart: config.Restart{InitialBackoff: dur(20 * time.Millisecond), MaxBackoff: dur(200 * time.Millisecond), HealthyAfter: dur(time.Second)},
+		Name:           name,
+		Kind:           "mcp",
+		Transport:      "stdio",
+		Restart:        config.Restart{InitialBackoff: dur(20 * time.Millisecond), MaxBackoff: dur(200 * time.Millisecond), HealthyAfter: dur(time.Second)},
+		ToolingProcess: config.ToolingProcess{Command: "unused-with-a-dialer"},
+		ToolingCalls:   config.ToolingCalls{ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second)},
 	}
 	m, err := mcpclient.New(cfg, zap.NewNop(), mcpclient.Options{Dialer: s.Dialer()})
 	if err != nil {

@@ -131,17 +131,16 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 // testConfig is a tooling config with short timings for tests.
 func testConfig(name string) *config.Tooling {
 	return &config.Tooling{
-		Name:           name,
-		Kind:           "mcp",
-		Transport:      "stdio",
-		Command:        "unused-with-a-dialer",
-		ConnectTimeout: dur(5 * time.Second),
-		CallTimeout:    dur(20 * time.Second),
+		Name:      name,
+		Kind:      "mcp",
+		Transport: "stdio",
 		Restart: config.Restart{
 			InitialBackoff: dur(20 * time.Millisecond),
 			MaxBackoff:     dur(200 * time.Millisecond),
 			HealthyAfter:   dur(time.Second),
 		},
+		ToolingProcess: config.ToolingProcess{Command: "unused-with-a-dialer"},
+		ToolingCalls:   config.ToolingCalls{ConnectTimeout: dur(5 * time.Second), CallTimeout: dur(20 * time.Second)},
 	}
 }
 

@@ -386,7 +386,7 @@ func TestDefaultsForZeroConfig(t *testing.T) {
 	// Zero durations mean the defaults, not "no time at all": without a
 	// session an operation waits up to the default connect timeout (10s),
 	// so a 300ms caller deadline is what ends it.
-	m := newMCP(t, &config.Tooling{Name: "zero", Kind: "mcp", Transport: "stdio", Command: "x"}, nil,
+	m := newMCP(t, &config.Tooling{Name: "zero", Kind: "mcp", Transport: "stdio", ToolingProcess: config.ToolingProcess{Command: "x"}}, nil,
 		mcpclient.Options{Dialer: func(context.Context) (mcp.Transport, error) { return nil, errors.New("nope") }})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()

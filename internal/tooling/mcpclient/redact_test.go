@@ -38,10 +38,9 @@ func TestSecretsInURLAreRedacted(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			core, logs := observer.New(zap.DebugLevel)
 			cfg := &config.Tooling{
-				Name:      "remote",
-				Transport: tr,
-				URL:       "http://" + addr + "/mcp?key=${env:TOOLHOSTD_TEST_URL_KEY}",
-				Headers:   map[string]string{"X-Token": "${env:TOOLHOSTD_TEST_URL_KEY}"},
+				Name:            "remote",
+				Transport:       tr,
+				ToolingEndpoint: config.ToolingEndpoint{URL: "http://" + addr + "/mcp?key=${env:TOOLHOSTD_TEST_URL_KEY}", Headers: map[string]string{"X-Token": "${env:TOOLHOSTD_TEST_URL_KEY}"}},
 			}
 			cfg.ConnectTimeout.Duration = 300 * time.Millisecond
 			cfg.Restart.InitialBackoff.Duration = 50 * time.Millisecond

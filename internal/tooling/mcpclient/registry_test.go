@@ -13,9 +13,9 @@ import (
 
 func TestRegistry(t *testing.T) {
 	cfgs := map[string]*config.Tooling{
-		"zeta":  {Kind: "mcp", Transport: "stdio", Command: "x"},
-		"alpha": {Kind: "mcp", Transport: "http", URL: "http://127.0.0.1:1/mcp"},
-		"mid":   {Transport: "stdio", Command: "y"}, // kind defaults to mcp
+		"zeta":  {Kind: "mcp", Transport: "stdio", ToolingProcess: config.ToolingProcess{Command: "x"}},
+		"alpha": {Kind: "mcp", Transport: "http", ToolingEndpoint: config.ToolingEndpoint{URL: "http://127.0.0.1:1/mcp"}},
+		"mid":   {Transport: "stdio", ToolingProcess: config.ToolingProcess{Command: "y"}}, // kind defaults to mcp
 	}
 	r, err := mcpclient.NewRegistry(cfgs, zap.NewNop(), mcpclient.Options{})
 	if err != nil {
