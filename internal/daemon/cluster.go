@@ -125,9 +125,9 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	out := control.ClusterStatus{
 		Name: st.Name, Joined: st.Joined, Fencing: st.Fencing, Lease: st.Lease,
 		LastRenew: st.LastRenew, Digest: st.Digest, Owners: st.Owners, Owned: st.Owned,
-		Claims: st.Counts.Claims, Moves: st.Counts.Moves, Fences: st.Counts.Fences,
-		Lost: st.Counts.Lost, Requests: st.Requests,
 	}
+	out.Claims, out.Moves, out.Fences, out.Lost = st.Counts.Claims, st.Counts.Moves, st.Counts.Fences, st.Counts.Lost
+	out.Requests = st.Requests
 	for _, m := range st.Members {
 		out.Members = append(out.Members, control.ClusterMember{
 			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,

@@ -77,10 +77,17 @@ type Cluster struct {
 	// Owners maps each agent that has an ownership key to its host.
 	Owners map[string]string `json:"owners"`
 	Owned  []string          `json:"owned"` // the agents this host holds
-	Claims uint64            `json:"claims"`
-	Moves  uint64            `json:"moves"`
-	Fences uint64            `json:"fences"`
-	Lost   uint64            `json:"lost"`
+	// ClusterCounts are embedded: their fields encode in this object.
+	ClusterCounts
+}
+
+// ClusterCounts are a cluster host's event counters, as /v1/cluster
+// reports them (flat in Cluster) and metrics exports them.
+type ClusterCounts struct {
+	Claims uint64 `json:"claims"` // ownership keys claimed
+	Moves  uint64 `json:"moves"`  // agents handed over to another member
+	Fences uint64 `json:"fences"` // sessions ended by self-fencing
+	Lost   uint64 `json:"lost"`   // agents stopped because their key vanished
 	// Requests counts the etcd requests this host made.
 	Requests int64 `json:"etcd_requests"`
 }
