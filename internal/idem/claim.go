@@ -44,7 +44,7 @@ func (c *claim) End(ev message.Event) {
 	if !c.finish(&ev) {
 		return
 	}
-	c.l.wg.Go(func() { c.l.write(c) })
+	c.l.bg.wg.Go(func() { c.l.write(c) })
 }
 
 // finish records the end (nil: the release) once, moving c from the open
@@ -127,12 +127,12 @@ func (l *Ledger) write(c *claim) {
 // loop renews the open claims' leases (every TTL/3) and retries the
 // pending writes (every second), until Close or the client's end.
 func (l *Ledger) loop() {
-	defer close(l.done)
+	defer close(l.bg.done)
 	t := time.NewTicker(min(time.Second, l.o.TTL/3))
 	defer t.Stop()
 	for {
 		select {
-		case <-l.quit:
+		case <-l.bg.quit:
 			return
 		case <-l.cli.Ctx().Done():
 			return

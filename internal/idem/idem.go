@@ -118,16 +118,36 @@ type Ledger struct {
 	log *zap.Logger
 
 	mu      sync.Mutex
+	leases  leases          // guarded by mu
+	open    map[*claim]bool // claimed, not ended: their leases are renewed
+	pending map[*claim]bool // an end or a release not recorded yet
+	changed chan struct{}   // closed and replaced when pending shrinks
+	bg      background
+}
+
+// leases are the leases a Ledger's writes are made under, as it last
+// read or granted them (guarded by Ledger.mu).
+type leases struct {
 	self    clientv3.LeaseID // the lease of this host's member key, as last read
 	shared  clientv3.LeaseID // the lease new records take (recordLease)
 	grantAt time.Time        // when shared was granted
-	open    map[*claim]bool  // claimed, not ended: their leases are renewed
-	pending map[*claim]bool  // an end or a release not recorded yet
-	changed chan struct{}    // closed and replaced when pending shrinks
-	wg      sync.WaitGroup   // writes in flight
-	quit    chan struct{}    // Close
-	done    chan struct{}    // the loop returned
+}
+
+// background is the work a Ledger does behind its callers' backs, its
+// loop and its writes in flight, and their end: Close stops the loop and
+// waits for both.
+type background struct {
+	wg      sync.WaitGroup // writes in flight
+	quit    chan struct{}  // closed by stop
+	done    chan struct{}  // the loop returned
 	closing sync.Once
+}
+
+// stop ends the loop, once, and waits for it and the writes in flight.
+func (b *background) stop() {
+	b.closing.Do(func() { close(b.quit) })
+	<-b.done
+	b.wg.Wait()
 }
 
 var _ message.Ledger = (*Ledger)(nil)
@@ -151,17 +171,13 @@ func New(o Options) *Ledger {
 	}
 	l := &Ledger{o: o, cli: o.Client, log: log.Named("idempotency"),
 		open: map[*claim]bool{}, pending: map[*claim]bool{}, changed: make(chan struct{}),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		bg: background{quit: make(chan struct{}), done: make(chan struct{})}}
 	go l.loop()
 	return l
 }
 
 // Close stops the loop and waits for the writes in flight.
-func (l *Ledger) Close() {
-	l.closing.Do(func() { close(l.quit) })
-	<-l.done
-	l.wg.Wait()
-}
+func (l *Ledger) Close() { l.bg.stop() }
 
 func (l *Ledger) key(agent, key string) string {
 	sum := sha256.Sum256([]byte(key))
@@ -242,7 +258,7 @@ func (l *Ledger) put(ctx context.Context, k, id string, self clientv3.LeaseID, c
 // after a claim found it changed).
 func (l *Ledger) selfLease(ctx context.Context) (clientv3.LeaseID, error) {
 	l.mu.Lock()
-	self := l.self
+	self := l.leases.self
 	l.mu.Unlock()
 	if self != 0 {
 		return self, nil
@@ -264,7 +280,7 @@ func (l *Ledger) setSelf(kvs []*mvccpb.KeyValue) clientv3.LeaseID {
 		self = clientv3.LeaseID(kvs[0].Lease)
 	}
 	l.mu.Lock()
-	l.self = self
+	l.leases.self = self
 	l.mu.Unlock()
 	return self
 }

@@ -20,8 +20,8 @@ func (l *Ledger) shareFor() time.Duration { return min(time.Second, l.o.TTL/10) 
 func (l *Ledger) recordLease(ctx context.Context) (clientv3.LeaseID, error) {
 	now := time.Now()
 	l.mu.Lock()
-	if l.shared != 0 && now.Sub(l.grantAt) < l.shareFor() {
-		id := l.shared
+	if l.leases.shared != 0 && now.Sub(l.leases.grantAt) < l.shareFor() {
+		id := l.leases.shared
 		l.mu.Unlock()
 		return id, nil
 	}
@@ -31,7 +31,7 @@ func (l *Ledger) recordLease(ctx context.Context) (clientv3.LeaseID, error) {
 		return 0, fmt.Errorf("etcd: lease: %w", err)
 	}
 	l.mu.Lock()
-	l.shared, l.grantAt = g.ID, now
+	l.leases.shared, l.leases.grantAt = g.ID, now
 	l.mu.Unlock()
 	return g.ID, nil
 }
@@ -39,8 +39,8 @@ func (l *Ledger) recordLease(ctx context.Context) (clientv3.LeaseID, error) {
 // dropLease forgets the shared lease etcd no longer has.
 func (l *Ledger) dropLease(id clientv3.LeaseID) {
 	l.mu.Lock()
-	if l.shared == id {
-		l.shared = 0
+	if l.leases.shared == id {
+		l.leases.shared = 0
 	}
 	l.mu.Unlock()
 }
