@@ -10,5 +10,5 @@ func (n *Node) LockSession(agent, session string) func() {
 func (n *Node) SessionLocks() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.sessLocks)
+	return len(n.held.locks)
 }

@@ -22,7 +22,7 @@ func (n *Node) WriteGuard(agent string) []clientv3.Cmp {
 		key = n.sessionKey(sessionID{a, s})
 	}
 	n.mu.Lock()
-	lease, fencing := n.lease, n.fencing
+	lease, fencing := n.lease.id, n.lease.fencing
 	n.mu.Unlock()
 	if lease == 0 || fencing {
 		return []clientv3.Cmp{clientv3.Compare(clientv3.Version(key), "<", 0)} // never true

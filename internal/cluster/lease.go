@@ -71,10 +71,10 @@ func (n *Node) renew(ctx context.Context, lease clientv3.LeaseID, okSince time.T
 				return nil
 			case r.err == nil && r.ttl > 0:
 				n.mu.Lock()
-				n.counts.Renewed++
+				n.stats.counts.Renewed++
 				if r.sent.After(lastOK) {
 					lastOK = r.sent
-					n.lastOK = r.sent
+					n.lease.lastOK = r.sent
 				}
 				n.mu.Unlock()
 			case errors.Is(r.err, rpctypes.ErrLeaseNotFound) || (r.err == nil && r.ttl <= 0):
@@ -151,18 +151,18 @@ func (n *Node) revoke(lease clientv3.LeaseID) {
 // fence stops every agent at once, before the lease can have expired.
 func (n *Node) fence(why error) {
 	n.mu.Lock()
-	n.fencing = true
-	n.counts.Fences++
-	n.notifyLocked()
-	deadline := n.lastOK.Add(n.o.LeaseTTL * overrunNum / overrunDen)
-	held := len(n.local)
+	n.lease.fencing = true
+	n.stats.counts.Fences++
+	n.wait.notify()
+	deadline := n.lease.lastOK.Add(n.o.LeaseTTL * overrunNum / overrunDen)
+	held := len(n.held.agents)
 	n.mu.Unlock()
 	// A barrier: a claim between its answer and its Start finishes first
 	// (fencing is set, so no later one starts).
 	n.startMu.Lock()
 	n.startMu.Unlock() //lint:ignore SA2001 the empty section is the barrier
 	n.log.Error("fencing: the lease could not be renewed; stopping every agent before it can expire",
-		zap.Error(why), zap.Int("agents", held), zap.Time("expires_not_before", n.lastOK.Add(n.o.LeaseTTL)))
+		zap.Error(why), zap.Int("agents", held), zap.Time("expires_not_before", n.lease.lastOK.Add(n.o.LeaseTTL)))
 	// stopped closes once no agent runs: after Halt for a Halter (Stop
 	// then only cleans up), else after every Stop.
 	stopped, done := make(chan struct{}), make(chan struct{})

@@ -12,13 +12,13 @@ import "time"
 func (n *Node) Owner(agent string) (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if la := n.local[agent]; la != nil {
-		if la.releasing || la.starting || n.fencing {
+	if la := n.held.agents[agent]; la != nil {
+		if la.releasing || la.starting || n.lease.fencing {
 			return "", false
 		}
 		return n.o.Name, true
 	}
-	o, ok := n.owners[agent]
+	o, ok := n.view.owners[agent]
 	if !ok || o.host == n.o.Name { // a key of this host's previous session: going
 		return "", false
 	}
@@ -30,17 +30,17 @@ func (n *Node) Owner(agent string) (string, bool) {
 func (n *Node) Place(agent string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.synced || n.fencing {
+	if !n.view.synced || n.lease.fencing {
 		return ""
 	}
-	return n.targetsLocked(n.settledLocked(time.Now()))[agent]
+	return n.place.targetsFor(n.settledLocked(time.Now()))[agent]
 }
 
 // Want asks this host to claim a lazy agent (Placement.Lazy) that belongs here:
 // a message for it arrived. The next pass claims it if nobody holds it.
 func (n *Node) Want(agent string) {
 	n.mu.Lock()
-	n.wanted[agent] = true
+	n.place.wanted[agent] = true
 	n.mu.Unlock()
 	n.poke()
 }
@@ -50,7 +50,7 @@ func (n *Node) Want(agent string) {
 func (n *Node) Address(member string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if m := n.members[member]; m != nil {
+	if m := n.view.members[member]; m != nil {
 		return m.info.Address
 	}
 	return ""
@@ -64,7 +64,7 @@ func (n *Node) Self() string { return n.o.Name }
 func (n *Node) Changed() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.changed
+	return n.wait.changed
 }
 
 // Gone is closed once member is no longer a live member: its key was
@@ -73,30 +73,16 @@ func (n *Node) Changed() <-chan struct{} {
 func (n *Node) Gone(member string) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if ch, ok := n.gone[member]; ok {
+	if ch, ok := n.wait.gone[member]; ok {
 		return ch
 	}
 	ch := make(chan struct{})
-	if n.synced && n.members[member] == nil {
+	if n.view.synced && n.view.members[member] == nil {
 		close(ch)
 		return ch
 	}
-	n.gone[member] = ch // resolved by the next listing or deletion
+	n.wait.gone[member] = ch // resolved by the next listing or deletion
 	return ch
-}
-
-// notifyLocked wakes the waiters of Changed.
-func (n *Node) notifyLocked() {
-	close(n.changed)
-	n.changed = make(chan struct{})
-}
-
-// goneLocked closes member's Gone channel.
-func (n *Node) goneLocked(member string) {
-	if ch, ok := n.gone[member]; ok {
-		close(ch)
-		delete(n.gone, member)
-	}
 }
 
 // pollEvery bounds a wait on Changed where a change may not be watched
@@ -123,5 +109,5 @@ func (n *Node) Wait(done <-chan struct{}) bool {
 func (n *Node) Departed() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.departed
+	return n.view.departed
 }

@@ -105,49 +105,23 @@ const RideThroughTTL = 6 * time.Second
 
 // Node is this host's member of the cluster.
 type Node struct {
-	o       Options
-	cli     *clientv3.Client
-	log     *zap.Logger
-	limiter *rate.Limiter
-	wake    chan struct{}
+	o    Options
+	cli  *clientv3.Client
+	log  *zap.Logger
+	pace pacer
 
 	// startMu is held around each claim's Runner.Start: a fence takes it
 	// once after setting fencing, so no start slips past its stops.
 	startMu sync.Mutex
 
-	mu      sync.Mutex
-	lease   clientv3.LeaseID // the current session's; 0 between sessions
-	joined  time.Time        // when the current session's member key was written
-	synced  bool             // the view was listed in this session
-	fencing bool
-	passed  bool // a reconcile pass ran with this member settled
-	members map[string]*member
-	owners  map[string]owner // agent -> holder, as watched
-	viewRev int64            // the etcd revision the view is at
-	agents  map[string]bool  // configured
-	// lazy are the configured agents claimed only once a message wants
-	// them (start = "on-message"); wanted those a message asked for here.
-	lazy, wanted map[string]bool
-	// targets caches each agent's placement over the settled members
-	// named by targetsKey (nil: to compute).
-	targets    map[string]string
-	targetsKey string
-	local      map[string]*localAgent
-	digest     string
-	counts     Counts
-	lastOK     time.Time
-	revs       int64  // etcd requests made (reads, writes, renewals)
-	departed   uint64 // members seen to leave (lookup.go: Departed)
-	// changed is closed and replaced whenever the view or this host's
-	// holdings change (lookup.go).
-	changed chan struct{}
-	gone    map[string]chan struct{} // member -> closed when it goes (lookup.go)
-	// Per-session instances (sessions.go): the session keys this host
-	// holds (with the number of its instances under each) and the
-	// watched holders of all.
-	sessLocks  map[sessionID]*sessionLock // serialise a session's claims and releases
-	sessLocal  map[sessionID]int
-	sessOwners map[sessionID]owner
+	// mu guards the rest (state.go).
+	mu    sync.Mutex
+	lease leaseState
+	view  view
+	place placing
+	held  holdings
+	wait  waiters
+	stats stats
 }
 
 // member is one live member as watched.
@@ -219,14 +193,12 @@ func New(o Options) (*Node, error) {
 	burst := max(1, int(o.MovesPerSecond))
 	n := &Node{
 		o: o, cli: o.Client, log: log,
-		limiter: rate.NewLimiter(rate.Limit(o.MovesPerSecond), burst),
-		wake:    make(chan struct{}, 1),
-		members: map[string]*member{}, owners: map[string]owner{},
-		agents: map[string]bool{}, local: map[string]*localAgent{},
-		lazy: map[string]bool{}, wanted: map[string]bool{},
-		changed: make(chan struct{}), gone: map[string]chan struct{}{},
-		sessLocks: map[sessionID]*sessionLock{}, sessLocal: map[sessionID]int{}, sessOwners: map[sessionID]owner{},
+		pace:  pacer{wake: make(chan struct{}, 1), moves: rate.NewLimiter(rate.Limit(o.MovesPerSecond), burst)},
+		place: placing{wanted: map[string]bool{}},
+		held:  holdings{agents: map[string]*localAgent{}, sessions: map[sessionID]int{}, locks: map[sessionID]*sessionLock{}},
+		wait:  waiters{changed: make(chan struct{}), gone: map[string]chan struct{}{}},
 	}
+	n.view.reset()
 	n.readPlacement()
 	return n, nil
 }
@@ -260,16 +232,7 @@ func (n *Node) readPlacement() {
 	if n.o.Placement != nil {
 		p = n.o.Placement()
 	}
-	n.agents = make(map[string]bool, len(p.Agents))
-	for _, a := range p.Agents {
-		n.agents[a] = true
-	}
-	n.lazy = make(map[string]bool, len(p.Lazy))
-	for _, a := range p.Lazy {
-		n.lazy[a] = true
-	}
-	n.digest = p.Digest
-	n.targets = nil
+	n.place.read(p)
 }
 
 // Owns reports whether this host holds name's key (and is not handing it
@@ -277,16 +240,11 @@ func (n *Node) readPlacement() {
 func (n *Node) Owns(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	la := n.local[name]
-	return la != nil && !la.releasing && !la.starting && !n.fencing
+	la := n.held.agents[name]
+	return la != nil && !la.releasing && !la.starting && !n.lease.fencing
 }
 
-func (n *Node) poke() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
-}
+func (n *Node) poke() { n.pace.poke() }
 
 // Run joins the cluster and keeps this host's share of the agents running
 // until ctx ends; then it stops them, leaves (revoking its lease, so that
@@ -336,7 +294,7 @@ func (n *Node) session(ctx context.Context) error {
 	// Renewal starts with the lease, not with the registration: the
 	// schedule and the deadline both count from the grant's sending.
 	n.mu.Lock()
-	n.lastOK = sent
+	n.lease.lastOK = sent
 	n.mu.Unlock()
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -352,11 +310,10 @@ func (n *Node) session(ctx context.Context) error {
 		h.Resume()
 	}
 	n.mu.Lock()
-	n.lease, n.joined = lease, time.Now()
-	n.synced, n.passed, n.fencing = false, false, false
-	n.members, n.owners = map[string]*member{}, map[string]owner{}
-	n.sessOwners = map[sessionID]owner{}
-	n.notifyLocked()
+	n.lease.id, n.lease.joined = lease, time.Now()
+	n.view.synced, n.lease.passed, n.lease.fencing = false, false, false
+	n.view.reset()
+	n.wait.notify()
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
 
@@ -411,10 +368,10 @@ func (n *Node) register(ctx context.Context, lease clientv3.LeaseID) error {
 // others take the agents at once.
 func (n *Node) leave(lease clientv3.LeaseID) {
 	n.mu.Lock()
-	for _, la := range n.local {
+	for _, la := range n.held.agents {
 		la.releasing = true // Owns and Owner say so: messages wait for the next owner
 	}
-	n.notifyLocked()
+	n.wait.notify()
 	n.mu.Unlock()
 	n.stopAll()
 	n.revoke(lease)
@@ -424,8 +381,8 @@ func (n *Node) leave(lease clientv3.LeaseID) {
 // stopAll stops every agent this host holds, at once, and waits.
 func (n *Node) stopAll() {
 	n.mu.Lock()
-	names := make([]string, 0, len(n.local))
-	for a := range n.local {
+	names := make([]string, 0, len(n.held.agents))
+	for a := range n.held.agents {
 		names = append(names, a)
 	}
 	n.mu.Unlock()
@@ -440,12 +397,12 @@ func (n *Node) stopAll() {
 // with its lease.
 func (n *Node) clearSession() {
 	n.mu.Lock()
-	n.lease = 0
-	n.local = map[string]*localAgent{}
-	n.members, n.owners = map[string]*member{}, map[string]owner{}
-	n.sessLocal, n.sessOwners = map[sessionID]int{}, map[sessionID]owner{}
-	n.synced, n.passed = false, false
-	n.notifyLocked()
+	n.lease.id = 0
+	n.held.agents = map[string]*localAgent{}
+	n.view.reset()
+	n.held.sessions = map[sessionID]int{}
+	n.view.synced, n.lease.passed = false, false
+	n.wait.notify()
 	n.mu.Unlock()
 }
 
@@ -458,6 +415,6 @@ func jsonString(s string) string {
 // count records one etcd request.
 func (n *Node) count() {
 	n.mu.Lock()
-	n.revs++
+	n.stats.requests++
 	n.mu.Unlock()
 }

@@ -14,15 +14,15 @@ import (
 // info is this member's key value now.
 func (n *Node) info() memberInfo {
 	n.mu.Lock()
-	names := make([]string, 0, len(n.local))
-	for a, la := range n.local {
+	names := make([]string, 0, len(n.held.agents))
+	for a, la := range n.held.agents {
 		if !la.stopped {
 			names = append(names, a)
 		}
 	}
-	digest := n.digest
-	held := make([]sessionID, 0, len(n.sessLocal))
-	for id := range n.sessLocal {
+	digest := n.place.digest
+	held := make([]sessionID, 0, len(n.held.sessions))
+	for id := range n.held.sessions {
 		held = append(held, id)
 	}
 	n.mu.Unlock()

@@ -7,7 +7,6 @@ package cluster
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +33,7 @@ func (n *Node) reconcile(ctx context.Context, lease clientv3.LeaseID) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-n.wake:
+		case <-n.pace.wake:
 		case <-t.C:
 		}
 		n.pass(ctx, lease, &wg)
@@ -50,7 +49,7 @@ type plan struct {
 // settledLocked lists the members that count for placement now.
 func (n *Node) settledLocked(now time.Time) []string {
 	var out []string
-	for name, m := range n.members {
+	for name, m := range n.view.members {
 		if now.Sub(m.since) >= n.o.Settle {
 			out = append(out, name)
 		}
@@ -59,44 +58,29 @@ func (n *Node) settledLocked(now time.Time) []string {
 	return out
 }
 
-// targetsLocked maps each configured agent to the member it belongs on
-// among settled, recomputed only when settled or the agents change.
-func (n *Node) targetsLocked(settled []string) map[string]string {
-	key := strings.Join(settled, "\x00")
-	if n.targets != nil && key == n.targetsKey {
-		return n.targets
-	}
-	n.targets = make(map[string]string, len(n.agents))
-	for a := range n.agents {
-		n.targets[a] = Place(a, settled)
-	}
-	n.targetsKey = key
-	return n.targets
-}
-
 // planLocked computes a pass from the view.
 func (n *Node) planLocked(now time.Time, lease clientv3.LeaseID) plan {
 	var p plan
-	targets := n.targetsLocked(n.settledLocked(now))
-	for a := range n.agents {
+	targets := n.place.targetsFor(n.settledLocked(now))
+	for a := range n.place.agents {
 		target := targets[a]
-		la := n.local[a]
+		la := n.held.agents[a]
 		switch {
 		case la == nil:
-			if _, held := n.owners[a]; target == n.o.Name && !held && (!n.lazy[a] || n.wanted[a]) {
+			if _, held := n.view.owners[a]; target == n.o.Name && !held && (!n.place.lazy[a] || n.place.wanted[a]) {
 				p.claims = append(p.claims, a)
 			}
 		case la.stopped:
 			p.deletes = append(p.deletes, a)
 		case la.releasing:
-		case n.viewRev >= la.rev && n.owners[a].lease != lease:
+		case n.view.rev >= la.rev && n.view.owners[a].lease != lease:
 			p.lost = append(p.lost, a)
 		case target != "" && target != n.o.Name:
 			p.moves = append(p.moves, a)
 		}
 	}
-	for a, la := range n.local {
-		if n.agents[a] {
+	for a, la := range n.held.agents {
+		if n.place.agents[a] {
 			continue
 		}
 		switch {
@@ -116,20 +100,20 @@ func (n *Node) planLocked(now time.Time, lease clientv3.LeaseID) plan {
 func (n *Node) pass(ctx context.Context, lease clientv3.LeaseID, wg *sync.WaitGroup) {
 	now := time.Now()
 	n.mu.Lock()
-	if !n.synced || n.fencing {
+	if !n.view.synced || n.lease.fencing {
 		n.mu.Unlock()
 		return
 	}
 	p := n.planLocked(now, lease)
 	if slices.Contains(n.settledLocked(now), n.o.Name) {
-		n.passed = true
+		n.lease.passed = true
 	}
 	n.mu.Unlock()
 
 	for _, a := range p.lost {
 		n.log.Error("an agent's ownership key vanished while this host held it; stopping the agent", zap.String("agent", a))
 		n.mu.Lock()
-		n.counts.Lost++
+		n.stats.counts.Lost++
 		n.mu.Unlock()
 		n.release(wg, a, lease, false)
 	}
@@ -137,7 +121,7 @@ func (n *Node) pass(ctx context.Context, lease clientv3.LeaseID, wg *sync.WaitGr
 		n.release(wg, a, lease, false)
 	}
 	for _, a := range p.moves {
-		if !n.limiter.Allow() {
+		if !n.pace.moves.Allow() {
 			n.poke() // the rest at a later pass
 			break
 		}
@@ -171,12 +155,12 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	n.startMu.Lock()
 	defer n.startMu.Unlock()
 	n.mu.Lock()
-	fencing := n.fencing || n.lease != lease
+	fencing := n.lease.fencing || n.lease.id != lease
 	la := &localAgent{rev: resp.Header.Revision, starting: true}
 	if !fencing {
-		n.local[a] = la
-		n.counts.Claims++
-		delete(n.wanted, a)
+		n.held.agents[a] = la
+		n.stats.counts.Claims++
+		delete(n.place.wanted, a)
 	}
 	n.mu.Unlock()
 	if fencing {
@@ -186,7 +170,7 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 	n.o.Runner.Start(a)
 	n.mu.Lock()
 	la.starting = false
-	n.notifyLocked()
+	n.wait.notify()
 	n.mu.Unlock()
 	return true
 }
@@ -195,13 +179,13 @@ func (n *Node) claim(ctx context.Context, a string, lease clientv3.LeaseID) bool
 // over to another member, counted).
 func (n *Node) release(wg *sync.WaitGroup, a string, lease clientv3.LeaseID, move bool) {
 	n.mu.Lock()
-	la := n.local[a]
+	la := n.held.agents[a]
 	if la == nil || la.releasing {
 		n.mu.Unlock()
 		return
 	}
 	la.releasing, la.move = true, move
-	n.notifyLocked()
+	n.wait.notify()
 	n.mu.Unlock()
 	wg.Go(func() {
 		n.o.Runner.Stop(a)
@@ -224,12 +208,12 @@ func (n *Node) deleteKey(ctx context.Context, a string, lease clientv3.LeaseID, 
 		return false
 	}
 	n.mu.Lock()
-	if la := n.local[a]; la != nil && la.stopped {
-		delete(n.local, a)
+	if la := n.held.agents[a]; la != nil && la.stopped {
+		delete(n.held.agents, a)
 		if la.move {
-			n.counts.Moves++
+			n.stats.counts.Moves++
 		}
-		n.notifyLocked()
+		n.wait.notify()
 	}
 	n.mu.Unlock()
 	n.poke()

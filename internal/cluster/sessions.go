@@ -45,10 +45,10 @@ func (n *Node) SessionOwner(agent, session string) (string, bool) {
 	id := sessionID{agent, session}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.sessLocal[id]; ok && !n.fencing {
+	if _, ok := n.held.sessions[id]; ok && !n.lease.fencing {
 		return n.o.Name, true
 	}
-	o, ok := n.sessOwners[id]
+	o, ok := n.view.sessOwners[id]
 	if !ok || o.host == n.o.Name {
 		return "", false
 	}
@@ -61,7 +61,7 @@ func (n *Node) SessionOwner(agent, session string) (string, bool) {
 func (n *Node) PlaceSession(agent, session string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.synced || n.fencing {
+	if !n.view.synced || n.lease.fencing {
 		return ""
 	}
 	return Place(agent+"\x00"+session, n.settledLocked(time.Now()))
@@ -78,9 +78,9 @@ func (n *Node) ClaimSession(ctx context.Context, agent, session string) error {
 	id := sessionID{agent, session}
 	defer n.lockSession(id)()
 	n.mu.Lock()
-	lease, fencing := n.lease, n.fencing
-	if _, mine := n.sessLocal[id]; mine && !fencing && lease != 0 {
-		n.sessLocal[id]++ // one more instance under the key (one ending, one new)
+	lease, fencing := n.lease.id, n.lease.fencing
+	if _, mine := n.held.sessions[id]; mine && !fencing && lease != 0 {
+		n.held.sessions[id]++ // one more instance under the key (one ending, one new)
 		n.mu.Unlock()
 		return nil
 	}
@@ -101,12 +101,12 @@ func (n *Node) ClaimSession(ctx context.Context, agent, session string) error {
 	defer n.startMu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.fencing || n.lease != lease {
+	if n.lease.fencing || n.lease.id != lease {
 		return fmt.Errorf("%w: fencing", ErrSessionHeld)
 	}
-	n.sessLocal[id] = 1
-	n.counts.Claims++
-	n.notifyLocked()
+	n.held.sessions[id] = 1
+	n.stats.counts.Claims++
+	n.wait.notify()
 	return nil
 }
 
@@ -117,10 +117,10 @@ func (n *Node) ReleaseSession(agent, session string) {
 	id := sessionID{agent, session}
 	defer n.lockSession(id)()
 	n.mu.Lock()
-	users, mine := n.sessLocal[id]
-	lease := n.lease
+	users, mine := n.held.sessions[id]
+	lease := n.lease.id
 	if mine && users > 1 {
-		n.sessLocal[id]--
+		n.held.sessions[id]--
 	}
 	n.mu.Unlock()
 	if !mine || users > 1 || lease == 0 {
@@ -133,13 +133,13 @@ func (n *Node) ReleaseSession(agent, session string) {
 		return
 	}
 	n.mu.Lock()
-	delete(n.sessLocal, id)
-	n.notifyLocked()
+	delete(n.held.sessions, id)
+	n.wait.notify()
 	n.mu.Unlock()
 }
 
 // sessionLock serialises one session's claims and releases; refs counts
-// those holding or waiting for it (it goes from sessLocks at zero).
+// those holding or waiting for it (it goes from holdings.locks at zero).
 type sessionLock struct {
 	mu   sync.Mutex
 	refs int
@@ -150,10 +150,10 @@ type sessionLock struct {
 // trip), never for another session's.
 func (n *Node) lockSession(id sessionID) (unlock func()) {
 	n.mu.Lock()
-	l := n.sessLocks[id]
+	l := n.held.locks[id]
 	if l == nil {
 		l = &sessionLock{}
-		n.sessLocks[id] = l
+		n.held.locks[id] = l
 	}
 	l.refs++
 	n.mu.Unlock()
@@ -162,7 +162,7 @@ func (n *Node) lockSession(id sessionID) (unlock func()) {
 		l.mu.Unlock()
 		n.mu.Lock()
 		if l.refs--; l.refs == 0 {
-			delete(n.sessLocks, id)
+			delete(n.held.locks, id)
 		}
 		n.mu.Unlock()
 	}

@@ -40,21 +40,21 @@ func (n *Node) Status() Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := Status{
-		Name: n.o.Name, Joined: n.lease != 0 && n.synced, Fencing: n.fencing,
-		Lease: int64(n.lease), LastRenew: n.lastOK, Digest: n.digest,
-		Owners: make(map[string]string, len(n.owners)), Counts: n.counts, Requests: n.revs,
+		Name: n.o.Name, Joined: n.lease.id != 0 && n.view.synced, Fencing: n.lease.fencing,
+		Lease: int64(n.lease.id), LastRenew: n.lease.lastOK, Digest: n.place.digest,
+		Owners: make(map[string]string, len(n.view.owners)), Counts: n.stats.counts, Requests: n.stats.requests,
 	}
-	for a, o := range n.owners {
+	for a, o := range n.view.owners {
 		st.Owners[a] = o.host
 	}
-	for _, name := range slices.Sorted(maps.Keys(n.members)) {
-		m := n.members[name]
+	for _, name := range slices.Sorted(maps.Keys(n.view.members)) {
+		m := n.view.members[name]
 		st.Members = append(st.Members, MemberStatus{
 			Name: name, Digest: m.info.Digest, Settled: now.Sub(m.since) >= n.o.Settle,
 			Agents: maps.Clone(m.info.Agents), Address: m.info.Address, Sessions: m.info.Sessions,
 		})
 	}
-	for a, la := range n.local {
+	for a, la := range n.held.agents {
 		if !la.stopped {
 			st.Owned = append(st.Owned, a)
 		}
@@ -67,12 +67,12 @@ func (n *Node) Status() Status {
 // pass since, and every agent it holds was started.
 func (n *Node) Ready() bool {
 	n.mu.Lock()
-	if n.lease == 0 || !n.synced || !n.passed || n.fencing {
+	if n.lease.id == 0 || !n.view.synced || !n.lease.passed || n.lease.fencing {
 		n.mu.Unlock()
 		return false
 	}
 	var held []string
-	for a, la := range n.local {
+	for a, la := range n.held.agents {
 		if !la.releasing {
 			held = append(held, a)
 		}

@@ -14,7 +14,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// watch keeps n.members and n.owners current until ctx ends.
+// watch keeps n.view (members, ownership and session keys) current until
+// ctx ends.
 func (n *Node) watch(ctx context.Context) {
 	root := n.o.Prefix + "/"
 	for ctx.Err() == nil {
@@ -43,29 +44,28 @@ func (n *Node) watch(ctx context.Context) {
 func (n *Node) relist(kvs []*mvccpb.KeyValue, rev int64) {
 	now := time.Now()
 	n.mu.Lock()
-	old := n.members
-	n.members, n.owners = map[string]*member{}, map[string]owner{}
-	n.sessOwners = map[sessionID]owner{}
+	old := n.view.members
+	n.view.reset()
 	for _, kv := range kvs {
 		n.putLocked(kv, now)
 	}
-	for name, m := range n.members {
+	for name, m := range n.view.members {
 		if o := old[name]; o != nil {
 			m.since = o.since // still present: its settle time runs on
 		}
 	}
 	for name := range old {
-		if n.members[name] == nil {
-			n.departed++
+		if n.view.members[name] == nil {
+			n.view.departed++
 		}
 	}
-	for name := range n.gone {
-		if n.members[name] == nil {
-			n.goneLocked(name)
+	for name := range n.wait.gone {
+		if n.view.members[name] == nil {
+			n.wait.goneMember(name)
 		}
 	}
-	n.synced, n.viewRev = true, rev
-	n.notifyLocked()
+	n.view.synced, n.view.rev = true, rev
+	n.wait.notify()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -81,8 +81,8 @@ func (n *Node) apply(evs []*clientv3.Event, rev int64) {
 		}
 		n.deleteLocked(string(ev.Kv.Key))
 	}
-	n.viewRev = max(n.viewRev, rev)
-	n.notifyLocked()
+	n.view.rev = max(n.view.rev, rev)
+	n.wait.notify()
 	n.mu.Unlock()
 	n.poke()
 }
@@ -95,24 +95,24 @@ func (n *Node) putLocked(kv *mvccpb.KeyValue, now time.Time) {
 		if json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
-		if m := n.members[name]; m != nil {
+		if m := n.view.members[name]; m != nil {
 			m.info = info
 			return
 		}
-		n.members[name] = &member{info: info, since: now}
+		n.view.members[name] = &member{info: info, since: now}
 	case "agents":
 		var info ownerInfo
 		if json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
-		n.owners[name] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
+		n.view.owners[name] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
 	case "sessions":
 		var info ownerInfo
 		id, ok := parseSession(name)
 		if !ok || json.Unmarshal(kv.Value, &info) != nil {
 			return
 		}
-		n.sessOwners[id] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
+		n.view.sessOwners[id] = owner{host: info.Host, lease: clientv3.LeaseID(kv.Lease)}
 	}
 }
 
@@ -120,16 +120,16 @@ func (n *Node) deleteLocked(key string) {
 	kind, name := n.split(key)
 	switch kind {
 	case "members":
-		if n.members[name] != nil {
-			n.departed++
+		if n.view.members[name] != nil {
+			n.view.departed++
 		}
-		delete(n.members, name)
-		n.goneLocked(name)
+		delete(n.view.members, name)
+		n.wait.goneMember(name)
 	case "agents":
-		delete(n.owners, name)
+		delete(n.view.owners, name)
 	case "sessions":
 		if id, ok := parseSession(name); ok {
-			delete(n.sessOwners, id)
+			delete(n.view.sessOwners, id)
 		}
 	}
 }
