@@ -23,6 +23,25 @@ func TestWriteGuard(t *testing.T) {
 	testenv.Eventually(t, 15*time.Second, "x on a", func() bool { return a.node.Owns("x") })
 	b := startHost(t, w, cli, "b", []string{"x"})
 	testenv.Eventually(t, 15*time.Second, "b joined", func() bool { return b.node.Ready() })
+	// x may move to b once b counts for placement: wait until both hosts
+	// count and x is where placement puts it, so that no hand-off is under
+	// way (when neither holds it) as the guards are taken.
+	settled := func(h *host) bool {
+		ms := h.node.Status().Members
+		for _, m := range ms {
+			if !m.Settled {
+				return false
+			}
+		}
+		return len(ms) == 2
+	}
+	testenv.Eventually(t, 15*time.Second, "x held where placement puts it", func() bool {
+		place := a.node.Place("x")
+		if !settled(a) || !settled(b) || place == "" || place != b.node.Place("x") {
+			return false
+		}
+		return map[string]*host{"a": a, "b": b}[place].node.Owns("x") && !a.node.Owns("x") == b.node.Owns("x")
+	})
 
 	write := func(guard []clientv3.Cmp) bool {
 		t.Helper()
