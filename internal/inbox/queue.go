@@ -7,6 +7,7 @@ const compactAfter = 256
 // maxFree bounds the recycled entries an inbox keeps.
 const maxFree = 64
 
+// entryKind is what an entry of the queue holds.
 type entryKind uint8
 
 const (
@@ -17,6 +18,7 @@ const (
 	kindDelta                     // the merged undelivered text of a chat stream
 )
 
+// entry is one envelope of the queue, with what delivery needs of it.
 type entry struct {
 	env   Envelope
 	kind  entryKind
