@@ -22,7 +22,7 @@ const (
 type entry struct {
 	env   Envelope
 	kind  entryKind
-	dead  bool   // dropped by Cancel or CloseStream; skipped by recv
+	dead  bool   // dropped by Cancel or CloseStream; skipped by popLocked
 	buf   []byte // kindDelta: the merged text, lifted into a ChatDelta (or ReplyDelta) at delivery
 	chat  bool   // kindCall: the terminal envelope of a chat stream (or a reply)
 	reply bool   // kindDelta: of a reply stream, lifted into a ReplyDelta
@@ -90,7 +90,7 @@ type index struct {
 }
 
 // inUse reports an id that is reserved, open as a stream, or has an
-// undelivered call result or coalescing update.
+// undelivered call result or chat delta.
 func (x *index) inUse(id string) bool {
 	if _, ok := x.reserved[id]; ok {
 		return true

@@ -140,7 +140,7 @@ func (m *Client) do(ctx context.Context, op string, f func(context.Context, *mcp
 // dropped on tools/list_changed and on every new session).
 func (m *Client) ListTools(ctx context.Context) ([]tooling.Tool, error) {
 	m.mu.Lock()
-	if m.tools.ok {
+	if m.tools.list != nil {
 		t := slices.Clone(m.tools.list)
 		m.mu.Unlock()
 		return t, nil

@@ -77,7 +77,7 @@ type Options struct {
 type options struct {
 	dial         Dialer
 	timeout      timeouts
-	restart      backoff
+	restart      restartPacing
 	pingInterval time.Duration // <= 0: no liveness check
 	pingTimeout  time.Duration
 	terminate    time.Duration
@@ -93,10 +93,10 @@ type timeouts struct {
 	call    time.Duration // one request's answer
 }
 
-// backoff is how Serve paces reconnections: the delay starts at initial
+// restartPacing is how Serve paces reconnections: the delay starts at initial
 // and doubles up to max, and starts over after a session that stayed up
 // healthyAfter.
-type backoff struct {
+type restartPacing struct {
 	initial, max time.Duration
 	healthyAfter time.Duration
 }
@@ -109,8 +109,8 @@ type Status struct {
 	ServerName    string
 	ServerVersion string
 	InFlight      int // requests in flight now
-	// ProgressNotifications counts the progress notifications received
-	// for calls in flight.
+	// ProgressNotifications counts every progress notification received,
+	// for a call in flight or not.
 	ProgressNotifications uint64
 }
 
@@ -170,15 +170,14 @@ func (c *connState) setLastErrLocked(err error) {
 // toolsCache is the tool list of the current session, kept until
 // tools/list_changed or a new session invalidates it.
 type toolsCache struct {
-	list []tooling.Tool // valid while ok
-	ok   bool
-	gen  uint64 // bumped on every invalidation
+	list []tooling.Tool // nil: not cached (a fetched list is never nil)
+	gen  uint64         // bumped on every invalidation
 }
 
 // invalidate drops the list; a fetch begun before it does not fill the
 // cache (its generation is gone).
 func (t *toolsCache) invalidate() {
-	t.list, t.ok = nil, false
+	t.list = nil
 	t.gen++
 }
 
@@ -186,7 +185,7 @@ func (t *toolsCache) invalidate() {
 // invalidated since.
 func (t *toolsCache) fill(gen uint64, list []tooling.Tool) {
 	if gen == t.gen {
-		t.list, t.ok = list, true
+		t.list = list
 	}
 }
 
@@ -246,7 +245,7 @@ func New(cfg *config.Tooling, log *zap.Logger, o Options) (*Client, error) {
 				connect: orDefault(c.ConnectTimeout.Duration, config.DefaultConnectTimeout),
 				call:    orDefault(c.CallTimeout.Duration, config.DefaultCallTimeout),
 			},
-			restart: backoff{
+			restart: restartPacing{
 				initial:      orDefault(c.Restart.InitialBackoff.Duration, config.DefaultInitialBackoff),
 				max:          orDefault(c.Restart.MaxBackoff.Duration, config.DefaultMaxBackoff),
 				healthyAfter: orDefault(c.Restart.HealthyAfter.Duration, config.DefaultHealthyAfter),

@@ -34,7 +34,8 @@ type progressCall struct {
 const progressGrace = 2 * time.Second
 
 // progressTracker knows the progress tokens of a Client's calls: every
-// tools/call gets one of its own, and mu guards the calls by token.
+// tools/call gets one of its own; mu guards the calls by token, the sweep
+// time and each call's end.
 type progressTracker struct {
 	seq   atomic.Uint64 // the last token handed out
 	count atomic.Uint64 // notifications received (Status.ProgressNotifications)

@@ -178,11 +178,7 @@ func NewSetup(cfg *config.Tooling, log *zap.Logger, login *LoginOptions, onToken
 		Client:                   hc,
 		InitialTokenSource:       ts,
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			rec := &tokenstore.Record{Resource: cfg.URL, Client: tokenstore.Client{
-				ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-				AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle),
-				RedirectURL: c.RedirectURL, Scopes: c.Scopes,
-			}}
+			rec := &tokenstore.Record{Resource: cfg.URL, Client: tokenstore.ClientOf(c)}
 			rec.SetToken(tok, time.Now())
 			if err := store.Save(cfg.Name, rec); err != nil {
 				return nil, err

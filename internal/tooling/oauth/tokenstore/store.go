@@ -63,6 +63,15 @@ func (c *Client) Config() *oauth2.Config {
 	}
 }
 
+// ClientOf is the Client of the oauth2 configuration c (Config's inverse).
+func ClientOf(c *oauth2.Config) Client {
+	return Client{
+		ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+		AuthURL: c.Endpoint.AuthURL, TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle),
+		RedirectURL: c.RedirectURL, Scopes: c.Scopes,
+	}
+}
+
 // Tokens are the tokens the authorization server last granted, and when.
 type Tokens struct {
 	AccessToken  string    `json:"access_token"`
