@@ -40,7 +40,8 @@ func TestWriteGuard(t *testing.T) {
 		if !settled(a) || !settled(b) || place == "" || place != b.node.Place("x") {
 			return false
 		}
-		return map[string]*host{"a": a, "b": b}[place].node.Owns("x") && !a.node.Owns("x") == b.node.Owns("x")
+		holder := map[string]*host{"a": a, "b": b}[place]
+		return holder != nil && holder.node.Owns("x") && a.node.Owns("x") != b.node.Owns("x")
 	})
 
 	write := func(guard []clientv3.Cmp) bool {

@@ -310,10 +310,8 @@ func (n *Node) session(ctx context.Context) error {
 		h.Resume()
 	}
 	n.mu.Lock()
-	n.lease.id, n.lease.joined = lease, time.Now()
-	n.view.synced, n.lease.passed, n.lease.fencing = false, false, false
-	n.view.reset()
-	n.wait.notify()
+	n.lease.id, n.lease.fencing = lease, false
+	n.newSessionLocked()
 	n.mu.Unlock()
 	n.log.Info("joined the cluster", zap.String("member", n.o.Name), zap.Int64("lease", int64(lease)), zap.Duration("lease_ttl", ttl))
 
@@ -393,16 +391,22 @@ func (n *Node) stopAll() {
 	wg.Wait()
 }
 
+// newSessionLocked starts the view of a new session (or of none): no key
+// listed yet, no pass made, and the waiters told. n.mu is held.
+func (n *Node) newSessionLocked() {
+	n.view.reset()
+	n.lease.passed = false
+	n.wait.notify()
+}
+
 // clearSession forgets the session's keys: whatever this host held went
 // with its lease.
 func (n *Node) clearSession() {
 	n.mu.Lock()
 	n.lease.id = 0
 	n.held.agents = map[string]*localAgent{}
-	n.view.reset()
 	n.held.sessions = map[sessionID]int{}
-	n.view.synced, n.lease.passed = false, false
-	n.wait.notify()
+	n.newSessionLocked()
 	n.mu.Unlock()
 }
 

@@ -31,7 +31,6 @@ func (p pacer) poke() {
 // session came to (fencing, a pass made settled).
 type leaseState struct {
 	id      clientv3.LeaseID // the current session's; 0 between sessions
-	joined  time.Time        // when the current session's member key was written
 	lastOK  time.Time        // when the last answered renewal (or the grant) was sent
 	fencing bool
 	passed  bool // a reconcile pass ran with this member settled
@@ -50,6 +49,7 @@ type view struct {
 
 // reset empties the view's keys (a new session, or a listing, fills it).
 func (v *view) reset() {
+	v.synced = false
 	v.members, v.owners = map[string]*member{}, map[string]owner{}
 	v.sessOwners = map[sessionID]owner{}
 }

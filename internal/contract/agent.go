@@ -30,12 +30,12 @@ type Agent struct {
 	life lifetime
 	acc  access
 	rec  recorders
+	mail mail         // set by NewAgent
+	prov providerSide // set by NewAgent
 
 	mu     sync.Mutex
 	closed bool
 	tab    tables // guarded by mu
-	mail   mail
-	prov   providerSide
 }
 
 // lifetime is how long the agent's work may run: ctx ends at Close or

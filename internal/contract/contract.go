@@ -85,8 +85,8 @@ func NewAgent(hub *gateway.Hub, name string, in *inbox.Inbox, o Options) *Agent 
 			provs:   make(map[*ProviderHandle]struct{}),
 		},
 		prov: providerSide{lookup: o.Providers, access: o.ProviderAccess, observe: o.ChatObserver},
+		mail: mail{send: o.Messaging},
 	}
-	a.mail.send = o.Messaging
 	if o.Tracer != nil {
 		a.rec.tracer = o.Tracer.Tracer(tracerName)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhostd/toolhostd/internal/cluster"
 	"github.com/toolhostd/toolhostd/internal/config"
 	"github.com/toolhostd/toolhostd/internal/control"
+	hoststatus "github.com/toolhostd/toolhostd/internal/status"
 	"github.com/toolhostd/toolhostd/internal/supervisor"
 )
 
@@ -125,9 +126,9 @@ func (d *Daemon) Cluster() (control.ClusterStatus, bool) {
 	out := control.ClusterStatus{
 		Name: st.Name, Joined: st.Joined, Fencing: st.Fencing, Lease: st.Lease,
 		LastRenew: st.LastRenew, Digest: st.Digest, Owners: st.Owners, Owned: st.Owned,
+		ClusterCounts: hoststatus.ClusterCounts{Claims: st.Counts.Claims, Moves: st.Counts.Moves, Fences: st.Counts.Fences,
+			Lost: st.Counts.Lost, Requests: st.Requests},
 	}
-	out.Claims, out.Moves, out.Fences, out.Lost = st.Counts.Claims, st.Counts.Moves, st.Counts.Fences, st.Counts.Lost
-	out.Requests = st.Requests
 	for _, m := range st.Members {
 		out.Members = append(out.Members, control.ClusterMember{
 			Name: m.Name, Digest: m.Digest, Settled: m.Settled, Agents: m.Agents,

@@ -44,7 +44,7 @@ func (c *claim) End(ev message.Event) {
 	if !c.finish(&ev) {
 		return
 	}
-	c.l.bg.wg.Go(func() { c.l.write(c) })
+	c.l.bg.goWrite(func() { c.l.write(c) })
 }
 
 // finish records the end (nil: the release) once, moving c from the open

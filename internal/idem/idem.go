@@ -143,6 +143,9 @@ type background struct {
 	closing sync.Once
 }
 
+// goWrite runs a write in flight (stop waits for it).
+func (b *background) goWrite(write func()) { b.wg.Go(write) }
+
 // stop ends the loop, once, and waits for it and the writes in flight.
 func (b *background) stop() {
 	b.closing.Do(func() { close(b.quit) })

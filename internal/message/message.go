@@ -79,7 +79,7 @@ type Message struct {
 	now      func() time.Time
 	span     trace.Span // nil: not traced (a replayed outcome)
 
-	mu sync.Mutex // guards replyState and hooks, and replaces changed
+	mu sync.Mutex // guards replyState, hooks and the replacing of signals.changed
 	replyState
 	hooks
 	signals

@@ -81,8 +81,9 @@ type Cluster struct {
 	ClusterCounts
 }
 
-// ClusterCounts are a cluster host's event counters, as /v1/cluster
-// reports them (flat in Cluster) and metrics exports them.
+// ClusterCounts are what a cluster host counted since it started: its
+// claims, moves, fences and losses of agents, and its etcd requests, as
+// /v1/cluster reports them (flat in Cluster) and metrics exports them.
 type ClusterCounts struct {
 	Claims uint64 `json:"claims"` // ownership keys claimed
 	Moves  uint64 `json:"moves"`  // agents handed over to another member

@@ -354,7 +354,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req *Request) {
 		if i == firstDelta(s.API) && reply.AfterFirst != nil {
 			reply.AfterFirst()
 		}
-		if i == firstDelta(s.API) && (reply.Cut || reply.Malformed || reply.ErrorEvent) {
+		if i == firstDelta(s.API) && reply.Fault != (Fault{}) {
 			if reply.ErrorEvent {
 				_, _ = io.WriteString(w, s.errorEvent())
 				flush(w)
