@@ -48,24 +48,18 @@ type chatSeries struct {
 func (m *Metrics) chats() *chatSeries {
 	c := &m.chat
 	c.once.Do(func() {
-		c.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "provider", Name: "tokens_total",
-			Help: "Model tokens by agent, provider, model and direction (input, output), from the usage providers report.",
-		}, []string{"agent", "provider", "model", "direction"})
-		c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "provider", Name: "requests_total",
-			Help: "Model requests (chat and chat-stream) by agent, provider, model and outcome (ok or the error code).",
-		}, []string{"agent", "provider", "model", "outcome"})
-		c.first = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "provider", Name: "first_token_seconds",
-			Help:    "Time from a chat-stream request to its first delta, by provider and model.",
-			Buckets: prometheus.ExponentialBucketsRange(0.001, 120, 15),
-		}, []string{"provider", "model"})
-		c.total = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "provider", Name: "request_duration_seconds",
-			Help:    "Time from a model request to its end, whatever the outcome, by provider and model.",
-			Buckets: prometheus.ExponentialBucketsRange(0.001, 600, 15),
-		}, []string{"provider", "model"})
+		c.tokens = counterVec("provider", "tokens_total",
+			"Model tokens by agent, provider, model and direction (input, output), from the usage providers report.",
+			"agent", "provider", "model", "direction")
+		c.requests = counterVec("provider", "requests_total",
+			"Model requests (chat and chat-stream) by agent, provider, model and outcome (ok or the error code).",
+			"agent", "provider", "model", "outcome")
+		c.first = histogramVec("provider", "first_token_seconds",
+			"Time from a chat-stream request to its first delta, by provider and model.",
+			prometheus.ExponentialBucketsRange(0.001, 120, 15), "provider", "model")
+		c.total = histogramVec("provider", "request_duration_seconds",
+			"Time from a model request to its end, whatever the outcome, by provider and model.",
+			prometheus.ExponentialBucketsRange(0.001, 600, 15), "provider", "model")
 		c.models = map[string]struct{}{}
 		m.reg.MustRegister(c.tokens, c.requests, c.first, c.total)
 	})

@@ -14,6 +14,16 @@ func desc(subsystem, name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
 }
 
+// counterVec is a counter of the namespace's subsystem, unregistered.
+func counterVec(subsystem, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: subsystem, Name: name, Help: help}, labels)
+}
+
+// histogramVec is a histogram of the namespace's subsystem, unregistered.
+func histogramVec(subsystem, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}, labels)
+}
+
 var (
 	descAgentState     = desc("agent", "state", "1 for the agent's current state, 0 for the others.", "agent", "state")
 	descAgentRestarts  = desc("agent", "restarts_total", "Times the agent was restarted.", "agent")

@@ -36,28 +36,21 @@ type messageSeries struct {
 func (m *Metrics) msgs() *messageSeries {
 	s := &m.message
 	s.once.Do(func() {
-		s.messages = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "messages_total",
-			Help: "Messages to agents by agent, sender kind (api, mcp, a2a, agent) and outcome (ok, or the error code: reply-error, cancelled, unavailable, busy, denied, ...).",
-		}, []string{"agent", "sender", "outcome"})
-		s.first = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "message_first_delta_seconds",
-			Help:    "Time from a message's acceptance to the first delta of its reply, by agent.",
-			Buckets: prometheus.ExponentialBucketsRange(0.0005, 120, 15),
-		}, []string{"agent"})
-		s.reply = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "message_reply_seconds",
-			Help:    "Time from a message's acceptance to the end of its reply, whatever the outcome, by agent.",
-			Buckets: prometheus.ExponentialBucketsRange(0.0005, 600, 15),
-		}, []string{"agent"})
-		s.started = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "instances_started_total",
-			Help: "Instances started for messages (a per-session agent's, an on-message agent's), by agent.",
-		}, []string{"agent"})
-		s.idle = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "instances_stopped_idle_total",
-			Help: "Instances stopped after their idle_timeout with nothing to do, by agent.",
-		}, []string{"agent"})
+		s.messages = counterVec("agent", "messages_total",
+			"Messages to agents by agent, sender kind (api, mcp, a2a, agent) and outcome (ok, or the error code: reply-error, cancelled, unavailable, busy, denied, ...).",
+			"agent", "sender", "outcome")
+		s.first = histogramVec("agent", "message_first_delta_seconds",
+			"Time from a message's acceptance to the first delta of its reply, by agent.",
+			prometheus.ExponentialBucketsRange(0.0005, 120, 15), "agent")
+		s.reply = histogramVec("agent", "message_reply_seconds",
+			"Time from a message's acceptance to the end of its reply, whatever the outcome, by agent.",
+			prometheus.ExponentialBucketsRange(0.0005, 600, 15), "agent")
+		s.started = counterVec("agent", "instances_started_total",
+			"Instances started for messages (a per-session agent's, an on-message agent's), by agent.",
+			"agent")
+		s.idle = counterVec("agent", "instances_stopped_idle_total",
+			"Instances stopped after their idle_timeout with nothing to do, by agent.",
+			"agent")
 		s.live = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: "agent", Name: "instances",
 			Help: "Live instances of an agent (a per-session agent's, one per session).",

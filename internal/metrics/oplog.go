@@ -63,18 +63,15 @@ type replaySeries struct {
 func (m *Metrics) replaySeries() *replaySeries {
 	r := &m.replay
 	r.once.Do(func() {
-		r.replays = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "replays_total",
-			Help: "Instances of a durable agent started from the oplog an earlier one left, by agent.",
-		}, []string{"agent"})
-		r.entries = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "replayed_entries_total",
-			Help: "Oplog entries answered from the oplog to replaying instances, by agent.",
-		}, []string{"agent"})
-		r.divergences = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "divergences_total",
-			Help: "Replays that ended because the instance made another call than its oplog recorded, by agent.",
-		}, []string{"agent"})
+		r.replays = counterVec("agent", "replays_total",
+			"Instances of a durable agent started from the oplog an earlier one left, by agent.",
+			"agent")
+		r.entries = counterVec("agent", "replayed_entries_total",
+			"Oplog entries answered from the oplog to replaying instances, by agent.",
+			"agent")
+		r.divergences = counterVec("agent", "divergences_total",
+			"Replays that ended because the instance made another call than its oplog recorded, by agent.",
+			"agent")
 		m.reg.MustRegister(r.replays, r.entries, r.divergences)
 	})
 	return r

@@ -18,14 +18,12 @@ type policySeries struct {
 func (m *Metrics) policy() *policySeries {
 	p := &m.pol
 	p.once.Do(func() {
-		p.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolhostd_policy_denied_total",
-			Help: "Operations an agent's grant denied, by agent, tooling and op.",
-		}, []string{"agent", "tooling", "op"})
-		p.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolhostd_agent_limited_total",
-			Help: "Tool calls refused with busy over an agent's grant limit (max_concurrent_calls, calls_per_second).",
-		}, []string{"agent", "tooling", "limit"})
+		p.denied = counterVec("policy", "denied_total",
+			"Operations an agent's grant denied, by agent, tooling and op.",
+			"agent", "tooling", "op")
+		p.limited = counterVec("agent", "limited_total",
+			"Tool calls refused with busy over an agent's grant limit (max_concurrent_calls, calls_per_second).",
+			"agent", "tooling", "limit")
 		m.reg.MustRegister(p.denied, p.limited)
 	})
 	return p

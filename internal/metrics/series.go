@@ -13,19 +13,15 @@ type toolingSeries struct {
 // newToolingSeries makes the tooling series, unregistered.
 func newToolingSeries() toolingSeries {
 	return toolingSeries{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "calls_total",
-			Help: "Tool calls by tooling, tool and outcome (ok, tool_error for an isError result, else the error code).",
-		}, []string{"tooling", "tool", "outcome"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "call_duration_seconds",
-			Help:    "Tool call latency by tooling and tool, whatever the outcome.",
-			Buckets: prometheus.ExponentialBucketsRange(0.0001, 60, 15),
-		}, []string{"tooling", "tool"}),
-		resubFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "tooling", Name: "resubscribe_failures_total",
-			Help: "Subscriptions that could not be made again after a reconnect, by tooling.",
-		}, []string{"tooling"}),
+		calls: counterVec("tooling", "calls_total",
+			"Tool calls by tooling, tool and outcome (ok, tool_error for an isError result, else the error code).",
+			"tooling", "tool", "outcome"),
+		callSeconds: histogramVec("tooling", "call_duration_seconds",
+			"Tool call latency by tooling and tool, whatever the outcome.",
+			prometheus.ExponentialBucketsRange(0.0001, 60, 15), "tooling", "tool"),
+		resubFailed: counterVec("tooling", "resubscribe_failures_total",
+			"Subscriptions that could not be made again after a reconnect, by tooling.",
+			"tooling"),
 	}
 }
 
@@ -40,18 +36,15 @@ type pumpSeries struct {
 // newPumpSeries makes the pump series, unregistered.
 func newPumpSeries() pumpSeries {
 	return pumpSeries{
-		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "reads_total",
-			Help: "Resource reads by tooling and outcome (ok or the error code).",
-		}, []string{"tooling", "outcome"}),
-		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "updates_received_total",
-			Help: "notifications/resources/updated received, by tooling.",
-		}, []string{"tooling"}),
-		listChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "pump", Name: "list_changes_received_total",
-			Help: "notifications/resources/list_changed received, by tooling.",
-		}, []string{"tooling"}),
+		reads: counterVec("pump", "reads_total",
+			"Resource reads by tooling and outcome (ok or the error code).",
+			"tooling", "outcome"),
+		updates: counterVec("pump", "updates_received_total",
+			"notifications/resources/updated received, by tooling.",
+			"tooling"),
+		listChanges: counterVec("pump", "list_changes_received_total",
+			"notifications/resources/list_changed received, by tooling.",
+			"tooling"),
 	}
 }
 
@@ -66,18 +59,14 @@ type agentSeries struct {
 // newAgentSeries makes the agent series, unregistered.
 func newAgentSeries() agentSeries {
 	return agentSeries{
-		traps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "traps_total",
-			Help: "Agent runs that ended in a trap, by agent.",
-		}, []string{"agent"}),
-		instantiate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "instantiate_duration_seconds",
-			Help:    "Time to instantiate an agent's component (compile cache hit or miss included), by agent.",
-			Buckets: prometheus.ExponentialBucketsRange(0.00001, 30, 15),
-		}, []string{"agent"}),
-		logDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "agent", Name: "log_lines_dropped_total",
-			Help: "Guest log lines (log.write, stdout, stderr) dropped over the agent's limits.log_rate, by agent.",
-		}, []string{"agent"}),
+		traps: counterVec("agent", "traps_total",
+			"Agent runs that ended in a trap, by agent.",
+			"agent"),
+		instantiate: histogramVec("agent", "instantiate_duration_seconds",
+			"Time to instantiate an agent's component (compile cache hit or miss included), by agent.",
+			prometheus.ExponentialBucketsRange(0.00001, 30, 15), "agent"),
+		logDropped: counterVec("agent", "log_lines_dropped_total",
+			"Guest log lines (log.write, stdout, stderr) dropped over the agent's limits.log_rate, by agent.",
+			"agent"),
 	}
 }
