@@ -34,7 +34,7 @@ const removeTimeout = 30 * time.Second
 // Its mutex also guards Hub.rts and Hub.names.
 type dynState struct {
 	mu      sync.RWMutex
-	root    *suture.Supervisor // set when Serve starts
+	root    *suture.Supervisor // set once Serve's tree runs (treeStart)
 	hook    suture.EventHook
 	tokens  map[string]suture.ServiceToken // each tooling's supervisor in root
 	retired []*Served                      // removed runtimes, for Serve to wait on their calls
@@ -72,9 +72,28 @@ func (t tracked) Serve(ctx context.Context) error {
 
 func (t tracked) String() string { return fmt.Sprint(t.svc) }
 
-// startTree adds a sub-supervisor per tooling to root, which Serve is about
-// to run, and records root for AddTooling and RemoveTooling.
-func (h *Hub) startTree(root *suture.Supervisor, hook suture.EventHook) {
+// treeStart is root's first service. It runs once root runs, and only
+// then publishes root to AddTooling and RemoveTooling and adds a
+// sub-supervisor for each tooling served at that moment: suture refuses to
+// remove a service from a supervisor that has not started yet
+// (ErrSupervisorNotStarted), and would start it later all the same.
+type treeStart struct {
+	h    *Hub
+	root *suture.Supervisor
+	hook suture.EventHook
+}
+
+func (t treeStart) Serve(ctx context.Context) error {
+	t.h.publishTree(t.root, t.hook)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (treeStart) String() string { return "tooling tree" }
+
+// publishTree records the running root for AddTooling and RemoveTooling
+// and adds a sub-supervisor for each served tooling that has none.
+func (h *Hub) publishTree(root *suture.Supervisor, hook suture.EventHook) {
 	h.dyn.mu.Lock()
 	defer h.dyn.mu.Unlock()
 	h.dyn.root, h.dyn.hook = root, hook
@@ -82,7 +101,9 @@ func (h *Hub) startTree(root *suture.Supervisor, hook suture.EventHook) {
 		h.dyn.tokens = make(map[string]suture.ServiceToken, len(h.names))
 	}
 	for _, name := range h.names {
-		h.dyn.tokens[name] = root.Add(h.toolingSupervisor(h.rts[name], hook))
+		if _, ok := h.dyn.tokens[name]; !ok {
+			h.dyn.tokens[name] = root.Add(h.toolingSupervisor(h.rts[name], hook))
+		}
 	}
 }
 
@@ -163,7 +184,11 @@ func (h *Hub) RemoveTooling(name string) error {
 
 	var err error
 	if served && root != nil && !stopped {
-		if err = root.RemoveAndWait(tok, removeTimeout); err != nil {
+		// ErrSupervisorNotRunning: the tree stopped, and Serve waits for
+		// the tooling's services.
+		if err = root.RemoveAndWait(tok, removeTimeout); errors.Is(err, suture.ErrSupervisorNotRunning) {
+			err = nil
+		} else if err != nil {
 			err = fmt.Errorf("remove tooling %q: its supervisor did not stop: %w", name, err)
 		}
 	}

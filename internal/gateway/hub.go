@@ -146,7 +146,7 @@ func (h *Hub) Serve(ctx context.Context) error {
 		h.log.Warn("supervisor event", zap.String("event", e.String()))
 	}
 	root := suture.New("gateway", suture.Spec{EventHook: hook})
-	h.startTree(root, hook)
+	root.Add(treeStart{h: h, root: root, hook: hook})
 	err := root.Serve(ctx)
 	h.cancel()
 	h.services.stopAndWait()
