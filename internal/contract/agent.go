@@ -326,6 +326,16 @@ func (h *Handle) Cancel(id string) bool {
 // result: timeout after the tooling's call timeout, cancelled when ctx
 // ends, the agent closes or its inbox shuts down.
 func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooling.ToolResult, error) {
+	return h.CallToolBlockingAfter(ctx, name, args, nil)
+}
+
+// CallToolBlockingAfter is CallToolBlocking whose call is issued only once
+// ready (if not nil) returns nil: a durable instance's started entry is
+// then written. If ready fails, the call is not issued and fails with
+// internal. ready and the call then run on a goroutine of their own while
+// the caller waits for both: a caller on a locked OS thread (a guest's)
+// is so woken once, for the result, not also for ready.
+func (h *Handle) CallToolBlockingAfter(ctx context.Context, name, args string, ready func() error) (tooling.ToolResult, error) {
 	if err := validArgs(name, args); err != nil {
 		h.recordRefused(audit.OpCallToolBlocking, name, args, err)
 		return tooling.ToolResult{}, err
@@ -347,7 +357,16 @@ func (h *Handle) CallToolBlocking(ctx context.Context, name, args string) (tooli
 	// The caller's ctx ends the call too (the agent's ends with the inbox
 	// shutdown).
 	stop := context.AfterFunc(ctx, c.gc.Cancel)
-	h.s.RunBlocking(c.gc)
+	if ready == nil {
+		h.s.RunBlocking(c.gc)
+	} else {
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			h.s.RunBlockingAfter(c.gc, ready)
+		}()
+		<-ran
+	}
 	stop()
 	<-c.done
 	if c.err != nil {

@@ -587,3 +587,47 @@ func TestSiblingsUnaffected(t *testing.T) {
 		t.Fatalf("broken: %v, want unavailable", err)
 	}
 }
+
+// TestCallToolBlockingAfter: the call is issued only once ready returned
+// nil (ready runs before the tooling sees it); a failing ready fails the
+// call with internal and the tooling never sees it.
+func TestCallToolBlockingAfter(t *testing.T) {
+	tests := []struct {
+		name     string
+		readyErr error
+		fails    bool  // with internal
+		calls    int64 // the tools/call the tooling sees
+	}{
+		{"ready", nil, false, 1},
+		{"ready fails", errors.New("the disk is gone"), true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			_, h, _ := e.agent(t, "a", 8)
+			before := e.ct.calls.Load()
+			var seenBefore int64 = -1
+			ready := func() error {
+				seenBefore = e.ct.calls.Load() - before
+				return tt.readyErr
+			}
+			res, err := h.CallToolBlockingAfter(context.Background(), "echo", `{"text":"hi"}`, ready)
+			if seenBefore != 0 {
+				t.Errorf("ready saw %d calls made before it, want 0 (called: %v)", seenBefore, seenBefore >= 0)
+			}
+			if !tt.fails {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text, _ := resultText(t, res); text != "hi" {
+					t.Errorf("result %q, want hi", text)
+				}
+			} else if got := codeOf(t, err); got != tooling.CodeInternal {
+				t.Errorf("code %v (%v), want internal", got, err)
+			}
+			if n := e.ct.calls.Load() - before; n != tt.calls {
+				t.Errorf("the tooling saw %d calls, want %d", n, tt.calls)
+			}
+		})
+	}
+}

@@ -62,6 +62,13 @@ type countingTooling struct {
 	// notified counts the notifications/resources/updated the tooling has
 	// handed to the hub's observer (which has taken them in), per uri.
 	notified sync.Map
+	calls    atomic.Int64 // the tools/call made
+}
+
+// CallTool counts the call and makes it.
+func (c *countingTooling) CallTool(ctx context.Context, name string, args json.RawMessage) (tooling.ToolResult, error) {
+	c.calls.Add(1)
+	return c.Tooling.CallTool(ctx, name, args)
 }
 
 // Serve serves the tooling with o behind a counter of its ResourceUpdated

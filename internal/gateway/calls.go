@@ -94,6 +94,18 @@ func (s *Served) Submit(c *Call) {
 // gate admits it, and returns when c is finished.
 func (s *Served) RunBlocking(c *Call) { s.gate.runBlocking(c) }
 
+// RunBlockingAfter is RunBlocking once ready returns nil; if ready fails,
+// c is finished with its error and never issued.
+func (s *Served) RunBlockingAfter(c *Call, ready func() error) {
+	if err := ready(); err != nil {
+		if c.state.CompareAndSwap(stateQueued, stateFinished) {
+			c.finish(tooling.ToolResult{}, tooling.Errorf(tooling.CodeInternal, "tools/call %q not issued: %v", c.Tool, err), false)
+		}
+		return
+	}
+	s.gate.runBlocking(c)
+}
+
 // expire completes a call whose context ended while it was still queued.
 func (c *Call) expire() {
 	if c.state.CompareAndSwap(stateQueued, stateFinished) {

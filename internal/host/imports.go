@@ -76,6 +76,9 @@ type agentState struct {
 
 	// journal is a durable instance's oplog (journal.go); nil: not durable.
 	journal *journal
+	// ready is set by the journal while a function of handsOff runs: the
+	// wait for its started entry, before which its call is not issued.
+	ready func() error
 
 	// image is the instance's mapping of its memory image; the first recv
 	// teaches its write set (package prefault), then it is cleared.
@@ -295,7 +298,7 @@ func defineTooling(root *wt.LinkerInstance, iface string) error {
 			if err != nil {
 				return nil, err
 			}
-			res, err := h.CallToolBlocking(st.stopping, name, args2)
+			res, err := h.CallToolBlockingAfter(st.stopping, name, args2, st.ready)
 			if err != nil {
 				return errResult(err), nil
 			}

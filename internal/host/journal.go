@@ -240,15 +240,7 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 		return nil
 	}
 	if class == classEffect {
-		// A started entry keeps its arguments' text (bounded), for a
-		// divergence's error and toolhostd oplog.
-		if err := j.append(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest, Data: []byte(argsText(args))}); err != nil {
-			return err
-		}
-		if err := j.live(st, c, args, results, fn); err != nil {
-			return err
-		}
-		return j.record(oplog.KindCompleted, call, nil, results)
+		return j.effect(st, c, call, name, digest, args, results, fn)
 	}
 	callArgs := args
 	if class == classReapply {
@@ -259,6 +251,38 @@ func (j *journal) do(st *agentState, c *wt.Caller, call, name string, class call
 	}
 	return j.record(oplog.KindResult, call, digest, results)
 }
+
+// effect is a live call of classEffect: its started entry durable before
+// it is issued, its completed entry after. A function of handsOff is given
+// the wait for the started entry (agentState.ready) and issues the call
+// once it returned; any other is called once the wait returned.
+func (j *journal) effect(st *agentState, c *wt.Caller, call, name string, digest []byte, args, results []wt.Val, fn wt.HostFunc) error {
+	// A started entry keeps its arguments' text (bounded), for a
+	// divergence's error and toolhostd oplog.
+	p, err := j.log.AppendStart(oplog.Entry{Kind: oplog.KindStarted, Call: call, Digest: digest, Data: []byte(argsText(args))})
+	if err != nil {
+		return j.fail(err)
+	}
+	ready := func() error { return j.settle(p) }
+	if handsOff[name] {
+		st.ready = ready
+	} else if err := ready(); err != nil {
+		return err
+	}
+	err = j.live(st, c, args, results, fn)
+	st.ready = nil
+	if werr := ready(); werr != nil {
+		return werr // the call was not issued: its result is the refusal
+	}
+	if err != nil {
+		return err
+	}
+	return j.record(oplog.KindCompleted, call, nil, results)
+}
+
+// handsOff are the classEffect functions that take the wait for their
+// started entry (agentState.ready) and issue their call once it returned.
+var handsOff = map[string]bool{"[method]tooling.call-tool-blocking": true}
 
 // unsent is the arguments of a reply call (name, args) to a resumed
 // message less the reply text the message has already: a reply-delta's
@@ -320,7 +344,31 @@ func (j *journal) append(e oplog.Entry) error {
 		add = j.log.Append
 	}
 	if _, err := add(e); err != nil {
+		return j.fail(err)
+	}
+	return j.bounded()
+}
+
+// settle waits for p, a started entry (effect): its failure, or the
+// oplog's bound reached, traps the call and every later one.
+func (j *journal) settle(p *oplog.Pending) error {
+	if _, err := p.Wait(); err != nil {
+		return j.fail(err)
+	}
+	return j.bounded()
+}
+
+// fail keeps err, an append's failure, as what every later call traps with.
+func (j *journal) fail(err error) error {
+	if j.failed == nil {
 		j.failed = fmt.Errorf("%w: %w", ErrOplogWrite, err)
+	}
+	return j.failed
+}
+
+// bounded traps the call, and every later one, past the oplog's bound.
+func (j *journal) bounded() error {
+	if j.failed != nil {
 		return j.failed
 	}
 	n, b := j.log.Len()

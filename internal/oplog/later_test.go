@@ -71,3 +71,52 @@ func withSeq(e Entry, seq uint64) Entry {
 	e.Seq = seq
 	return e
 }
+
+// TestAppendStart: AppendStart takes the entry's seq and sends it with
+// the log's later entries; its Pending, waited for on another goroutine
+// (as a guest's call hands it off), commits them in one transaction, and
+// every Wait answers the same. A store that stops before the wait loses
+// nothing it answered.
+func TestAppendStart(t *testing.T) {
+	s := testStore(t, Options{})
+	l := openLog(t, s, "agent")
+	if _, err := l.AppendLater(testEntry(0)); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats().Commits
+	p, err := l.AppendStart(testEntry(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		seq uint64
+		err error
+	}
+	got := make(chan outcome)
+	go func() {
+		seq, err := p.Wait()
+		got <- outcome{seq, err}
+	}()
+	o := <-got
+	if o.err != nil || o.seq != 2 {
+		t.Fatalf("Wait on another goroutine: seq %d, %v; want 2", o.seq, o.err)
+	}
+	if seq, err := p.Wait(); seq != 2 || err != nil {
+		t.Errorf("second Wait: seq %d, %v; want 2, nil", seq, err)
+	}
+	if c := s.Stats().Commits - before; c != 1 {
+		t.Errorf("%d commits for a later entry and a started one, want 1", c)
+	}
+	if n, _ := l.Len(); n != 2 {
+		t.Errorf("Len %d, want 2", n)
+	}
+	s = reopen(t, s)
+	l2 := openLog(t, s, "agent")
+	defer l2.Close()
+	if rec := l2.Recorded(); len(rec) != 2 {
+		t.Fatalf("reopened: %d entries, want 2", len(rec))
+	}
+	if _, err := l2.AppendStart(Entry{}); err == nil {
+		t.Error("AppendStart of an entry without a kind or call: no error")
+	}
+}

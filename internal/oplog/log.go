@@ -123,33 +123,67 @@ func (l *Log) Len() (entries int, bytes int64) {
 // again. An entry larger than the store takes (over etcd, about 1.5 MiB)
 // is refused without taking a seq.
 func (l *Log) Append(e Entry) (uint64, error) {
+	p, err := l.AppendStart(e)
+	if err != nil {
+		return 0, err
+	}
+	return p.Wait()
+}
+
+// AppendStart is Append in two halves: it hands e to the committer and
+// returns at once; Pending.Wait is the rest, which must be called, once or
+// more, by any goroutine (the transaction may be its to commit). Between
+// the two the caller does what need not wait for the entry (a guest's
+// thread hands the wait and the call it guards to another goroutine, and
+// is woken once, for both).
+func (l *Log) AppendStart(e Entry) (*Pending, error) {
 	s := l.s
 	s.n.appends.Add(1)
 	if err := s.checkEntry(&e); err != nil {
-		return 0, s.errorf(l.key, err)
+		return nil, s.errorf(l.key, err)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return 0, s.errorf(l.key, ErrClosed)
+		return nil, s.errorf(l.key, ErrClosed)
 	}
 	e.Seq, e.At = l.next, time.Now().UTC()
 	r := &request{op: opAppend, log: l, key: l.key, seq: e.Seq, value: appendEntry(nil, &e), done: make(chan error, 1)}
 	l.end.inflight.Add(1)
-	defer l.end.inflight.Done()
 	later := l.sendLaterLocked()
 	if !s.send(r) {
 		l.mu.Unlock()
-		return 0, s.errorf(l.key, ErrClosed)
+		l.end.inflight.Done()
+		return nil, s.errorf(l.key, ErrClosed)
 	}
 	l.next++
 	l.mu.Unlock()
 	// later's are in the same transaction as r, or an earlier one.
-	if err := s.waitAll(append(later, r)); err != nil {
-		return 0, err
-	}
-	l.size.add(len(r.value))
-	return e.Seq, nil
+	return &Pending{l: l, reqs: append(later, r)}, nil
+}
+
+// Pending is an AppendStart's entry until it is committed.
+type Pending struct {
+	l    *Log
+	reqs []*request // the log's AppendLater entries sent with it, then it
+	once sync.Once
+	seq  uint64
+	err  error
+}
+
+// Wait returns the entry's Seq once it is in a committed transaction, as
+// Append does; every call returns the same.
+func (p *Pending) Wait() (uint64, error) {
+	p.once.Do(func() {
+		defer p.l.end.inflight.Done()
+		if p.err = p.l.s.waitAll(p.reqs); p.err != nil {
+			return
+		}
+		r := p.reqs[len(p.reqs)-1]
+		p.l.size.add(len(r.value))
+		p.seq = r.seq
+	})
+	return p.seq, p.err
 }
 
 // AppendLater is Append without the fsync: the entry takes the next seq
