@@ -264,6 +264,7 @@ func (j *journal) effect(st *agentState, c *wt.Caller, call, name string, digest
 		return j.fail(err)
 	}
 	ready := func() error { return j.settle(p) }
+	defer func() { _ = ready() }() // even if fn panics: the store's baton may be this entry's
 	if handsOff[name] {
 		st.ready = ready
 	} else if err := ready(); err != nil {

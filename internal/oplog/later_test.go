@@ -75,8 +75,7 @@ func withSeq(e Entry, seq uint64) Entry {
 // TestAppendStart: AppendStart takes the entry's seq and sends it with
 // the log's later entries; its Pending, waited for on another goroutine
 // (as a guest's call hands it off), commits them in one transaction, and
-// every Wait answers the same. A store that stops before the wait loses
-// nothing it answered.
+// every Wait answers the same; the store opened again holds both.
 func TestAppendStart(t *testing.T) {
 	s := testStore(t, Options{})
 	l := openLog(t, s, "agent")
