@@ -336,15 +336,11 @@ func (j *journal) record(kind oplog.Kind, call string, digest []byte, results []
 	return j.append(oplog.Entry{Kind: kind, Call: call, Digest: digest, Data: data})
 }
 
-// append writes e: a started entry durably before it returns, any other
-// with the next started one (record); past the oplog's bounds, or when
+// append writes e, a result or a completion, with the next started entry
+// (record; started entries are effect's); past the oplog's bounds, or when
 // the write fails, the call traps and so does every later one.
 func (j *journal) append(e oplog.Entry) error {
-	add := j.log.AppendLater
-	if e.Kind == oplog.KindStarted {
-		add = j.log.Append
-	}
-	if _, err := add(e); err != nil {
+	if _, err := j.log.AppendLater(e); err != nil {
 		return j.fail(err)
 	}
 	return j.bounded()
