@@ -347,6 +347,15 @@ func (cs *countServer) total() int {
 // file at path (its layout: internal/oplog's doc).
 func corruptEntry(t *testing.T, path, key string, seq uint64) {
 	t.Helper()
+	// Opening and closing the store folds its journal (what the killed
+	// daemon committed last) into the bbolt file.
+	st, err := oplog.Open(oplog.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -437,9 +437,10 @@ const replayCalls = 1000
 // its last call, so nothing is live) and returns. ms/replay (and ns/op) is
 // from Start to the run's end: instantiation, the replay and the guest's
 // own work; entries/s the oplog's entries over that; open-ms is opening
-// the copied file and the log (reading and verifying its entries), which
-// a restart does before the Start and ns/op leaves out; file-B the file's
-// size. baseline is the same agent with nothing to do (n = 0, not
+// the copied files (bbolt's and its journal, as a crash left them: the
+// store folds the journal's records into bbolt) and the log (reading and
+// verifying its entries), which a restart does before the Start and
+// ns/op leaves out; file-B the bbolt file's size. baseline is the same agent with nothing to do (n = 0, not
 // durable): instantiate and run, ms/replay the same span. live is the
 // 1,000 calls made for real, not durable, for comparison.
 func BenchmarkDurableReplay(b *testing.B) {
@@ -478,11 +479,18 @@ func BenchmarkDurableReplay(b *testing.B) {
 		b.Fatalf("the server saw %d calls while recording %d", got, replayCalls)
 	}
 	l.Close()
-	if err := st.Close(); err != nil {
-		b.Fatal(err)
-	}
+	// The store's two files as a crash leaves them, copied while it is
+	// open: bbolt's and its journal (internal/oplog, journal.go), which
+	// holds the recording's entries until they are folded into bbolt.
 	recorded, err := os.ReadFile(path)
 	if err != nil {
+		b.Fatal(err)
+	}
+	journal, err := os.ReadFile(path + "-journal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
 
@@ -495,6 +503,9 @@ func BenchmarkDurableReplay(b *testing.B) {
 			i++
 			copyPath := filepath.Join(dir, fmt.Sprintf("copy-%d.db", i))
 			if err := os.WriteFile(copyPath, recorded, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(copyPath+"-journal", journal, 0o600); err != nil {
 				b.Fatal(err)
 			}
 			t0 := time.Now()
@@ -532,6 +543,7 @@ func BenchmarkDurableReplay(b *testing.B) {
 				b.Fatal(err)
 			}
 			os.Remove(copyPath)
+			os.Remove(copyPath + "-journal")
 			b.StartTimer()
 		}
 		ms := p50(ds) / 1e6

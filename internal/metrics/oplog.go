@@ -16,7 +16,7 @@ var (
 	descOplogAppends = desc("oplog", "appends_total", "Appends to the durable agents' oplogs, whatever their outcome.")
 	descOplogEntries = desc("oplog", "entries_total", "Oplog entries committed (appends that succeeded).")
 	descOplogBytes   = desc("oplog", "bytes_total", "Stored bytes of the oplog entries committed.")
-	descOplogCommits = desc("oplog", "commits_total", "Read-write transactions (each one fsync) of the oplog store: of appends, grouped, and of creating and deleting logs.")
+	descOplogCommits = desc("oplog", "commits_total", "Synced writes of the oplog store (a journal record on one host, a transaction over etcd): of appends, grouped, and of creating and deleting logs; folding the journal into bbolt is not counted.")
 )
 
 // OplogSource is a Source that may have an oplog store (the daemon):

@@ -83,7 +83,12 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
 	}
-	s := newStore(b, opts.Path, lg, opts.MaxBatch, bolt.MaxValueSize-walPrefix, "bbolt's limit")
+	jb, err := openJournaled(b)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("oplog: %s: %w", opts.Path, err)
+	}
+	s := newStore(jb, opts.Path, lg, opts.MaxBatch, bolt.MaxValueSize-walPrefix, "bbolt's limit")
 	return s, nil
 }
 
@@ -213,6 +218,20 @@ func (b *boltBackend) summaries() ([]Summary, error) {
 // wal, so that a batch of many logs' appends dirties about as many pages
 // as one log's would.
 func (b *boltBackend) commit(batch []*request, errs []error) int {
+	if err := b.update(batch, errs, nil); err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("commit: %w", err)
+		}
+		return 0
+	}
+	return 1
+}
+
+// update writes batch in one transaction, in order, setting errs[i] for
+// each request that fails alone (a request whose errs[i] is already set
+// is not written), and runs also (if not nil) in it before it commits.
+// It returns the transaction's failure, logged.
+func (b *boltBackend) update(batch []*request, errs []error, also func(tx *bolt.Tx) error) error {
 	t := &walTx{b: b, ids: map[string]uint64{}, added: map[uint64]*walIndex{}, gone: map[uint64]bool{}}
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		t.root, t.wal = tx.Bucket(rootBucket), tx.Bucket(walBucket)
@@ -226,15 +245,15 @@ func (b *boltBackend) commit(batch []*request, errs []error) int {
 				return err
 			}
 		}
+		if also != nil {
+			return also(tx)
+		}
 		return nil
 	})
 	if err != nil {
 		b.log.Error("commit failed", zap.String("file", b.path), zap.Int("batch", len(batch)), zap.Error(err))
-		for i := range errs {
-			errs[i] = fmt.Errorf("commit: %w", err)
-		}
-		return 0
+		return err
 	}
 	t.done()
-	return 1
+	return nil
 }

@@ -104,7 +104,7 @@ func TestOrphans(t *testing.T) {
 	fill(t, s, map[string]int{"a": 3})
 	path := damage(t, s, func(tx *bolt.Tx) error { return tx.Bucket(rootBucket).DeleteBucket([]byte("a")) })
 	s = testStore(t, Options{Path: path})
-	b := s.b.(*boltBackend)
+	b := s.b.(*journaled).b
 	b.mu.Lock()
 	left := len(b.wal)
 	b.mu.Unlock()

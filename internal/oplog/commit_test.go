@@ -168,12 +168,21 @@ func TestAppendAfterFailure(t *testing.T) {
 	l := openLog(t, s, "agent")
 	defer l.Close()
 	mustAppend(t, l, testEntry(0))
-	err := s.b.(*boltBackend).db.Update(func(tx *bolt.Tx) error { // the log goes behind its back
+	// The log goes behind the store's back: out of the bbolt file (the
+	// journal folded into it first) and out of what the journal knows.
+	jb := s.b.(*journaled)
+	if err := jb.fold(""); err != nil {
+		t.Fatal(err)
+	}
+	err := jb.b.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(rootBucket).DeleteBucket([]byte("agent"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	jb.mu.Lock()
+	delete(jb.present, "agent")
+	jb.mu.Unlock()
 	for _, want := range []string{"the log is not in the file", "entry 3 not written: an earlier one failed"} {
 		_, err := l.Append(testEntry(1))
 		if err == nil || errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"agent"`) {

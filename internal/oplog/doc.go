@@ -12,8 +12,8 @@
 // The Store and its [Log]s behave the same over either. [Store.Open] opens
 // a log, creating it with a [Header] if the store has none of that key, or
 // reading and verifying what it holds ([Log.Recorded]) if it has.
-// [Log.Append] adds an [Entry] and returns once the entry is durable (in
-// a committed transaction: fsynced by bbolt, or by a quorum of etcd).
+// [Log.Append] adds an [Entry] and returns once the entry is durable
+// (synced to the bbolt file's journal, or committed by a quorum of etcd).
 // [Log.Delete] removes a log whose instance ended cleanly; [Log.Close]
 // keeps it for a later Open. [Store.Summaries] and [Store.Entries] read
 // the logs of the store, open or not, for an operator. A key is open in
@@ -59,6 +59,20 @@
 // file written before the wal, each log's in a bucket "entries" of its
 // own, into it). A log's Open reads its entries at those positions;
 // Summaries reads no entry.
+//
+// # The journal
+//
+// Over bbolt a batch is not a bbolt transaction (which syncs twice: its
+// pages, then its meta page) but a record appended to a journal beside
+// the file (its path and "-journal", a fixed 1 MiB written with zeros when
+// made, so that a record's write allocates nothing) and synced once
+// (fdatasync). The records are folded into the bbolt file, many in one
+// transaction that also stores the last one's seq, when the journal is
+// full (then it starts again from its beginning, in a new generation),
+// before a log a pending record wrote is read, and at Close; a batch too
+// large for the journal is a bbolt transaction of its own. Opening the
+// store folds in the records the file lacks (a crash's), up to the first
+// that is torn or of an earlier generation; see journal.go.
 //
 // In etcd a log is under PREFIX/<key>/, the key escaped by
 // [url.PathEscape] (so that a '/' of the key is "%2F" and the prefixes of

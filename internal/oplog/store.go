@@ -49,7 +49,7 @@ type Stats struct {
 	Appends uint64 // calls of Log.Append, whatever their outcome
 	Entries uint64 // entries committed (Appends that returned a seq)
 	Bytes   uint64 // the stored size of those entries
-	Commits uint64 // read-write transactions committed (of appends, and of creating and deleting logs)
+	Commits uint64 // batches made durable (of appends, and of creating and deleting logs): journal records over bbolt (its folds into the file not counted), transactions over etcd
 }
 
 // newStore is a Store over b, its committer started.
