@@ -12,12 +12,12 @@ import (
 )
 
 // BenchmarkAppend appends to one log, one entry at a time: each Append is
-// a transaction of its own, so ns/op is about one fsync.
+// a journal record of its own, so ns/op is about one fdatasync.
 func BenchmarkAppend(b *testing.B) { benchAppend(b, testStore(b, Options{})) }
 
 // BenchmarkAppendParallel appends from many goroutines, each to a log of
 // its own, as the instances of a host do: their appends share
-// transactions, so ns/op falls below an fsync.
+// journal records, so ns/op falls below an fdatasync.
 func BenchmarkAppendParallel(b *testing.B) { benchAppendParallel(b, testStore(b, Options{})) }
 
 // BenchmarkEtcdAppend is BenchmarkAppend over etcd: ns/op is about one
