@@ -263,16 +263,19 @@ func (r *Router) Resume(req Request, parent trace.SpanContext) (m *Message, fres
 		return m, false, nil
 	}
 	m = newMessage(req.ID, req, r.opts.MaxReplyBytes, r.opts.Now)
-	if err := r.t.add(m); err != nil {
-		return nil, false, err
-	}
 	ctx := context.Background()
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
+	// The span is the message's before the table has it: once it does,
+	// others read it (a reply's events, a status's end).
 	_, span := r.startSpan(ctx, req)
 	span.SetAttributes(tracing.AttrMessageID.String(req.ID), attrResumed.Bool(true))
 	m.span = span
+	if err := r.t.add(m); err != nil {
+		spanRefused(span, err)
+		return nil, false, err
+	}
 	m.delivered()
 	if r.opts.Ledger != nil && req.IdempotencyKey != "" {
 		// The host that claimed the key stopped: this one claims it again,
