@@ -440,9 +440,10 @@ const replayCalls = 1000
 // the copied files (bbolt's and its journal, as a crash left them: the
 // store folds the journal's records into bbolt) and the log (reading and
 // verifying its entries), which a restart does before the Start and
-// ns/op leaves out; file-B the bbolt file's size. baseline is the same agent with nothing to do (n = 0, not
-// durable): instantiate and run, ms/replay the same span. live is the
-// 1,000 calls made for real, not durable, for comparison.
+// ns/op leaves out; file-B the bbolt file's size. baseline is the same
+// agent with nothing to do (n = 0, not durable): instantiate and run,
+// ms/replay the same span. live is the 1,000 calls made for real, not
+// durable, for comparison.
 func BenchmarkDurableReplay(b *testing.B) {
 	s := env(b)
 	p := s.program(b, durableGuest.dir(), "bench")

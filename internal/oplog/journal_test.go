@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -277,5 +278,47 @@ func TestJournalOfAnotherFile(t *testing.T) {
 	keys, err := c.Keys()
 	if err != nil || !slices.Equal(keys, []string{"a"}) {
 		t.Errorf("keys: %v %v, want [a] (the older file's alone)", keys, err)
+	}
+}
+
+// TestJournalWriteFails: once a record's write fails (its file closed
+// behind the store's back), its outcome is unknown, so every later write
+// of the store fails too, naming the journal, even with the file back;
+// what was synced before is still read (folded into bbolt), and is there
+// after the store is opened again.
+func TestJournalWriteFails(t *testing.T) {
+	s := testStore(t, Options{})
+	l := openLog(t, s, "a")
+	mustAppend(t, l, testEntry(0))
+	mustAppend(t, l, testEntry(1))
+	jb := s.b.(*journaled)
+	jb.mu.Lock()
+	jb.j.f.Close()
+	jb.mu.Unlock()
+	if _, err := l.Append(testEntry(2)); err == nil || !strings.Contains(err.Error(), "journal") {
+		t.Errorf("Append after the journal's file closed: %v, want an error naming the journal", err)
+	}
+	// The file back, writable: the store still refuses, since the failed
+	// record's outcome is unknown.
+	f, err := os.OpenFile(jb.j.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb.mu.Lock()
+	jb.j.f = f
+	jb.mu.Unlock()
+	if _, err := s.Open("b", testHeader); err == nil || !strings.Contains(err.Error(), "journal") {
+		t.Errorf("Open of a new log after the failure: %v, want the journal's error", err)
+	}
+	if _, es, err := s.Entries("a"); err != nil || len(es) != 2 {
+		t.Errorf("Entries after the failure: %d, %v; want the 2 synced before it", len(es), err)
+	}
+	l.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := testStore(t, Options{Path: s.Path()})
+	if _, es, err := c.Entries("a"); err != nil || len(es) != 2 {
+		t.Errorf("Entries after opening again: %d, %v; want 2", len(es), err)
 	}
 }
