@@ -73,6 +73,9 @@ func (b *boltBackend) load() error {
 			return err
 		}
 		wal.FillPercent = walFill
+		if _, err := tx.CreateBucketIfNotExists(journalBucket); err != nil {
+			return err
+		}
 		return b.migrate(root, wal)
 	})
 	if err != nil {

@@ -152,7 +152,8 @@ func (j *journalFile) fits(n int) bool {
 	return j.off+journalRecordHead+int64(n) <= journalSize
 }
 
-// room reports whether a record of n payload bytes fits an empty journal.
+// journalRoom reports whether a record of n payload bytes fits an empty
+// journal.
 func journalRoom(n int) bool {
 	return journalHeaderSize+journalRecordHead+int64(n) <= journalSize
 }

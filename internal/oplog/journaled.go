@@ -18,22 +18,29 @@ import (
 // does not hold yet (a crash's), by their seq, which bbolt keeps with
 // the entries they wrote ("journal"/"applied"), in the same transaction.
 type journaled struct {
-	b   *boltBackend
-	log *zap.Logger
+	b *boltBackend
 
 	// mu is held across a record's write and sync, and across a fold:
 	// commit and the reads that fold are one at a time.
 	mu      sync.Mutex
 	j       *journalFile
-	pending []journalBatch  // records synced, not yet in bbolt, in order
-	touched map[string]bool // keys the pending records write
+	pending []journalBatch // records synced, not yet in bbolt, in order
 	// present are the logs as bbolt and the pending records have them,
-	// by key: true if usable (it has its id), so that commit refuses
+	// by key (a key without a log is not in it), so that commit refuses
 	// what bbolt's apply would before it is written.
-	present map[string]bool
+	present map[string]logState
 	applied uint64 // the seq of the last record bbolt holds
 	broken  error  // a record's write or sync failed: its outcome is unknown
 }
+
+// logState is what present knows of a log.
+type logState uint8
+
+const (
+	noLog  logState = iota // none of the key (in a batch's staged: deleted)
+	noID                   // its bucket lacks its id (errNoID)
+	usable                 // appends may go to it
+)
 
 // journalBatch is one record's requests.
 type journalBatch struct {
@@ -49,13 +56,9 @@ var (
 // openJournaled puts the journal at b.path+"-journal" in front of b, and
 // folds into b the records of the journal it lacks.
 func openJournaled(b *boltBackend) (*journaled, error) {
-	jb := &journaled{b: b, log: b.log, touched: map[string]bool{}, present: map[string]bool{}}
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		jk, err := tx.CreateBucketIfNotExists(journalBucket)
-		if err != nil {
-			return err
-		}
-		if v := jk.Get(appliedKey); len(v) == 8 {
+	jb := &journaled{b: b, present: map[string]logState{}}
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(journalBucket).Get(appliedKey); len(v) == 8 {
 			jb.applied = binary.BigEndian.Uint64(v)
 		}
 		return nil
@@ -72,8 +75,8 @@ func openJournaled(b *boltBackend) (*journaled, error) {
 		// Records past a gap: this journal does not follow the file (a
 		// file put back from an older copy, or removed). Folding them
 		// would write entries after ones that are missing.
-		b.log.Warn("journal left: its records do not follow the file's", zap.String("file", j.path),
-			zap.Uint64("first", recs[0].seq), zap.Uint64("applied", jb.applied))
+		b.log.Warn("journal not applied: its first record does not follow the last one the oplog file holds (the file was replaced?)",
+			zap.String("file", j.path), zap.Uint64("first", recs[0].seq), zap.Uint64("applied", jb.applied))
 		recs = nil
 	}
 	j.next = max(j.next, jb.applied+1)
@@ -102,8 +105,10 @@ func openJournaled(b *boltBackend) (*journaled, error) {
 	}
 	err = b.view(func(root *bolt.Bucket) error {
 		return root.ForEachBucket(func(k []byte) error {
-			_, ok := logID(root.Bucket(k))
-			jb.present[string(k)] = ok
+			jb.present[string(k)] = noID
+			if _, ok := logID(root.Bucket(k)); ok {
+				jb.present[string(k)] = usable
+			}
 			return nil
 		})
 	})
@@ -128,43 +133,36 @@ func (jb *journaled) commit(batch []*request, errs []error) int {
 		}
 		return 0
 	}
-	undo := map[string]*bool{}
-	set := func(key string, v *bool) {
-		if _, ok := undo[key]; !ok {
-			if old, had := jb.present[key]; had {
-				undo[key] = &old
-			} else {
-				undo[key] = nil
-			}
+	// staged is what the batch's requests make of the logs they name,
+	// put into present once the batch is written.
+	staged := map[string]logState{}
+	state := func(key string) logState {
+		if st, ok := staged[key]; ok {
+			return st
 		}
-		if v == nil {
-			delete(jb.present, key)
-		} else {
-			jb.present[key] = *v
-		}
+		return jb.present[key]
 	}
-	usable := true
 	var reqs []*request
 	for i, r := range batch {
 		if errs[i] != nil {
 			continue
 		}
-		switch r.op {
+		switch st := state(r.key); r.op {
 		case opAppend:
-			switch ok, had := jb.present[r.key]; {
-			case !had:
+			switch st {
+			case noLog:
 				errs[i] = errors.New("the log is not in the file")
-			case !ok:
+			case noID:
 				errs[i] = errNoID
 			}
 		case opCreate:
-			if _, had := jb.present[r.key]; had {
+			if st != noLog {
 				errs[i] = errors.New("the log is already in the file")
 			} else {
-				set(r.key, &usable)
+				staged[r.key] = usable
 			}
 		case opDelete:
-			set(r.key, nil)
+			staged[r.key] = noLog
 		}
 		if errs[i] == nil {
 			reqs = append(reqs, r)
@@ -174,19 +172,22 @@ func (jb *journaled) commit(batch []*request, errs []error) int {
 		return 0
 	}
 	fail := func(err error) int {
-		for key, old := range undo {
-			if old == nil {
-				delete(jb.present, key)
-			} else {
-				jb.present[key] = *old
-			}
-		}
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
 		return 0
+	}
+	written := func() int {
+		for key, st := range staged {
+			if st == noLog {
+				delete(jb.present, key)
+			} else {
+				jb.present[key] = st
+			}
+		}
+		return 1
 	}
 	payload := appendJournalBatch(nil, reqs)
 	if !journalRoom(len(payload)) {
@@ -197,8 +198,8 @@ func (jb *journaled) commit(batch []*request, errs []error) int {
 		if err := jb.b.update(reqs, sub, nil); err != nil {
 			return fail(fmt.Errorf("commit: %w", err))
 		}
-		jb.scatter(batch, errs, reqs, sub)
-		return 1
+		scatter(batch, errs, reqs, sub)
+		return written()
 	}
 	if !jb.j.fits(len(payload)) {
 		if err := jb.foldLocked(); err != nil {
@@ -213,19 +214,16 @@ func (jb *journaled) commit(batch []*request, errs []error) int {
 	if err != nil {
 		// The record may be on the disk or not: nothing more is written.
 		jb.broken = fmt.Errorf("journal %s: %w", jb.j.path, err)
-		jb.log.Error("journal write failed", zap.String("file", jb.j.path), zap.Error(err))
+		jb.b.log.Error("journal write failed", zap.String("file", jb.j.path), zap.Error(err))
 		return fail(jb.broken)
 	}
 	jb.pending = append(jb.pending, journalBatch{seq: seq, reqs: reqs})
-	for _, r := range reqs {
-		jb.touched[r.key] = true
-	}
-	return 1
+	return written()
 }
 
 // scatter copies the errors sub of reqs, which are the requests of batch
 // whose errs were nil, in order, into errs.
-func (jb *journaled) scatter(batch []*request, errs []error, reqs []*request, sub []error) {
+func scatter(batch []*request, errs []error, reqs []*request, sub []error) {
 	k := 0
 	for i := range batch {
 		if k < len(reqs) && batch[i] == reqs[k] {
@@ -257,11 +255,10 @@ func (jb *journaled) foldLocked() error {
 	}
 	for i, e := range errs {
 		if e != nil {
-			jb.log.Error("journal entry refused by bbolt", zap.String("file", jb.b.path), zap.String("key", reqs[i].key), zap.Uint64("seq", reqs[i].seq), zap.Error(e))
+			jb.b.log.Error("journal entry refused by bbolt", zap.String("file", jb.b.path), zap.String("key", reqs[i].key), zap.Uint64("seq", reqs[i].seq), zap.Error(e))
 		}
 	}
 	jb.applied, jb.pending = last, nil
-	clear(jb.touched)
 	return nil
 }
 
@@ -269,10 +266,24 @@ func (jb *journaled) foldLocked() error {
 func (jb *journaled) fold(key string) error {
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
-	if key != "" && !jb.touched[key] {
+	if key != "" && !jb.writes(key) {
 		return nil
 	}
 	return jb.foldLocked()
+}
+
+// writes reports whether a pending record writes the log key (jb.mu
+// held): a read folds only then. Reads are an instance's start and an
+// operator's, the pending records at most a journal's worth.
+func (jb *journaled) writes(key string) bool {
+	for _, p := range jb.pending {
+		for _, r := range p.reqs {
+			if r.key == key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (jb *journaled) read(key string) (*stored, error) {
@@ -304,7 +315,7 @@ func (jb *journaled) close() error {
 	defer jb.mu.Unlock()
 	err := jb.foldLocked()
 	if err != nil {
-		jb.log.Error("journal not folded at close; the next open replays it", zap.String("file", jb.j.path), zap.Error(err))
+		jb.b.log.Error("journal not folded at close; the next open replays it", zap.String("file", jb.j.path), zap.Error(err))
 	}
 	return errors.Join(err, jb.j.close(), jb.b.close())
 }
