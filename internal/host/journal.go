@@ -264,14 +264,18 @@ func (j *journal) effect(st *agentState, c *wt.Caller, call, name string, digest
 		return j.fail(err)
 	}
 	ready := func() error { return j.settle(p) }
-	defer func() { _ = ready() }() // even if fn panics: the store's baton may be this entry's
+	defer func() {
+		// Even if fn panics: the store's baton may be this entry's, and
+		// a later call must not find this one's wait.
+		st.ready = nil
+		_ = ready()
+	}()
 	if handsOff[name] {
 		st.ready = ready
 	} else if err := ready(); err != nil {
 		return err
 	}
 	err = j.live(st, c, args, results, fn)
-	st.ready = nil
 	if werr := ready(); werr != nil {
 		return werr // the call was not issued: its result is the refusal
 	}
